@@ -1,0 +1,1 @@
+//! C ABI over zsmalloc-core (see issue: C ABI).

@@ -1,0 +1,224 @@
+//! The size-class table (SPEC §3): merged and huge classes, `huge_class_size`, lookup.
+
+use crate::config::PoolConfig;
+use crate::error::Result;
+
+/// Bytes of the in-object header (`ZS_HANDLE_SIZE`).
+pub const HDR: u32 = 8;
+/// Smallest class size (`ZS_MIN_ALLOC_SIZE`).
+pub const MIN_ALLOC: u32 = 32;
+
+/// One created (non-alias) class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassInfo {
+    /// Class index (the largest index this class serves, as in the kernel).
+    pub index: u32,
+    /// Class size in bytes, header included.
+    pub size: u32,
+    pub pages_per_zspage: u32,
+    pub objs_per_zspage: u32,
+    /// One object per one-page zspage: objects carry no in-object header.
+    pub huge: bool,
+    /// Smallest index merged into this class (== `index` when nothing merged).
+    pub first_index: u32,
+}
+
+impl ClassInfo {
+    /// Bytes of each zspage no object can use.
+    pub fn tail_waste(&self, page: u32) -> u32 {
+        self.pages_per_zspage * page - self.objs_per_zspage * self.size
+    }
+
+    /// Objects of a full zspage that cross a page boundary (counting full class-size objects).
+    pub fn spanning_per_zspage(&self, page: u32) -> u32 {
+        if self.huge {
+            return 0;
+        }
+        (0..self.objs_per_zspage).filter(|k| (k * self.size) % page + self.size > page).count()
+            as u32
+    }
+}
+
+/// The class table of one configuration.
+#[derive(Debug, Clone)]
+pub struct ClassTable {
+    page: u32,
+    delta: u32,
+    /// Created classes, ascending by size.
+    classes: Vec<ClassInfo>,
+    /// For each class index, the position in `classes` of the class serving it.
+    by_index: Vec<u16>,
+    huge_class_size: u32,
+}
+
+impl ClassTable {
+    /// Builds the table exactly as mainline's `zs_create_pool` does.
+    pub fn new(cfg: &PoolConfig) -> Result<Self> {
+        cfg.validate()?;
+        let page = cfg.page_size;
+        let delta = cfg.effective_delta();
+        let n = (page - MIN_ALLOC).div_ceil(delta) + 1;
+        let mut rev: Vec<ClassInfo> = Vec::new();
+        let mut by_index_rev = vec![0u16; n as usize];
+        let mut huge_class_size = 0;
+        for i in (0..n).rev() {
+            let size = (MIN_ALLOC + i * delta).min(page);
+            let pages =
+                cfg.chain_policy.0.chain_size(size, page, cfg.chain_size).clamp(1, cfg.chain_size);
+            let objs = pages * page / size;
+            if huge_class_size == 0 && pages != 1 && objs != 1 {
+                huge_class_size = size - (HDR - 1);
+            }
+            match rev.last_mut() {
+                Some(prev) if prev.pages_per_zspage == pages && prev.objs_per_zspage == objs => {
+                    prev.first_index = i;
+                }
+                _ => rev.push(ClassInfo {
+                    index: i,
+                    size,
+                    pages_per_zspage: pages,
+                    objs_per_zspage: objs,
+                    huge: pages == 1 && objs == 1,
+                    first_index: i,
+                }),
+            }
+            by_index_rev[i as usize] = (rev.len() - 1) as u16;
+        }
+        let count = rev.len() as u16;
+        rev.reverse();
+        let by_index = by_index_rev.into_iter().map(|r| count - 1 - r).collect();
+        Ok(ClassTable { page, delta, classes: rev, by_index, huge_class_size })
+    }
+
+    pub fn page_size(&self) -> u32 {
+        self.page
+    }
+
+    pub fn delta(&self) -> u32 {
+        self.delta
+    }
+
+    /// Number of class indices (`ZS_SIZE_CLASSES`), aliases included.
+    pub fn index_count(&self) -> u32 {
+        self.by_index.len() as u32
+    }
+
+    /// Created classes, ascending by size.
+    pub fn classes(&self) -> &[ClassInfo] {
+        &self.classes
+    }
+
+    /// Objects of this size (header included) or more go to huge classes.
+    pub fn huge_class_size(&self) -> u32 {
+        self.huge_class_size
+    }
+
+    /// Raw index formula (`get_size_class_index`) for a size, clamped to the last index.
+    pub fn raw_index(&self, size: usize) -> u32 {
+        let idx = if size <= MIN_ALLOC as usize {
+            0
+        } else {
+            (size - MIN_ALLOC as usize).div_ceil(self.delta as usize)
+        };
+        idx.min(self.by_index.len() - 1) as u32
+    }
+
+    /// Index of the class serving `size` as given (no header added); merged indices report
+    /// their target's index.
+    pub fn lookup_class_index(&self, size: usize) -> u32 {
+        self.classes[self.position(size)].index
+    }
+
+    /// Position in [`Self::classes`] of the class serving `size` bytes (header included).
+    pub fn position(&self, size: usize) -> usize {
+        self.by_index[self.raw_index(size) as usize] as usize
+    }
+
+    /// Position in [`Self::classes`] of the class serving class index `index`.
+    pub fn position_of_index(&self, index: u32) -> Option<usize> {
+        self.by_index.get(index as usize).map(|&p| p as usize)
+    }
+
+    /// One row per logical size `MIN, MIN+step, ...` up to the page, like the RFC's table: the
+    /// physical class serving it and the merge waste per zspage. `step` 16 matches the RFC.
+    pub fn logical_rows(&self, step: u32) -> impl Iterator<Item = LogicalRow<'_>> + '_ {
+        (MIN_ALLOC..=self.page).step_by(step.max(8) as usize).map(move |logical| {
+            let class = &self.classes[self.position(logical as usize)];
+            LogicalRow {
+                index: self.raw_index(logical as usize),
+                logical_size: logical,
+                class,
+                merge_waste: (class.size - logical) * class.objs_per_zspage,
+            }
+        })
+    }
+
+    /// Worst merge waste of a class: its size minus the smallest size it absorbs, per zspage.
+    pub fn worst_merge_waste(&self, class: &ClassInfo) -> u32 {
+        let smallest = (MIN_ALLOC + class.first_index * self.delta).min(self.page);
+        (class.size - smallest) * class.objs_per_zspage
+    }
+}
+
+/// One class index of the table.
+#[derive(Debug, Clone)]
+pub struct LogicalRow<'a> {
+    pub index: u32,
+    pub logical_size: u32,
+    pub class: &'a ClassInfo,
+    pub merge_waste: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain_policy::{Heuristic, PolicyRef};
+
+    fn table(page: u32, chain: u32, delta: u32) -> ClassTable {
+        ClassTable::new(&PoolConfig {
+            page_size: page,
+            chain_size: chain,
+            class_delta: delta,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn mainline_4k_default_table_shape() {
+        let t = table(4096, 8, 0);
+        assert_eq!(t.index_count(), 255);
+        assert_eq!(t.delta(), 16);
+        assert_eq!(t.classes().first().unwrap().size, 32);
+        assert_eq!(t.classes().last().unwrap().size, 4096);
+        // The largest class that chains pages is 3632; the header's last 7 bytes may spill.
+        assert_eq!(t.huge_class_size(), 3632 - 7);
+    }
+
+    #[test]
+    fn lookup_reports_target_of_merged_index() {
+        let t = table(16384, 8, 0);
+        // 1072..1104 merge into 1120 with delta 64 (seed RFC).
+        let idx_1120 = t.lookup_class_index(1120);
+        for size in [1072, 1088, 1104, 1120] {
+            assert_eq!(t.lookup_class_index(size), idx_1120);
+        }
+        assert_eq!(t.lookup_class_index(1), 0);
+        assert_eq!(t.lookup_class_index(1 << 20), t.index_count() - 1);
+    }
+
+    #[test]
+    fn heuristic_changes_chains_not_sizes() {
+        let cfg = PoolConfig {
+            chain_size: 10,
+            chain_policy: PolicyRef::new(Heuristic),
+            ..Default::default()
+        };
+        let h = ClassTable::new(&cfg).unwrap();
+        let c = h.classes().iter().find(|c| c.size == 368).unwrap();
+        assert_eq!(c.spanning_per_zspage(4096), 0);
+        let classic = table(4096, 10, 0);
+        let c = classic.classes().iter().find(|c| c.size == 368).unwrap();
+        assert_eq!(c.spanning_per_zspage(4096), 7);
+    }
+}

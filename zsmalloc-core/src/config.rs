@@ -1,0 +1,244 @@
+//! Pool configuration and the one place `ZSMALLOC_*` environment variables are read.
+
+use crate::chain_policy::PolicyRef;
+use crate::error::{Error, Result};
+
+/// Smallest configurable page size (bytes).
+pub const MIN_PAGE_SIZE: u32 = 4096;
+/// Largest configurable page size (bytes).
+pub const MAX_PAGE_SIZE: u32 = 65536;
+/// Largest configurable chain (pages per zspage).
+pub const MAX_CHAIN_SIZE: u32 = 16;
+/// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
+pub const DEFAULT_CHAIN_SIZE: u32 = 8;
+
+/// How reads of objects spanning two pages are served (SPEC §5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ReadMode {
+    /// Mainline: a spanning object is copied into the caller's buffer.
+    #[default]
+    Copy,
+}
+
+impl ReadMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            ReadMode::Copy => "copy",
+        }
+    }
+
+    /// Parses a read-mode name. `map` and `contiguous` are specified (SPEC §5) but not built yet.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "copy" => Ok(ReadMode::Copy),
+            "map" | "contiguous" => Err(Error::config(
+                "read_mode",
+                format!("'{name}' is not implemented yet; accepted: copy"),
+            )),
+            _ => Err(Error::config("read_mode", format!("'{name}' is unknown; accepted: copy"))),
+        }
+    }
+}
+
+/// Every knob of a pool. `Default` is mainline zsmalloc on 4K pages.
+#[derive(Debug, Clone)]
+pub struct PoolConfig {
+    /// Simulated page size: a power of two in 4096..=65536, independent of the host's.
+    pub page_size: u32,
+    /// Maximum pages per zspage (`CONFIG_ZSMALLOC_CHAIN_SIZE`), 1..=16.
+    pub chain_size: u32,
+    /// Class spacing in bytes; 0 means `page_size >> 8` (mainline), otherwise a multiple of 8.
+    pub class_delta: u32,
+    /// Chooses pages per zspage for each class.
+    pub chain_policy: PolicyRef,
+    pub read_mode: ReadMode,
+    /// Cap on pages held by the pool; 0 means no limit.
+    pub mem_limit_pages: u64,
+}
+
+impl Default for PoolConfig {
+    fn default() -> Self {
+        PoolConfig {
+            page_size: MIN_PAGE_SIZE,
+            chain_size: DEFAULT_CHAIN_SIZE,
+            class_delta: 0,
+            chain_policy: PolicyRef::new(crate::chain_policy::Classic),
+            read_mode: ReadMode::Copy,
+            mem_limit_pages: 0,
+        }
+    }
+}
+
+/// The environment variables `PoolConfig::from_env` reads, in SPEC §4 order.
+pub const ENV_VARS: [&str; 6] = [
+    "ZSMALLOC_PAGE_SIZE",
+    "ZSMALLOC_CHAIN_SIZE",
+    "ZSMALLOC_CLASS_DELTA",
+    "ZSMALLOC_CHAIN_POLICY",
+    "ZSMALLOC_READ_MODE",
+    "ZSMALLOC_MEM_LIMIT_PAGES",
+];
+
+impl PoolConfig {
+    /// The class delta actually used (`page_size >> 8` when unset).
+    pub fn effective_delta(&self) -> u32 {
+        if self.class_delta == 0 {
+            self.page_size >> 8
+        } else {
+            self.class_delta
+        }
+    }
+
+    /// Checks every setting; the error names the setting and the accepted range.
+    pub fn validate(&self) -> Result<()> {
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&self.page_size)
+            || !self.page_size.is_power_of_two()
+        {
+            return Err(Error::config(
+                "page_size",
+                format!("{} is not a power of two in 4096..=65536", self.page_size),
+            ));
+        }
+        if !(1..=MAX_CHAIN_SIZE).contains(&self.chain_size) {
+            return Err(Error::config(
+                "chain_size",
+                format!("{} is outside 1..=16", self.chain_size),
+            ));
+        }
+        let d = self.class_delta;
+        if d != 0 && (d % 8 != 0 || d >= self.page_size) {
+            return Err(Error::config(
+                "class_delta",
+                format!(
+                    "{d} is not 0 (page_size >> 8) or a multiple of 8 below the page size ({})",
+                    self.page_size
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Defaults overridden by `ZSMALLOC_*` variables. A bad value is an error naming the variable.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// `from_env` over any variable source (tests use a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut cfg = PoolConfig::default();
+        let env_err = |var: &'static str, value: &str, accepted: &str| Error::Config {
+            setting: var,
+            message: format!("'{value}' is not accepted; expected {accepted}"),
+        };
+        let number = |var: &'static str, accepted: &str| -> Result<Option<u64>> {
+            match lookup(var) {
+                None => Ok(None),
+                Some(v) => {
+                    v.trim().parse::<u64>().map(Some).map_err(|_| env_err(var, &v, accepted))
+                }
+            }
+        };
+        let to_u32 = |var: &'static str, v: u64, accepted: &str| {
+            u32::try_from(v).map_err(|_| env_err(var, &v.to_string(), accepted))
+        };
+        const PAGE: &str = "a power of two in 4096..=65536";
+        const CHAIN: &str = "an integer in 1..=16";
+        const DELTA: &str = "0 or a multiple of 8 below the page size";
+        if let Some(v) = number("ZSMALLOC_PAGE_SIZE", PAGE)? {
+            cfg.page_size = to_u32("ZSMALLOC_PAGE_SIZE", v, PAGE)?;
+        }
+        if let Some(v) = number("ZSMALLOC_CHAIN_SIZE", CHAIN)? {
+            cfg.chain_size = to_u32("ZSMALLOC_CHAIN_SIZE", v, CHAIN)?;
+        }
+        if let Some(v) = number("ZSMALLOC_CLASS_DELTA", DELTA)? {
+            cfg.class_delta = to_u32("ZSMALLOC_CLASS_DELTA", v, DELTA)?;
+        }
+        if let Some(v) = lookup("ZSMALLOC_CHAIN_POLICY") {
+            cfg.chain_policy = PolicyRef::by_name(v.trim()).ok_or_else(|| {
+                env_err("ZSMALLOC_CHAIN_POLICY", &v, "classic, heuristic or fixed-N (N in 1..=16)")
+            })?;
+        }
+        if let Some(v) = lookup("ZSMALLOC_READ_MODE") {
+            cfg.read_mode = ReadMode::parse(v.trim()).map_err(|e| match e {
+                Error::Config { message, .. } => {
+                    Error::Config { setting: "ZSMALLOC_READ_MODE", message }
+                }
+                other => other,
+            })?;
+        }
+        if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
+            cfg.mem_limit_pages = v;
+        }
+        // Name the variable, not the field, when a parsed value is out of range.
+        cfg.validate().map_err(|e| match e {
+            Error::Config { setting, message } => Error::Config {
+                setting: match setting {
+                    "page_size" => "ZSMALLOC_PAGE_SIZE",
+                    "chain_size" => "ZSMALLOC_CHAIN_SIZE",
+                    "class_delta" => "ZSMALLOC_CLASS_DELTA",
+                    other => other,
+                },
+                message,
+            },
+            other => other,
+        })?;
+        Ok(cfg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn from(vars: &[(&str, &str)]) -> Result<PoolConfig> {
+        let map: HashMap<String, String> =
+            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        PoolConfig::from_lookup(|k| map.get(k).cloned())
+    }
+
+    #[test]
+    fn env_overrides_defaults() {
+        let cfg = from(&[
+            ("ZSMALLOC_PAGE_SIZE", "16384"),
+            ("ZSMALLOC_CHAIN_SIZE", "10"),
+            ("ZSMALLOC_CLASS_DELTA", "16"),
+            ("ZSMALLOC_CHAIN_POLICY", "heuristic"),
+            ("ZSMALLOC_MEM_LIMIT_PAGES", "100"),
+        ])
+        .unwrap();
+        assert_eq!((cfg.page_size, cfg.chain_size, cfg.class_delta), (16384, 10, 16));
+        assert_eq!(cfg.chain_policy.name(), "heuristic");
+        assert_eq!(cfg.mem_limit_pages, 100);
+    }
+
+    #[test]
+    fn bad_env_values_name_the_variable() {
+        for (var, value) in [
+            ("ZSMALLOC_PAGE_SIZE", "5000"),
+            ("ZSMALLOC_PAGE_SIZE", "lots"),
+            ("ZSMALLOC_CHAIN_SIZE", "17"),
+            ("ZSMALLOC_CLASS_DELTA", "12"),
+            ("ZSMALLOC_CHAIN_POLICY", "greedy"),
+            ("ZSMALLOC_READ_MODE", "mmap"),
+            ("ZSMALLOC_MEM_LIMIT_PAGES", "-1"),
+        ] {
+            let err = from(&[(var, value)]).unwrap_err();
+            assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn validate_rejects_out_of_range() {
+        let bad = [
+            PoolConfig { page_size: 2048, ..Default::default() },
+            PoolConfig { page_size: 131072, ..Default::default() },
+            PoolConfig { chain_size: 0, ..Default::default() },
+            PoolConfig { class_delta: 20, ..Default::default() },
+        ];
+        for cfg in bad {
+            assert!(matches!(cfg.validate(), Err(Error::Config { .. })), "{cfg:?}");
+        }
+        assert!(PoolConfig::default().validate().is_ok());
+    }
+}

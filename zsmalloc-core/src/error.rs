@@ -1,0 +1,62 @@
+//! Errors of the allocator. Every error maps to a negative errno for the C ABI.
+
+use std::fmt;
+
+/// Why an operation was refused. The pool is unchanged whenever one of these is returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// A setting is out of range; `setting` names it and `message` gives the accepted range.
+    Config { setting: &'static str, message: String },
+    /// A bad argument (zero length, wrong read length, misaligned handle, ...).
+    InvalidArgument(String),
+    /// The handle does not name a live object of this pool (foreign, garbage, stale or freed).
+    InvalidHandle(&'static str),
+    /// The handle already holds an object; free it first.
+    HandleInUse,
+    /// The object is longer than a page.
+    TooLarge { len: usize, max: usize },
+    /// The memory limit (or the address space reserved for pages) is exhausted.
+    OutOfMemory,
+    /// The object is being read; try again after the read section ends.
+    Busy,
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// The errno this error maps to (positive; the C ABI returns its negation).
+    pub fn errno(&self) -> i32 {
+        match self {
+            Error::Config { .. } | Error::InvalidArgument(_) | Error::InvalidHandle(_) => {
+                libc::EINVAL
+            }
+            Error::HandleInUse => libc::EEXIST,
+            Error::TooLarge { .. } => libc::ENOSPC,
+            Error::OutOfMemory => libc::ENOMEM,
+            Error::Busy => libc::EBUSY,
+        }
+    }
+
+    pub(crate) fn config(setting: &'static str, message: impl Into<String>) -> Self {
+        Error::Config { setting, message: message.into() }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Config { setting, message } => write!(f, "invalid {setting}: {message}"),
+            Error::InvalidArgument(m) => write!(f, "invalid argument: {m}"),
+            Error::InvalidHandle(why) => write!(f, "invalid handle: {why}"),
+            Error::HandleInUse => write!(f, "handle already holds an object; free it first"),
+            Error::TooLarge { len, max } => {
+                write!(f, "object of {len} bytes is larger than a page ({max} bytes)")
+            }
+            Error::OutOfMemory => write!(f, "out of memory: the pool's page limit is reached"),
+            Error::Busy => write!(f, "object is being read; end the read section first"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

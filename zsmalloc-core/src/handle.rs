@@ -1,0 +1,209 @@
+//! Handles: the word that names an object's location, and the safe layer's pool-owned slots.
+//!
+//! Handle word (never 0 for a live object; 0 = empty):
+//!
+//! ```text
+//!  63      56 55              32 31          16 15            0
+//! +----------+------------------+--------------+---------------+
+//! | pool tag |   zspage slot    |  generation  | object idx + 1|
+//! +----------+------------------+--------------+---------------+
+//! ```
+//!
+//! The word alone proves nothing: a handle is accepted only if its zspage slot is live with that
+//! generation and the object's header names this very handle word's address as its owner. That
+//! one check refuses handles of another pool, garbage, stale copies and double frees.
+
+use std::ops::Deref;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use crate::error::Result;
+use crate::pool::Pool;
+
+pub(crate) const MAX_ZSPAGE_SLOTS: u32 = 1 << 24;
+
+/// A decoded handle word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub tag: u8,
+    pub slot: u32,
+    pub generation: u16,
+    pub obj: u32,
+}
+
+impl Location {
+    #[inline]
+    pub fn encode(self) -> usize {
+        debug_assert!(self.slot < MAX_ZSPAGE_SLOTS && self.obj < 0xffff);
+        ((self.tag as usize) << 56)
+            | ((self.slot as usize) << 32)
+            | ((self.generation as usize) << 16)
+            | (self.obj as usize + 1)
+    }
+
+    /// Decodes a non-zero word; `None` if its object index field is 0 (never produced).
+    #[inline]
+    pub fn decode(word: usize) -> Option<Location> {
+        let obj = (word & 0xffff) as u32;
+        (obj != 0).then_some(Location {
+            tag: (word >> 56) as u8,
+            slot: ((word >> 32) & 0xff_ffff) as u32,
+            generation: (word >> 16) as u16,
+            obj: obj - 1,
+        })
+    }
+}
+
+/// The safe layer's handle words: address-stable slots owned by the pool.
+///
+/// Slots are never moved or deallocated while the pool lives (`boxcar` grows in fixed buckets).
+/// Free slots form a lock-free stack; the link is kept in the free slot's own word and the stack
+/// head carries a tag against ABA.
+pub(crate) struct HandleSlots {
+    words: boxcar::Vec<AtomicUsize>,
+    /// Low 32 bits: top slot + 1 (0 = empty); high 32 bits: ABA tag.
+    free_top: AtomicU64,
+}
+
+impl HandleSlots {
+    pub fn new() -> Self {
+        HandleSlots { words: boxcar::Vec::new(), free_top: AtomicU64::new(0) }
+    }
+
+    #[inline]
+    pub fn word(&self, slot: u32) -> &AtomicUsize {
+        &self.words[slot as usize]
+    }
+
+    /// Takes an empty slot.
+    pub fn take(&self) -> u32 {
+        let mut top = self.free_top.load(Ordering::Acquire);
+        loop {
+            let Some(slot) = (top as u32).checked_sub(1) else {
+                return self.words.push(AtomicUsize::new(0)) as u32;
+            };
+            let next = self.words[slot as usize].load(Ordering::Relaxed) as u64;
+            let new = ((top >> 32).wrapping_add(1) << 32) | next;
+            match self.free_top.compare_exchange_weak(top, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => {
+                    self.words[slot as usize].store(0, Ordering::Relaxed);
+                    return slot;
+                }
+                Err(now) => top = now,
+            }
+        }
+    }
+
+    /// Returns an empty slot.
+    pub fn give_back(&self, slot: u32) {
+        let mut top = self.free_top.load(Ordering::Acquire);
+        loop {
+            self.words[slot as usize].store((top as u32) as usize, Ordering::Relaxed);
+            let new = ((top >> 32).wrapping_add(1) << 32) | u64::from(slot + 1);
+            match self.free_top.compare_exchange_weak(top, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return,
+                Err(now) => top = now,
+            }
+        }
+    }
+
+    /// Slots ever created (live or free).
+    pub fn capacity(&self) -> usize {
+        self.words.count()
+    }
+
+    /// Heap bytes taken by slots (reported apart from the pool's own metadata).
+    pub fn heap_bytes(&self) -> usize {
+        self.capacity() * std::mem::size_of::<AtomicUsize>()
+    }
+}
+
+/// A safe handle: owns one stored object of the pool `P` points to. Dropping it frees the object.
+///
+/// `P` is `&Pool` for scoped use or `Arc<Pool>` (or any other pointer to a pool) when the handle
+/// must own a share of its pool, as the Python binding's handles do.
+pub struct Handle<P: Deref<Target = Pool>> {
+    pool: P,
+    slot: u32,
+}
+
+impl<P: Deref<Target = Pool>> Handle<P> {
+    pub(crate) fn new(pool: P, slot: u32) -> Self {
+        Handle { pool, slot }
+    }
+
+    /// The pool holding the object.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The handle word (for diagnostics: it changes when compaction moves the object).
+    pub fn word(&self) -> usize {
+        self.pool.slots().word(self.slot).load(Ordering::Acquire)
+    }
+
+    pub(crate) fn slot_word(&self) -> &AtomicUsize {
+        self.pool.slots().word(self.slot)
+    }
+
+    /// Length of the stored object in bytes.
+    pub fn len(&self) -> usize {
+        self.pool.object_len(self.slot_word()).unwrap_or(0)
+    }
+
+    /// Never true for a handle returned by the pool (objects are 1..=page bytes).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Frees the object now, reporting refusal (an active read section) instead of leaking.
+    pub fn free(self) -> Result<()> {
+        let res = self.pool.free_word(self.slot_word());
+        if res.is_ok() {
+            self.pool.slots().give_back(self.slot);
+        }
+        std::mem::forget(self);
+        res
+    }
+}
+
+impl<P: Deref<Target = Pool>> Drop for Handle<P> {
+    fn drop(&mut self) {
+        // A safe handle cannot be dropped during its own read section (the section borrows it),
+        // so the free succeeds; if it somehow did not, the slot is leaked rather than reused.
+        if self.pool.free_word(self.slot_word()).is_ok() {
+            self.pool.slots().give_back(self.slot);
+        }
+    }
+}
+
+impl<P: Deref<Target = Pool>> std::fmt::Debug for Handle<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle").field("slot", &self.slot).field("word", &self.word()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_round_trips() {
+        let loc = Location { tag: 0xa5, slot: 0xff_fffe, generation: 0xbeef, obj: 32767 };
+        assert_eq!(Location::decode(loc.encode()), Some(loc));
+        assert_eq!(Location::decode(0x1234_0000), None);
+    }
+
+    #[test]
+    fn slots_are_reused_lifo() {
+        let s = HandleSlots::new();
+        let (a, b) = (s.take(), s.take());
+        assert_ne!(a, b);
+        s.give_back(a);
+        s.give_back(b);
+        assert_eq!(s.take(), b);
+        assert_eq!(s.take(), a);
+        assert_eq!(s.take(), 2);
+    }
+}

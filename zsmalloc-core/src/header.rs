@@ -1,0 +1,171 @@
+//! The object header word: who owns an object, how long it is, and who is reading it.
+//!
+//! Layout of an allocated object's header (`ZS_HANDLE_SIZE` = 8 bytes, at the object's start;
+//! huge objects keep the same word in their zspage's metadata):
+//!
+//! ```text
+//!  63            48 47                          4 3       1 0
+//! +----------------+-----------------------------+---------+---+
+//! |   length - 1   |   handle address >> 3       | readers | 1 |
+//! +----------------+-----------------------------+---------+---+
+//! ```
+//!
+//! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above
+//! it, as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47
+//! (checked when an object is stored). At most `MAX_READERS` read sections of one object run at
+//! once; more wait briefly.
+
+use crate::sync::backoff;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+const ALLOCATED: u64 = 1;
+const READER_SHIFT: u32 = 1;
+const READER_ONE: u64 = 1 << READER_SHIFT;
+const READER_MASK: u64 = 0b111 << READER_SHIFT;
+const MAX_READERS: u64 = 7;
+const ADDR_SHIFT: u32 = 4;
+const ADDR_BITS: u32 = 44;
+const LEN_SHIFT: u32 = 48;
+
+/// Highest handle address a header can record (exclusive).
+pub const ADDR_LIMIT: usize = 1 << (ADDR_BITS + 3);
+
+/// Why a header refused a handle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The slot is free: the handle is stale or was freed.
+    Free,
+    /// The slot belongs to another handle: a stale copy, a foreign or a garbage handle.
+    OtherOwner,
+    /// The object is being read (only for free).
+    Busy,
+}
+
+/// Encodes an allocated object's header. `addr` must be 8-aligned and below `ADDR_LIMIT`.
+#[inline]
+pub fn encode(addr: usize, len: usize) -> u64 {
+    debug_assert!(addr % 8 == 0 && addr < ADDR_LIMIT && (1..=65536).contains(&len));
+    ((len as u64 - 1) << LEN_SHIFT) | (((addr as u64) >> 3) << ADDR_SHIFT) | ALLOCATED
+}
+
+#[inline]
+pub fn is_allocated(word: u64) -> bool {
+    word & ALLOCATED != 0
+}
+
+#[inline]
+pub fn owner(word: u64) -> usize {
+    (((word >> ADDR_SHIFT) & ((1 << ADDR_BITS) - 1)) << 3) as usize
+}
+
+#[inline]
+pub fn len(word: u64) -> usize {
+    (word >> LEN_SHIFT) as usize + 1
+}
+
+#[inline]
+pub fn readers(word: u64) -> u64 {
+    (word & READER_MASK) >> READER_SHIFT
+}
+
+/// A free slot's word linking to the next free object (`None` = end of list).
+#[inline]
+pub fn free_link(next: Option<u32>) -> u64 {
+    next.map_or(0, |n| u64::from(n) + 1) << 1
+}
+
+/// The next free object of a free slot's word.
+#[inline]
+pub fn next_free(word: u64) -> Option<u32> {
+    debug_assert!(!is_allocated(word));
+    ((word >> 1) as u32).checked_sub(1)
+}
+
+/// Checks that `word` holds an object owned by the handle at `addr`.
+#[inline]
+pub fn check_owner(word: u64, addr: usize) -> Result<(), Refusal> {
+    if !is_allocated(word) {
+        Err(Refusal::Free)
+    } else if owner(word) != addr {
+        Err(Refusal::OtherOwner)
+    } else {
+        Ok(())
+    }
+}
+
+/// Registers a reader of the object owned by `addr`; returns the object's length.
+#[inline]
+pub fn begin_read(h: &AtomicU64, addr: usize) -> Result<usize, Refusal> {
+    let mut cur = h.load(Ordering::Acquire);
+    loop {
+        check_owner(cur, addr)?;
+        if readers(cur) == MAX_READERS {
+            backoff();
+            cur = h.load(Ordering::Acquire);
+            continue;
+        }
+        match h.compare_exchange_weak(cur, cur + READER_ONE, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => return Ok(len(cur)),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Ends a read registered by `begin_read` on the object owned by `addr`.
+#[inline]
+pub fn end_read(h: &AtomicU64, addr: usize) -> Result<(), Refusal> {
+    let mut cur = h.load(Ordering::Acquire);
+    loop {
+        check_owner(cur, addr)?;
+        if readers(cur) == 0 {
+            return Err(Refusal::Busy);
+        }
+        match h.compare_exchange_weak(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire) {
+            Ok(_) => return Ok(()),
+            Err(now) => cur = now,
+        }
+    }
+}
+
+/// Frees the object owned by `addr` if nobody reads it: the word becomes the free link.
+/// Returns the object's length.
+#[inline]
+pub fn try_free(h: &AtomicU64, addr: usize, next: Option<u32>) -> Result<usize, Refusal> {
+    let cur = h.load(Ordering::Acquire);
+    check_owner(cur, addr)?;
+    if readers(cur) != 0 {
+        return Err(Refusal::Busy);
+    }
+    // Readers only add themselves by CAS on an unchanged word, so a failed CAS means one did.
+    h.compare_exchange(cur, free_link(next), Ordering::AcqRel, Ordering::Acquire)
+        .map(|_| len(cur))
+        .map_err(|_| Refusal::Busy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_owner_and_length() {
+        for (addr, l) in [(8usize, 1usize), (0x7fff_ffff_fff8, 65536), (0x1234_5678, 694)] {
+            let w = encode(addr, l);
+            assert!(is_allocated(w));
+            assert_eq!((owner(w), len(w), readers(w)), (addr, l, 0));
+        }
+        assert_eq!(next_free(free_link(Some(41))), Some(41));
+        assert_eq!(next_free(free_link(None)), None);
+    }
+
+    #[test]
+    fn readers_block_free_and_must_match_owner() {
+        let h = AtomicU64::new(encode(64, 100));
+        assert_eq!(begin_read(&h, 72), Err(Refusal::OtherOwner));
+        assert_eq!(begin_read(&h, 64), Ok(100));
+        assert_eq!(try_free(&h, 64, None), Err(Refusal::Busy));
+        assert_eq!(end_read(&h, 64), Ok(()));
+        assert_eq!(end_read(&h, 64), Err(Refusal::Busy));
+        assert_eq!(try_free(&h, 64, Some(3)), Ok(100));
+        assert_eq!(begin_read(&h, 64), Err(Refusal::Free));
+    }
+}

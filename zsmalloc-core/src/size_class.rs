@@ -1,0 +1,172 @@
+//! A size class: its fullness lists and counters, all under the class lock.
+//!
+//! Lists are intrusive doubly linked lists through the zspage table (`prev`/`next` slots), one
+//! per fullness group, with insertion at the head (mainline `insert_zspage`). A zspage whose
+//! group does not change stays where it is (`fix_fullness_group`).
+
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::{Mutex, MutexGuard};
+
+use crate::class_table::ClassInfo;
+use crate::header;
+use crate::zspage::{fullness_group, Zspage, ZspageTable, GROUPS, NIL};
+
+/// One class of the pool. Padded so neighbouring classes' locks do not share a cache line.
+#[repr(align(128))]
+pub struct SizeClass {
+    pub info: ClassInfo,
+    state: Mutex<ClassState>,
+}
+
+impl SizeClass {
+    pub fn new(info: ClassInfo) -> Self {
+        SizeClass { info, state: Mutex::new(ClassState::default()) }
+    }
+
+    /// Takes the class lock. A panic while holding it cannot leave lists half-linked (no code
+    /// under the lock panics by design), so a poisoned lock is recovered.
+    #[inline]
+    pub fn lock(&self) -> MutexGuard<'_, ClassState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Everything of a class that its lock protects.
+#[derive(Debug, Default)]
+pub struct ClassState {
+    /// List heads as `slot + 1` (0 = empty list), so that `Default` means "all lists empty".
+    heads: [u32; GROUPS],
+    pub counts: [u64; GROUPS],
+    pub obj_allocated: u64,
+    pub obj_inuse: u64,
+    pub bytes_stored: u64,
+    pub zspages: u64,
+}
+
+impl ClassState {
+    fn head(&self, group: usize) -> u32 {
+        self.heads[group].wrapping_sub(1)
+    }
+
+    fn set_head(&mut self, group: usize, slot: u32) {
+        self.heads[group] = slot.wrapping_add(1);
+    }
+
+    /// Links zspage `slot` at the head of `group`.
+    pub fn insert(&mut self, t: &ZspageTable, slot: u32, group: usize) {
+        let z = zs(t, slot);
+        let old = self.head(group);
+        z.prev.store(NIL, Relaxed);
+        z.next.store(old, Relaxed);
+        if old != NIL {
+            zs(t, old).prev.store(slot, Relaxed);
+        }
+        z.group.store(group as u32, Relaxed);
+        self.set_head(group, slot);
+        self.counts[group] += 1;
+    }
+
+    /// Unlinks zspage `slot` from its group.
+    pub fn remove(&mut self, t: &ZspageTable, slot: u32) {
+        let z = zs(t, slot);
+        let group = z.group.load(Relaxed) as usize;
+        let (prev, next) = (z.prev.load(Relaxed), z.next.load(Relaxed));
+        if prev == NIL {
+            self.set_head(group, next);
+        } else {
+            zs(t, prev).next.store(next, Relaxed);
+        }
+        if next != NIL {
+            zs(t, next).prev.store(prev, Relaxed);
+        }
+        self.counts[group] -= 1;
+    }
+
+    /// Moves a listed zspage to the head of its new group if its group changed.
+    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, objs: u32) {
+        let z = zs(t, slot);
+        let new = fullness_group(z.inuse.load(Relaxed), objs);
+        if new != z.group.load(Relaxed) as usize {
+            self.remove(t, slot);
+            self.insert(t, slot, new);
+        }
+    }
+
+    /// Head of the first non-empty group among `groups`, in that order.
+    pub fn first_in(&self, groups: impl Iterator<Item = usize>) -> Option<u32> {
+        groups.map(|g| self.head(g)).find(|&h| h != NIL)
+    }
+
+    /// First zspage (groups in order, each list from its head) that `accept` takes.
+    pub fn find_in(
+        &self,
+        t: &ZspageTable,
+        groups: impl Iterator<Item = usize>,
+        mut accept: impl FnMut(&Zspage) -> bool,
+    ) -> Option<u32> {
+        for g in groups {
+            let mut s = self.head(g);
+            while s != NIL {
+                let z = zs(t, s);
+                if accept(z) {
+                    return Some(s);
+                }
+                s = z.next.load(Relaxed);
+            }
+        }
+        None
+    }
+
+    /// Pages compaction could release now (mainline `zs_can_compact`).
+    pub fn can_compact(&self, info: &ClassInfo) -> u64 {
+        let wasted = self.obj_allocated - self.obj_inuse;
+        wasted / u64::from(info.objs_per_zspage) * u64::from(info.pages_per_zspage)
+    }
+}
+
+#[inline]
+fn zs(t: &ZspageTable, slot: u32) -> &Zspage {
+    t.get(slot).expect("listed zspage slot exists")
+}
+
+/// Takes the head of `z`'s freelist, writing `hdr` as the object's header through `word`
+/// (mainline `obj_malloc`). Caller holds the class lock and knows `z` is not full.
+///
+/// A never-used object's header is written before `fresh` is advanced (Release), so a reader
+/// that sees `obj < fresh` (Acquire) sees a header this pool wrote, never stale page bytes.
+pub fn obj_malloc<'a>(z: &'a Zspage, hdr: u64, word: impl Fn(u32) -> &'a AtomicU64) -> u32 {
+    let head = z.free_head.load(Relaxed);
+    let obj = if let Some(obj) = head.checked_sub(1) {
+        let w = word(obj);
+        let next = header::next_free(w.load(Relaxed));
+        z.free_head.store(next.map_or(0, |n| n + 1), Relaxed);
+        w.store(hdr, Release);
+        obj
+    } else {
+        let obj = z.fresh.load(Relaxed);
+        word(obj).store(hdr, Release);
+        z.fresh.store(obj + 1, Release);
+        obj
+    };
+    z.inuse.fetch_add(1, Relaxed);
+    obj
+}
+
+/// Pushes freed object `obj` onto `z`'s freelist; its header word already holds the link to the
+/// previous head (written by `header::try_free` or by migration). Caller holds the class lock.
+pub fn obj_freed(z: &Zspage, obj: u32) {
+    z.free_head.store(obj + 1, Relaxed);
+    z.inuse.fetch_sub(1, Relaxed);
+}
+
+/// The current freelist head (for building the link of an object about to be freed).
+pub fn free_head(z: &Zspage) -> Option<u32> {
+    z.free_head.load(Relaxed).checked_sub(1)
+}
+
+/// Objects handed out at least once (`obj < fresh` means the header word is the pool's).
+#[inline]
+pub fn fresh(z: &Zspage) -> u32 {
+    z.fresh.load(Acquire)
+}

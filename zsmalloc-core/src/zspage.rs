@@ -1,0 +1,172 @@
+//! Zspages: chains of pages holding objects of one class, and the table that names them.
+//!
+//! A zspage's metadata lives in an address-stable table slot so that readers reach it from a
+//! handle word without locks. Field ownership:
+//! - `pin`: atomic protocol of `pin.rs` (readers, stores copying, migration).
+//! - `state` (generation, live bit) and `class_pos`: written under the owning class's lock
+//!   (creation, release); read by anyone to validate a handle.
+//! - `pages`: written at creation before `state` is published (Release); read after `state`.
+//! - everything else: only under the owning class's lock. They are atomics with relaxed
+//!   ordering purely so that no `unsafe` is needed; the lock provides the ordering.
+
+use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::Mutex;
+
+use crate::arena::Pfn;
+use crate::config::MAX_CHAIN_SIZE;
+use crate::handle::MAX_ZSPAGE_SLOTS;
+use crate::pin::PinWord;
+
+/// Fullness groups: 0 empty, 1..=10 by inuse ratio, 11 full (`ZS_INUSE_RATIO_*`).
+pub const GROUPS: usize = 12;
+pub const GROUP_EMPTY: usize = 0;
+pub const GROUP_FULL: usize = 11;
+/// Null link of the fullness lists.
+pub const NIL: u32 = u32::MAX;
+
+/// Mainline `get_fullness_group()`.
+#[inline]
+pub fn fullness_group(inuse: u32, objs: u32) -> usize {
+    if inuse == 0 {
+        GROUP_EMPTY
+    } else if inuse == objs {
+        GROUP_FULL
+    } else {
+        (100 * inuse as usize / objs as usize) / 10 + 1
+    }
+}
+
+pub struct Zspage {
+    pub pin: PinWord,
+    /// `generation << 1 | live`.
+    state: AtomicU32,
+    class_pos: AtomicU32,
+    pub inuse: AtomicU32,
+    /// Objects `fresh..objs` were never handed out; they follow the freed ones on the freelist.
+    pub fresh: AtomicU32,
+    /// Most recently freed object + 1 (0: none); the rest of the LIFO is linked through the
+    /// free objects' header words.
+    pub free_head: AtomicU32,
+    pub group: AtomicU32,
+    pub prev: AtomicU32,
+    pub next: AtomicU32,
+    /// Header word of a huge zspage's single object (huge objects carry no in-object header).
+    pub huge_header: AtomicU64,
+    pages: [AtomicU32; MAX_CHAIN_SIZE as usize],
+}
+
+impl Default for Zspage {
+    fn default() -> Self {
+        Zspage {
+            pin: PinWord::default(),
+            state: AtomicU32::new(0),
+            class_pos: AtomicU32::new(0),
+            inuse: AtomicU32::new(0),
+            fresh: AtomicU32::new(0),
+            free_head: AtomicU32::new(0),
+            group: AtomicU32::new(0),
+            prev: AtomicU32::new(NIL),
+            next: AtomicU32::new(NIL),
+            huge_header: AtomicU64::new(0),
+            pages: Default::default(),
+        }
+    }
+}
+
+impl Zspage {
+    /// The generation if the zspage is live.
+    #[inline]
+    pub fn live_generation(&self) -> Option<u16> {
+        let s = self.state.load(Ordering::Acquire);
+        (s & 1 == 1).then_some((s >> 1) as u16)
+    }
+
+    #[inline]
+    pub fn class_pos(&self) -> usize {
+        self.class_pos.load(Ordering::Acquire) as usize
+    }
+
+    #[inline]
+    pub fn page(&self, i: usize) -> Pfn {
+        self.pages[i].load(Relaxed)
+    }
+
+    /// Initialises a fresh zspage of class `class_pos` on `pages` and publishes it as live.
+    /// Caller holds that class's lock. Returns the new generation.
+    pub fn init(&self, class_pos: usize, pages: &[Pfn]) -> u16 {
+        for (slot, &p) in self.pages.iter().zip(pages) {
+            slot.store(p, Relaxed);
+        }
+        self.inuse.store(0, Relaxed);
+        self.fresh.store(0, Relaxed);
+        self.free_head.store(0, Relaxed);
+        self.group.store(GROUP_EMPTY as u32, Relaxed);
+        self.prev.store(NIL, Relaxed);
+        self.next.store(NIL, Relaxed);
+        self.huge_header.store(0, Relaxed);
+        self.class_pos.store(class_pos as u32, Ordering::Release);
+        let generation = (self.state.load(Relaxed) >> 1).wrapping_add(1);
+        self.state.store((generation << 1) | 1, Ordering::Release);
+        generation as u16
+    }
+
+    /// Marks the zspage dead; stale handles naming it are refused from now on.
+    pub fn retire(&self) {
+        let s = self.state.load(Relaxed);
+        self.state.store(s & !1, Ordering::Release);
+    }
+}
+
+/// Address-stable zspage metadata slots, reused through a free list.
+pub struct ZspageTable {
+    slots: boxcar::Vec<Zspage>,
+    free: Mutex<Vec<u32>>,
+}
+
+impl ZspageTable {
+    pub fn new() -> Self {
+        ZspageTable { slots: boxcar::Vec::new(), free: Mutex::new(Vec::new()) }
+    }
+
+    #[inline]
+    pub fn get(&self, slot: u32) -> Option<&Zspage> {
+        self.slots.get(slot as usize)
+    }
+
+    /// Index of an unused slot, or `None` when the table is full.
+    pub fn take(&self) -> Option<u32> {
+        if let Some(s) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(s);
+        }
+        let idx = self.slots.push(Zspage::default());
+        if idx as u32 >= MAX_ZSPAGE_SLOTS {
+            return None; // never reused: handle words cannot name it
+        }
+        Some(idx as u32)
+    }
+
+    /// Returns a retired slot for reuse.
+    pub fn give_back(&self, slot: u32) {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+    }
+
+    /// Heap bytes of metadata (for the overhead report).
+    pub fn heap_bytes(&self) -> usize {
+        self.slots.count() * std::mem::size_of::<Zspage>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fullness_groups_match_mainline() {
+        assert_eq!(fullness_group(0, 10), 0);
+        assert_eq!(fullness_group(10, 10), 11);
+        assert_eq!(fullness_group(1, 10), 2);
+        assert_eq!(fullness_group(1, 117), 1);
+        assert_eq!(fullness_group(116, 117), 10);
+    }
+}

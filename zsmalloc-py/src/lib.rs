@@ -1,0 +1,1 @@
+//! Python binding over zsmalloc-core (see issue: Python package).
