@@ -70,6 +70,7 @@ pub struct Pool {
     pages_allocated: AtomicU64,
     pages_peak: AtomicU64,
     pages_compacted: AtomicU64,
+    objs_moved: AtomicU64,
     access: AccessCounters,
 }
 
@@ -97,6 +98,7 @@ impl Pool {
             pages_allocated: AtomicU64::new(0),
             pages_peak: AtomicU64::new(0),
             pages_compacted: AtomicU64::new(0),
+            objs_moved: AtomicU64::new(0),
             access: AccessCounters::new(),
         })
     }
@@ -360,6 +362,7 @@ impl Pool {
             reads_spanning,
             read_copy_bytes,
             writes_spanning,
+            objs_moved: self.objs_moved.load(Ordering::Relaxed),
             ..Default::default()
         };
         for c in self.classes.iter() {
@@ -494,6 +497,7 @@ impl Pool {
             handle.store(moved.encode(), Ordering::Release);
             word.store(header::free_link(size_class::free_head(src)), Ordering::Release);
             size_class::obj_freed(src, obj);
+            self.objs_moved.fetch_add(1, Ordering::Relaxed);
             if dst.inuse.load(Ordering::Relaxed) == info.objs_per_zspage
                 || src.inuse.load(Ordering::Relaxed) == 0
             {

@@ -31,6 +31,8 @@ pub struct PoolStats {
     pub read_copy_bytes: u64,
     /// Stores and writes of objects that cross a page boundary.
     pub writes_spanning: u64,
+    /// Objects moved by compaction since the pool was created.
+    pub objs_moved: u64,
 }
 
 /// One class's row: the kernel's debugfs `classes` line plus layout facts.

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The project's one test command (README "Test"): every check CI runs, on a fresh machine.
+# Sections are separate scripts so each can be run alone; this runs them in order.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+step "Rust tests (release profile: one build serves tests, benches and the CLI)"
+cargo test --workspace --release
+
+step "loom model of the pin / migration / handle-rewrite protocol"
+scripts/test-loom.sh
+
+for part in scripts/test-c.sh scripts/test-python.sh; do
+  if [ -x "$part" ]; then
+    step "$part"
+    "$part"
+  fi
+done
+
+step "all tests passed"
