@@ -9,6 +9,11 @@
 //! page's release before its next allocation, so every access by the old owner happens before
 //! any access by the new one. All header words are accessed atomically ([`PageArena::word`]);
 //! payload bytes are copied only by the object's owner (see `pool.rs` for who owns what when).
+//!
+//! Room for the other read modes (SPEC §5): pages are named by number, never by address, so
+//! `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and `map` only needs
+//! the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be mapped side by
+//! side into a per-thread window. Neither changes a zspage or the pool.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
