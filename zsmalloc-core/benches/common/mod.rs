@@ -1,0 +1,341 @@
+//! The §10 steady-state workload shared by the benchmarks (criterion, callgrind and overhead).
+//!
+//! N live objects; each step frees a random victim and stores a new object whose size is drawn
+//! from normal(694, 474) rounded and clipped to 1..=4096. The sequence is precomputed from a seeded
+//! generator so the pool (safe and raw layers) and the `malloc` baseline run the identical steps.
+//!
+//! Each bench target includes this file with `mod common;` and uses a different subset of it.
+#![allow(dead_code)]
+
+use std::sync::atomic::AtomicUsize;
+
+use zsmalloc_core::{Handle, Pool, PoolConfig};
+
+/// Size distribution of SPEC §10.
+pub const MEAN: f64 = 694.0;
+pub const SD: f64 = 474.0;
+pub const MAX_SIZE: u32 = 4096;
+/// Seed of every workload (change it and both sides change together).
+pub const SEED: u64 = 0x5eed_2d17_2058;
+/// Precomputed steps; a run longer than this wraps around (victims stay uniformly random).
+pub const STEPS: usize = 1 << 20;
+/// The N of §10.
+pub const NS: [usize; 3] = [10_000, 100_000, 1_000_000];
+
+/// SplitMix64: small, seedable, identical on every platform and crate version.
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Rng(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1).
+    pub fn next_f64(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+
+    /// Uniform in 0..n.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
+    }
+
+    /// One object size: normal(MEAN, SD) by Box-Muller, rounded, clipped to 1..=MAX_SIZE.
+    pub fn size(&mut self) -> u32 {
+        let u1 = 1.0 - self.next_f64(); // (0, 1]
+        let u2 = self.next_f64();
+        let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+        (MEAN + SD * z).round().clamp(1.0, f64::from(MAX_SIZE)) as u32
+    }
+}
+
+/// One steady-state step: free object `victim`, store a new one of `size` bytes in its place.
+#[derive(Debug, Clone, Copy)]
+pub struct Step {
+    pub victim: u32,
+    pub size: u32,
+}
+
+/// The precomputed workload for one N.
+pub struct Workload {
+    /// Sizes of the N objects stored before the first step.
+    pub initial: Vec<u32>,
+    pub steps: Vec<Step>,
+    /// Payload source: objects are `data[..size]`.
+    pub data: Vec<u8>,
+}
+
+impl Workload {
+    pub fn new(n: usize, steps: usize) -> Self {
+        let mut rng = Rng::new(SEED ^ n as u64);
+        let initial = (0..n).map(|_| rng.size()).collect();
+        let steps =
+            (0..steps).map(|_| Step { victim: rng.below(n) as u32, size: rng.size() }).collect();
+        let data = (0..MAX_SIZE).map(|_| rng.next_u64() as u8).collect();
+        Workload { initial, steps, data }
+    }
+
+    pub fn n(&self) -> usize {
+        self.initial.len()
+    }
+
+    /// A random order of the object indices `keep` accepts (the read benchmarks' sequence).
+    pub fn read_order(&self, keep: impl Fn(usize) -> bool) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..self.n() as u32).filter(|&i| keep(i as usize)).collect();
+        let mut rng = Rng::new(SEED ^ 0x7ead);
+        for i in (1..order.len()).rev() {
+            order.swap(i, rng.below(i + 1));
+        }
+        order
+    }
+}
+
+/// The pool every benchmark uses: mainline defaults (4 KiB pages, chain 8, classic policy).
+pub fn pool() -> Pool {
+    Pool::new(PoolConfig::default()).expect("default configuration is valid")
+}
+
+/// Anything that can run the steady-state steps.
+pub trait Model {
+    /// Runs `count` steps starting at step `*at` (wrapping), advancing `*at`.
+    fn run(&mut self, w: &Workload, at: &mut usize, count: u64);
+}
+
+/// Safe layer: pool-owned handle slots, dropping a handle frees its object.
+pub struct SafeModel<'p> {
+    pub pool: &'p Pool,
+    pub handles: Vec<Option<Handle<&'p Pool>>>,
+    pub lens: Vec<u32>,
+}
+
+impl<'p> SafeModel<'p> {
+    pub fn fill(pool: &'p Pool, w: &Workload) -> Self {
+        let handles = w
+            .initial
+            .iter()
+            .map(|&s| Some(pool.store(&w.data[..s as usize]).expect("store")))
+            .collect();
+        SafeModel { pool, handles, lens: w.initial.clone() }
+    }
+}
+
+impl Model for SafeModel<'_> {
+    #[inline(never)]
+    fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
+        for _ in 0..count {
+            let s = w.steps[*at];
+            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let v = s.victim as usize;
+            drop(self.handles[v].take());
+            self.handles[v] = Some(self.pool.store(&w.data[..s.size as usize]).expect("store"));
+            self.lens[v] = s.size;
+        }
+    }
+}
+
+/// Raw layer: caller-owned handle words (as the C ABI keeps them).
+pub struct RawModel<'p> {
+    pub pool: &'p Pool,
+    /// Address-stable: boxed once, never resized while objects live.
+    pub words: Box<[AtomicUsize]>,
+    pub lens: Vec<u32>,
+}
+
+impl<'p> RawModel<'p> {
+    pub fn fill(pool: &'p Pool, w: &Workload) -> Self {
+        let words: Box<[AtomicUsize]> = (0..w.n()).map(|_| AtomicUsize::new(0)).collect();
+        for (h, &s) in words.iter().zip(&w.initial) {
+            // SAFETY: `h` is an empty word in `words`, which stays at this address until every
+            // object is freed (`Drop` frees them all before the box is released).
+            unsafe { pool.store_raw(h, &w.data[..s as usize]) }.expect("store_raw");
+        }
+        RawModel { pool, words, lens: w.initial.clone() }
+    }
+}
+
+impl Model for RawModel<'_> {
+    #[inline(never)]
+    fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
+        for _ in 0..count {
+            let s = w.steps[*at];
+            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let v = s.victim as usize;
+            let h = &self.words[v];
+            // SAFETY: `h` is a word of `self.words` holding an object of this pool; after the
+            // free it is empty and stays address-stable for the new object (see `fill`).
+            unsafe {
+                self.pool.free_raw(h).expect("free_raw");
+                self.pool.store_raw(h, &w.data[..s.size as usize]).expect("store_raw");
+            }
+            self.lens[v] = s.size;
+        }
+    }
+}
+
+impl Drop for RawModel<'_> {
+    fn drop(&mut self) {
+        for h in self.words.iter() {
+            // SAFETY: every word is empty or holds an object of this pool.
+            let _ = unsafe { self.pool.free_raw(h) };
+        }
+    }
+}
+
+/// Baseline: `malloc` + `memcpy` to store, `free` to free.
+pub struct MallocModel {
+    pub ptrs: Vec<*mut u8>,
+    pub lens: Vec<u32>,
+}
+
+/// `malloc(len)` + `memcpy` of `src`.
+#[inline(always)]
+fn malloc_copy(src: &[u8]) -> *mut u8 {
+    // SAFETY: malloc has no preconditions; the result is checked for null before the copy,
+    // which writes exactly `src.len()` bytes into the fresh block of that size.
+    unsafe {
+        let p = libc::malloc(src.len()).cast::<u8>();
+        assert!(!p.is_null(), "malloc failed");
+        std::ptr::copy_nonoverlapping(src.as_ptr(), p, src.len());
+        p
+    }
+}
+
+impl MallocModel {
+    pub fn fill(w: &Workload) -> Self {
+        let ptrs = w.initial.iter().map(|&s| malloc_copy(&w.data[..s as usize])).collect();
+        MallocModel { ptrs, lens: w.initial.clone() }
+    }
+}
+
+impl Model for MallocModel {
+    #[inline(never)]
+    fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
+        for _ in 0..count {
+            let s = w.steps[*at];
+            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let v = s.victim as usize;
+            // SAFETY: every entry of `ptrs` is a live block from `malloc_copy`, freed once here
+            // and replaced at once.
+            unsafe { libc::free(self.ptrs[v].cast()) };
+            self.ptrs[v] = malloc_copy(&w.data[..s.size as usize]);
+            self.lens[v] = s.size;
+        }
+    }
+}
+
+impl Drop for MallocModel {
+    fn drop(&mut self) {
+        for &p in &self.ptrs {
+            // SAFETY: each pointer is a live block from `malloc_copy`, freed exactly once.
+            unsafe { libc::free(p.cast()) };
+        }
+    }
+}
+
+/// Whether each object of a safe model is spanning (kernel rule: header + payload cross a page
+/// boundary), as the pool reports it.
+pub fn spanning_flags(m: &SafeModel<'_>) -> Vec<bool> {
+    m.handles
+        .iter()
+        .map(|h| m.pool.read_sg(h.as_ref().expect("live")).expect("read_sg").spanning())
+        .collect()
+}
+
+/// Reads `count` objects in `order` (from `*at`, wrapping) through the safe layer: a read
+/// section plus copying the bytes out into `out`.
+#[inline(never)]
+pub fn read_safe(
+    m: &SafeModel<'_>,
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    local: &mut [u8],
+    out: &mut [u8],
+) {
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let h = m.handles[i].as_ref().expect("live");
+        let s = m.pool.read(h, local).expect("read");
+        out[..s.len()].copy_from_slice(&s);
+        drop(s);
+        std::hint::black_box(&mut *out);
+    }
+}
+
+/// As `read_safe` with `Pool::read_into` (the safe layer's one-call copy-out).
+#[inline(never)]
+pub fn read_into(m: &SafeModel<'_>, order: &[u32], at: &mut usize, count: u64, out: &mut [u8]) {
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let h = m.handles[i].as_ref().expect("live");
+        m.pool.read_into(h, out).expect("read_into");
+        std::hint::black_box(&mut *out);
+    }
+}
+
+/// As `read_safe` through the raw layer (`read_begin_raw`, copy, `read_end_raw`), the length
+/// known to the caller as a C caller knows it.
+#[inline(never)]
+pub fn read_raw(
+    m: &RawModel<'_>,
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    local: &mut [u8],
+    out: &mut [u8],
+) {
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let (h, len) = (&m.words[i], m.lens[i] as usize);
+        // SAFETY: `h` holds a live object of `len` bytes; `local` has room for len + 8 bytes
+        // (a page plus a header); the returned pointer is read for `len` bytes before the
+        // matching `read_end_raw`, and `out` holds at least `len` bytes.
+        unsafe {
+            let p = m.pool.read_begin_raw(h, len, local.as_mut_ptr()).expect("read_begin_raw");
+            std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), len);
+            m.pool.read_end_raw(h, Some(len)).expect("read_end_raw");
+        }
+        std::hint::black_box(&mut *out);
+    }
+}
+
+/// Baseline read: copying the same bytes out of the `malloc`'d block.
+#[inline(never)]
+pub fn read_malloc(m: &MallocModel, order: &[u32], at: &mut usize, count: u64, out: &mut [u8]) {
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let len = m.lens[i] as usize;
+        // SAFETY: `ptrs[i]` is a live block of `lens[i]` bytes; `out` holds at least that many.
+        unsafe { std::ptr::copy_nonoverlapping(m.ptrs[i], out.as_mut_ptr(), len) };
+        std::hint::black_box(&mut *out);
+    }
+}
+
+/// Buffers for reads: a local copy (page + header) and the destination.
+pub fn read_buffers() -> (Vec<u8>, Vec<u8>) {
+    (vec![0; MAX_SIZE as usize + 64], vec![0; MAX_SIZE as usize + 64])
+}
+
+/// Checks a model's live objects all read back as the workload wrote them (used once per setup
+/// so a broken benchmark cannot report a fast wrong answer).
+pub fn verify_safe(m: &SafeModel<'_>, w: &Workload, sample: usize) {
+    let mut out = vec![0; MAX_SIZE as usize];
+    for i in (0..m.handles.len()).step_by((m.handles.len() / sample.max(1)).max(1)) {
+        let h = m.handles[i].as_ref().expect("live");
+        let n = m.pool.read_into(h, &mut out).expect("read_into");
+        assert_eq!(n, m.lens[i] as usize);
+        assert_eq!(&out[..n], &w.data[..n], "object {i} corrupted");
+    }
+}

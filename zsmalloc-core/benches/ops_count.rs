@@ -1,0 +1,66 @@
+//! Instruction-count harness for callgrind (SPEC §10): runs one model of the steady-state
+//! workload for a given N and number of operations, so that
+//! `(Ir(N, ops2) - Ir(N, ops1)) / (ops2 - ops1)` is the cost of one operation with setup cancelled.
+//!
+//! ```text
+//! ops_count <mode> <N> <ops>
+//!   mode: safe | raw | malloc                 store+free steps
+//!         read-safe | read-raw | read-malloc  non-spanning read + copy out
+//! ```
+//!
+//! `scripts/bench-callgrind.sh` runs it under `valgrind --tool=callgrind` and prints the table.
+//! Run without arguments (as `cargo bench` does) it prints this usage and exits successfully.
+
+mod common;
+
+use common::{MallocModel, Model, RawModel, SafeModel, Workload};
+
+const USAGE: &str = "usage: ops_count <safe|raw|malloc|read-safe|read-raw|read-malloc> <N> <ops>";
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    if args.len() != 3 {
+        eprintln!("{USAGE}\n(ops_count is a callgrind harness: see scripts/bench-callgrind.sh)");
+        return;
+    }
+    let mode = args[0].as_str();
+    let n: usize = args[1].parse().expect(USAGE);
+    let ops: u64 = args[2].parse().expect(USAGE);
+    let steps = if mode.starts_with("read-") { 0 } else { common::STEPS };
+    let w = Workload::new(n, steps);
+    let mut at = 0;
+    match mode {
+        "safe" => {
+            let pool = common::pool();
+            SafeModel::fill(&pool, &w).run(&w, &mut at, ops);
+        }
+        "raw" => {
+            let pool = common::pool();
+            RawModel::fill(&pool, &w).run(&w, &mut at, ops);
+        }
+        "malloc" => MallocModel::fill(&w).run(&w, &mut at, ops),
+        "read-safe" | "read-raw" | "read-malloc" => {
+            // The non-spanning objects, from a safe-layer pool (placement is deterministic).
+            let pool = common::pool();
+            let safe = SafeModel::fill(&pool, &w);
+            let flags = common::spanning_flags(&safe);
+            let order = w.read_order(|i| !flags[i]);
+            let (mut local, mut out) = common::read_buffers();
+            match mode {
+                "read-safe" => common::read_safe(&safe, &order, &mut at, ops, &mut local, &mut out),
+                "read-raw" => {
+                    drop(safe);
+                    let pool = common::pool();
+                    let raw = RawModel::fill(&pool, &w);
+                    common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out);
+                }
+                _ => {
+                    drop(safe);
+                    let base = MallocModel::fill(&w);
+                    common::read_malloc(&base, &order, &mut at, ops, &mut out);
+                }
+            }
+        }
+        _ => panic!("{USAGE}"),
+    }
+}
