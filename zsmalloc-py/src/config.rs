@@ -1,0 +1,170 @@
+//! Keyword configuration, and statistics / class tables as Python dicts.
+
+use std::sync::{Arc, Mutex};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use zsmalloc_core::{ClassStats, ClassTable, FnPolicy, PolicyRef, PoolConfig, PoolStats, ReadMode};
+
+use crate::errors::PyRes;
+
+/// An error raised by a Python chain-policy callable while a class table was built.
+pub type PolicyError = Arc<Mutex<Option<PyErr>>>;
+
+/// Builds a `PoolConfig` from the keywords of `Pool(...)` / `class_table(...)`.
+///
+/// `chain_policy` is a name (`classic`, `heuristic`, `fixed-N`) or a callable
+/// `f(class_size, page_size, max_chain) -> pages`; a callable's exception is kept in the returned
+/// slot and must be raised by the caller after the table is built ([`take_policy_error`]).
+pub fn build(
+    page_size: u32,
+    chain_size: u32,
+    class_delta: u32,
+    chain_policy: &Bound<'_, PyAny>,
+    read_mode: &str,
+    mem_limit_pages: u64,
+) -> PyResult<(PoolConfig, PolicyError)> {
+    let failed: PolicyError = Arc::new(Mutex::new(None));
+    let policy = if let Ok(name) = chain_policy.extract::<String>() {
+        PolicyRef::by_name(&name)
+            .ok_or_else(|| zsmalloc_core::Error::Config {
+                setting: "chain_policy",
+                message: format!(
+                    "'{name}' is unknown; accepted: classic, heuristic, fixed-N (N in 1..=16) \
+                     or a callable"
+                ),
+            })
+            .py()?
+    } else if chain_policy.is_callable() {
+        let name = chain_policy
+            .getattr("__name__")
+            .and_then(|n| n.extract::<String>())
+            .unwrap_or_else(|_| "callable".into());
+        let f: Py<PyAny> = chain_policy.clone().unbind();
+        let slot = failed.clone();
+        PolicyRef::new(FnPolicy::new(name, move |size: u32, page: u32, max: u32| -> u32 {
+            Python::with_gil(|py| {
+                let res = f.call1(py, (size, page, max)).and_then(|v| v.extract::<u32>(py));
+                match res {
+                    Ok(pages) if (1..=max).contains(&pages) => pages,
+                    Ok(pages) => {
+                        record(
+                            &slot,
+                            pyo3::exceptions::PyValueError::new_err(format!(
+                                "chain policy returned {pages} pages for class size {size}; \
+                             expected 1..={max}"
+                            )),
+                        );
+                        1
+                    }
+                    Err(e) => {
+                        record(&slot, e);
+                        1
+                    }
+                }
+            })
+        }))
+    } else {
+        return Err(PyTypeError::new_err(
+            "chain_policy must be a policy name or a callable(class_size, page_size, max_chain)",
+        ));
+    };
+    let config = PoolConfig {
+        page_size,
+        chain_size,
+        class_delta,
+        chain_policy: policy,
+        read_mode: ReadMode::parse(read_mode).py()?,
+        mem_limit_pages,
+    };
+    Ok((config, failed))
+}
+
+fn record(slot: &PolicyError, e: PyErr) {
+    let mut g = slot.lock().unwrap_or_else(|p| p.into_inner());
+    if g.is_none() {
+        *g = Some(e);
+    }
+}
+
+/// Raises the first exception a callable chain policy raised, if any.
+pub fn take_policy_error(slot: &PolicyError) -> PyResult<()> {
+    match slot.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// The configuration as a dict (keywords of `Pool(...)`, `class_delta` as effective).
+pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("page_size", c.page_size)?;
+    d.set_item("chain_size", c.chain_size)?;
+    d.set_item("class_delta", c.effective_delta())?;
+    d.set_item("chain_policy", c.chain_policy.name())?;
+    d.set_item("read_mode", c.read_mode.name())?;
+    d.set_item("mem_limit_pages", c.mem_limit_pages)?;
+    Ok(d)
+}
+
+/// `struct zs_pool_stats` as a dict.
+pub fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("pages_compacted", s.pages_compacted)?;
+    d.set_item("pages_allocated", s.pages_allocated)?;
+    d.set_item("pages_peak", s.pages_peak)?;
+    d.set_item("pages_cached", s.pages_cached)?;
+    d.set_item("objs_allocated", s.objs_allocated)?;
+    d.set_item("objs_inuse", s.objs_inuse)?;
+    d.set_item("bytes_stored", s.bytes_stored)?;
+    d.set_item("reads", s.reads)?;
+    d.set_item("reads_spanning", s.reads_spanning)?;
+    d.set_item("read_copy_bytes", s.read_copy_bytes)?;
+    d.set_item("writes_spanning", s.writes_spanning)?;
+    d.set_item("objs_moved", s.objs_moved)?;
+    Ok(d)
+}
+
+/// One `zs_class_stats` row as a dict.
+pub fn class_stats_dict<'py>(py: Python<'py>, c: &ClassStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new_bound(py);
+    d.set_item("index", c.index)?;
+    d.set_item("size", c.size)?;
+    d.set_item("pages_per_zspage", c.pages_per_zspage)?;
+    d.set_item("objs_per_zspage", c.objs_per_zspage)?;
+    d.set_item("huge", c.huge)?;
+    d.set_item("fullness", PyList::new_bound(py, c.fullness))?;
+    d.set_item("obj_allocated", c.obj_allocated)?;
+    d.set_item("obj_used", c.obj_used)?;
+    d.set_item("pages_used", c.pages_used)?;
+    d.set_item("freeable", c.freeable)?;
+    d.set_item("spanning_per_zspage", c.spanning_per_zspage)?;
+    d.set_item("tail_waste", c.tail_waste)?;
+    d.set_item("worst_merge_waste", c.worst_merge_waste)?;
+    d.set_item("first_index", c.first_index)?;
+    d.set_item("last_index", c.last_index)?;
+    d.set_item("bytes_stored", c.bytes_stored)?;
+    Ok(d)
+}
+
+/// The class table of a configuration: one dict per created class, ascending by size.
+pub fn class_table_rows<'py>(py: Python<'py>, table: &ClassTable) -> PyResult<Bound<'py, PyList>> {
+    let page = table.page_size();
+    let list = PyList::empty_bound(py);
+    for c in table.classes() {
+        let d = PyDict::new_bound(py);
+        d.set_item("index", c.index)?;
+        d.set_item("size", c.size)?;
+        d.set_item("pages_per_zspage", c.pages_per_zspage)?;
+        d.set_item("objs_per_zspage", c.objs_per_zspage)?;
+        d.set_item("huge", c.huge)?;
+        d.set_item("first_index", c.first_index)?;
+        d.set_item("last_index", c.index)?;
+        d.set_item("tail_waste", c.tail_waste(page))?;
+        d.set_item("spanning_per_zspage", c.spanning_per_zspage(page))?;
+        d.set_item("worst_merge_waste", table.worst_merge_waste(c))?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
