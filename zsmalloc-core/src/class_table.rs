@@ -63,8 +63,14 @@ impl ClassTable {
         let mut huge_class_size = 0;
         for i in (0..n).rev() {
             let size = (MIN_ALLOC + i * delta).min(page);
-            let pages =
-                cfg.chain_policy.0.chain_size(size, page, cfg.chain_size).clamp(1, cfg.chain_size);
+            // The page-sized class also takes lengths page - 7..=page, which only fit without a
+            // header: it must be huge (one page). Mainline's policies give every power of two one
+            // page; other policies (fixed-N, callbacks) must not override that.
+            let pages = if size == page {
+                1
+            } else {
+                cfg.chain_policy.0.chain_size(size, page, cfg.chain_size).clamp(1, cfg.chain_size)
+            };
             let objs = pages * page / size;
             if huge_class_size == 0 && pages != 1 && objs != 1 {
                 huge_class_size = size - (HDR - 1);
