@@ -28,10 +28,27 @@ static LIVE: AtomicUsize = AtomicUsize::new(0);
 static PEAK: AtomicUsize = AtomicUsize::new(0);
 static CALLS: AtomicUsize = AtomicUsize::new(0);
 
+/// Allocations of at least `BIG_MIN` bytes, recorded (up to `BIG.len()`) to show where the bytes go.
+const BIG_MIN: usize = 1 << 20;
+static BIG: [AtomicUsize; 64] = [const { AtomicUsize::new(0) }; 64];
+static BIG_COUNT: AtomicUsize = AtomicUsize::new(0);
+
 fn grow(n: usize) {
     let now = LIVE.fetch_add(n, Relaxed) + n;
     PEAK.fetch_max(now, Relaxed);
     CALLS.fetch_add(1, Relaxed);
+    if n >= BIG_MIN {
+        let i = BIG_COUNT.fetch_add(1, Relaxed);
+        if let Some(slot) = BIG.get(i) {
+            slot.store(n, Relaxed);
+        }
+    }
+}
+
+/// Sizes of the big allocations recorded since the last call (then forgets them).
+fn take_big() -> Vec<usize> {
+    let n = BIG_COUNT.swap(0, Relaxed).min(BIG.len());
+    BIG[..n].iter().map(|s| s.load(Relaxed)).collect()
 }
 
 // SAFETY: every method forwards to `System` with the caller's arguments unchanged (so `System`'s
@@ -142,15 +159,24 @@ fn main() {
         let pool = common::pool();
         let created = live() - before;
         // The model allocates the caller's words and length copies; count them out.
+        take_big();
         let mut m = RawModel::fill(&pool, &w);
         let caller = words_bytes + m.lens.capacity() * 4;
         let fill = Point::take(&pool, before + caller);
+        let big_fill = take_big();
+        let calls = CALLS.load(Relaxed);
         let mut at = 0;
         m.run(&w, &mut at, n as u64);
         let churn = Point::take(&pool, before + caller);
+        let calls = CALLS.load(Relaxed) - calls;
+        let big_steps = take_big();
         println!("  raw  at creation: {created} B heap");
         fill.print("raw", "after fill");
         churn.print("raw", "after steps");
+        println!(
+            "  raw  allocations >= 1 MiB: fill {big_fill:?} (incl. the caller's words and lengths), steps {big_steps:?}; \
+             heap allocations during the {n} steps: {calls}"
+        );
         drop(m);
         (fill, churn)
     };
@@ -161,16 +187,22 @@ fn main() {
         let before = live();
         PEAK.store(before, Relaxed);
         let pool = common::pool();
+        take_big();
         let mut m = SafeModel::fill(&pool, &w);
         let caller = m.handles.capacity()
             * std::mem::size_of::<Option<zsmalloc_core::Handle<&Pool>>>()
             + m.lens.capacity() * 4;
         let fill = Point::take(&pool, before + caller);
+        let big_fill = take_big();
         let mut at = 0;
         m.run(&w, &mut at, n as u64);
         let churn = Point::take(&pool, before + caller);
+        let big_steps = take_big();
         fill.print("safe", "after fill");
         churn.print("safe", "after steps");
+        println!(
+            "  safe allocations >= 1 MiB: fill {big_fill:?} (incl. the caller's handles and lengths), steps {big_steps:?}"
+        );
         drop(m);
         (fill, churn)
     };
