@@ -1,0 +1,167 @@
+//! `struct zs_pool_config`: explicit pool configuration, translated to and from
+//! [`zsmalloc_core::PoolConfig`]. The environment is parsed only by `PoolConfig::from_env`.
+
+use std::ffi::c_int;
+
+use zsmalloc_core::{Error, PolicyRef, PoolConfig, ReadMode, Result};
+
+use crate::guard::{self, invalid};
+
+/// Chain policy `classic`: mainline's least-waste chain size.
+pub const ZS_CHAIN_CLASSIC: u32 = 0;
+/// Chain policy `heuristic`: the RFC's waste/spanning trade-off.
+pub const ZS_CHAIN_HEURISTIC: u32 = 1;
+/// Chain policy `fixed-N`: `ZS_CHAIN_FIXED_BASE + N` (N in 1..=16) gives every class N pages.
+pub const ZS_CHAIN_FIXED_BASE: u32 = 256;
+/// Read mode `copy` (mainline): spanning objects are copied into the caller's `local_copy`.
+pub const ZS_READ_COPY: u32 = 0;
+/// Read mode `map` (specified, not implemented yet: refused with `-EINVAL`).
+pub const ZS_READ_MAP: u32 = 1;
+/// Read mode `contiguous` (specified, not implemented yet: refused with `-EINVAL`).
+pub const ZS_READ_CONTIGUOUS: u32 = 2;
+
+/// Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
+/// `zs_pool_config_from_env()` and change fields.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct zs_pool_config {
+    /// Simulated page size: a power of two in 4096..=65536 (independent of the host's page).
+    pub page_size: u32,
+    /// Maximum pages per zspage (`CONFIG_ZSMALLOC_CHAIN_SIZE`), 1..=16.
+    pub max_pages_per_zspage: u32,
+    /// Class spacing in bytes: 0 means `page_size >> 8` (mainline), else a multiple of 8.
+    pub size_class_delta: u32,
+    /// `ZS_CHAIN_CLASSIC`, `ZS_CHAIN_HEURISTIC` or `ZS_CHAIN_FIXED_BASE + N`.
+    pub chain_policy: u32,
+    /// `ZS_READ_COPY` (the only mode built so far).
+    pub read_mode: u32,
+    /// Cap on pages held by the pool (0: no limit); beyond it stores fail with `-ENOMEM`.
+    pub mem_limit_pages: u64,
+}
+
+fn policy_code(policy: &PolicyRef) -> Result<u32> {
+    let name = policy.name();
+    match name.as_str() {
+        "classic" => Ok(ZS_CHAIN_CLASSIC),
+        "heuristic" => Ok(ZS_CHAIN_HEURISTIC),
+        other => other
+            .strip_prefix("fixed-")
+            .and_then(|n| n.parse::<u32>().ok())
+            .map(|n| ZS_CHAIN_FIXED_BASE + n)
+            .ok_or_else(|| invalid(format!("chain policy '{other}' has no C code"))),
+    }
+}
+
+fn policy_from_code(code: u32) -> Result<PolicyRef> {
+    let name = match code {
+        ZS_CHAIN_CLASSIC => "classic".to_owned(),
+        ZS_CHAIN_HEURISTIC => "heuristic".to_owned(),
+        n if n > ZS_CHAIN_FIXED_BASE => format!("fixed-{}", n - ZS_CHAIN_FIXED_BASE),
+        _ => String::new(),
+    };
+    PolicyRef::by_name(&name).ok_or_else(|| Error::Config {
+        setting: "chain_policy",
+        message: format!(
+            "{code} is not ZS_CHAIN_CLASSIC (0), ZS_CHAIN_HEURISTIC (1) or \
+             ZS_CHAIN_FIXED_BASE + N (N in 1..=16)"
+        ),
+    })
+}
+
+fn read_mode_code(mode: ReadMode) -> u32 {
+    match mode {
+        ReadMode::Copy => ZS_READ_COPY,
+    }
+}
+
+fn read_mode_from_code(code: u32) -> Result<ReadMode> {
+    match code {
+        ZS_READ_COPY => Ok(ReadMode::Copy),
+        // The core owns the message for modes it knows but has not built.
+        ZS_READ_MAP => ReadMode::parse("map"),
+        ZS_READ_CONTIGUOUS => ReadMode::parse("contiguous"),
+        _ => Err(Error::Config {
+            setting: "read_mode",
+            message: format!("{code} is unknown; accepted: ZS_READ_COPY (0)"),
+        }),
+    }
+}
+
+impl zs_pool_config {
+    /// The C view of a core configuration.
+    pub fn from_core(cfg: &PoolConfig) -> Result<Self> {
+        Ok(zs_pool_config {
+            page_size: cfg.page_size,
+            max_pages_per_zspage: cfg.chain_size,
+            size_class_delta: cfg.class_delta,
+            chain_policy: policy_code(&cfg.chain_policy)?,
+            read_mode: read_mode_code(cfg.read_mode),
+            mem_limit_pages: cfg.mem_limit_pages,
+        })
+    }
+
+    /// The core configuration this describes, validated.
+    pub fn to_core(&self) -> Result<PoolConfig> {
+        let cfg = PoolConfig {
+            page_size: self.page_size,
+            chain_size: self.max_pages_per_zspage,
+            class_delta: self.size_class_delta,
+            chain_policy: policy_from_code(self.chain_policy)?,
+            read_mode: read_mode_from_code(self.read_mode)?,
+            mem_limit_pages: self.mem_limit_pages,
+        };
+        cfg.validate()?;
+        Ok(cfg)
+    }
+}
+
+/// `zs_pool_config_init`: mainline defaults (4K pages, chain 8, delta `page >> 8`, classic,
+/// copy, no limit). The environment is not read. NULL: no-op (recorded as `-EINVAL`).
+///
+/// # Safety
+/// `cfg` is NULL or points to a writable `struct zs_pool_config`.
+pub unsafe fn zs_pool_config_init(cfg: *mut zs_pool_config) {
+    guard::call("zs_pool_config_init", (), || {
+        let c = zs_pool_config::from_core(&PoolConfig::default())?;
+        if cfg.is_null() {
+            return Err(invalid("config is NULL"));
+        }
+        // SAFETY: non-NULL, and the caller promises a writable struct zs_pool_config;
+        // `write_unaligned` tolerates any alignment.
+        unsafe { cfg.write_unaligned(c) };
+        Ok(())
+    })
+}
+
+/// `zs_pool_config_from_env`: defaults overridden by the `ZSMALLOC_*` variables. On a bad
+/// value returns `-EINVAL`, leaves `*cfg` unchanged and names the variable in the message.
+///
+/// # Safety
+/// As [`zs_pool_config_init`].
+pub unsafe fn zs_pool_config_from_env(cfg: *mut zs_pool_config) -> c_int {
+    guard::call_int("zs_pool_config_from_env", || {
+        if cfg.is_null() {
+            return Err(invalid("config is NULL"));
+        }
+        let c = zs_pool_config::from_core(&PoolConfig::from_env()?)?;
+        // SAFETY: as in `zs_pool_config_init`.
+        unsafe { cfg.write_unaligned(c) };
+        Ok(0)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_round_trip() {
+        for code in [ZS_CHAIN_CLASSIC, ZS_CHAIN_HEURISTIC, ZS_CHAIN_FIXED_BASE + 4] {
+            assert_eq!(policy_code(&policy_from_code(code).unwrap()).unwrap(), code);
+        }
+        for bad in [2, ZS_CHAIN_FIXED_BASE, ZS_CHAIN_FIXED_BASE + 17, u32::MAX] {
+            assert!(policy_from_code(bad).is_err(), "{bad}");
+        }
+        assert!(read_mode_from_code(ZS_READ_MAP).unwrap_err().to_string().contains("map"));
+    }
+}

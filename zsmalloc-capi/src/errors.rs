@@ -1,0 +1,73 @@
+//! Errors at the C boundary: the thread-local last error (`zs_last_error`,
+//! `zs_last_error_message`) and `zs_strerror`.
+//!
+//! Convention (SPEC §6): functions returning `int` return 0 (or a count) on success and a negative
+//! errno on failure; functions returning a pointer or a number return NULL/0 on failure. In both
+//! cases the failure is also recorded here, per thread. Every exported function clears the record
+//! when it starts, so `zs_last_error()` right after a call tells whether that call failed.
+
+use std::cell::{Cell, RefCell};
+use std::ffi::{c_char, c_int, CStr, CString};
+
+use zsmalloc_core::Error;
+
+/// Errno reported when a Rust panic was caught at the boundary (an internal bug).
+pub const PANIC_ERRNO: c_int = libc::ENOTRECOVERABLE;
+
+thread_local! {
+    static LAST_ERRNO: Cell<c_int> = const { Cell::new(0) };
+    static LAST_MESSAGE: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Forgets the last error of this thread (called when an exported function starts).
+#[inline]
+pub fn clear() {
+    let _ = LAST_ERRNO.try_with(|e| e.set(0));
+}
+
+/// Records a failure of `func` with positive errno `errno` and a message.
+pub fn record(func: &str, errno: c_int, message: &str) {
+    let _ = LAST_ERRNO.try_with(|e| e.set(errno));
+    let text = format!("{func}: {message}").replace('\0', " ");
+    let _ = LAST_MESSAGE.try_with(|m| {
+        if let Ok(mut m) = m.try_borrow_mut() {
+            *m = CString::new(text).unwrap_or_default();
+        }
+    });
+}
+
+/// Records a core error; returns its negative errno.
+pub fn record_error(func: &str, err: &Error) -> c_int {
+    record(func, err.errno(), &err.to_string());
+    -err.errno()
+}
+
+/// The last error of this thread as a negative errno (0: the last call succeeded).
+pub fn last_error() -> c_int {
+    -LAST_ERRNO.try_with(Cell::get).unwrap_or(0)
+}
+
+/// The message of the last failure on this thread ("" when the last call succeeded). The pointer
+/// stays valid until the next failing call on this thread.
+pub fn last_error_message() -> *const c_char {
+    if last_error() == 0 {
+        return c"".as_ptr();
+    }
+    LAST_MESSAGE
+        .try_with(|m| m.try_borrow().map(|m| m.as_ptr()).unwrap_or(c"".as_ptr()))
+        .unwrap_or(c"".as_ptr())
+}
+
+/// A static description of an errno; accepts it negated or not.
+pub fn strerror(errno: c_int) -> &'static CStr {
+    match errno.checked_abs().unwrap_or(0) {
+        0 => c"success",
+        libc::EINVAL => c"invalid argument (bad pool, handle, length, buffer or configuration)",
+        libc::ENOSPC => c"object larger than a page",
+        libc::ENOMEM => c"out of memory (the pool's page limit is reached)",
+        libc::EBUSY => c"object is being read (end the read section first)",
+        libc::EEXIST => c"handle already holds an object (free it first)",
+        PANIC_ERRNO => c"internal error in libzsmalloc (a Rust panic was caught)",
+        _ => c"unknown error",
+    }
+}

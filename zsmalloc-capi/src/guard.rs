@@ -1,0 +1,84 @@
+//! The panic boundary: every exported function runs its body through one of these helpers, so no
+//! Rust panic unwinds into C. A caught panic becomes `-ENOTRECOVERABLE` (or NULL/0) with the panic
+//! message in `zs_last_error_message()`.
+
+use std::any::Any;
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use zsmalloc_core::{Error, Result};
+
+use crate::errors::{self, PANIC_ERRNO};
+
+fn panic_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_owned()
+    }
+}
+
+fn record_panic(func: &str, payload: &(dyn Any + Send)) {
+    let msg = format!("internal error (Rust panic caught): {}", panic_message(payload));
+    errors::record(func, PANIC_ERRNO, &msg);
+}
+
+/// Runs `f` for `func`: clears the thread's last error, returns `f`'s value, or `on_error` after
+/// recording the error (or the caught panic).
+pub fn call<T>(func: &str, on_error: T, f: impl FnOnce() -> Result<T>) -> T {
+    errors::clear();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => {
+            errors::record_error(func, &e);
+            on_error
+        }
+        Err(payload) => {
+            record_panic(func, payload.as_ref());
+            on_error
+        }
+    }
+}
+
+/// [`call`] for functions returning `int`: the value on success, the negative errno on failure.
+pub fn call_int(func: &str, f: impl FnOnce() -> Result<c_int>) -> c_int {
+    errors::clear();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => errors::record_error(func, &e),
+        Err(payload) => {
+            record_panic(func, payload.as_ref());
+            -PANIC_ERRNO
+        }
+    }
+}
+
+/// [`call`] where the value returned on failure depends on the negative errno (e.g. the kernel's
+/// `(unsigned long)-errno` handles).
+pub fn call_errno<T>(
+    func: &str,
+    on_error: impl FnOnce(c_int) -> T,
+    f: impl FnOnce() -> Result<T>,
+) -> T {
+    errors::clear();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => on_error(errors::record_error(func, &e)),
+        Err(payload) => {
+            record_panic(func, payload.as_ref());
+            on_error(-PANIC_ERRNO)
+        }
+    }
+}
+
+/// [`call`] for functions that cannot fail (besides a panic) and return a plain value.
+pub fn call_infallible<T>(func: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
+    call(func, on_panic, || Ok(f()))
+}
+
+/// An `InvalidArgument` error.
+pub fn invalid(msg: impl Into<String>) -> Error {
+    Error::InvalidArgument(msg.into())
+}

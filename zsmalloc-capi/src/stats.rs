@@ -1,0 +1,155 @@
+//! `struct zs_pool_stats` and `struct zs_class_stats` (kernel style: the struct and the function
+//! share a name). Structs only grow at the end (`ZS_ABI_VERSION`).
+
+use std::ffi::{c_int, c_uint};
+
+use zsmalloc_core::{ClassStats, PoolStats};
+
+use crate::guard::{self, invalid};
+use crate::pool::zs_pool;
+
+/// Pool-wide counters, summed when asked.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct zs_pool_stats {
+    /// Pages released by compaction since the pool was created.
+    pub pages_compacted: u64,
+    /// Pages held by zspages now (`zs_get_total_pages`).
+    pub pages_allocated: u64,
+    /// Highest `pages_allocated` seen.
+    pub pages_peak: u64,
+    /// Released pages kept resident for reuse (not in `pages_allocated`).
+    pub pages_cached: u64,
+    /// Object slots in existing zspages.
+    pub objs_allocated: u64,
+    /// Live objects.
+    pub objs_inuse: u64,
+    /// Sum of the live objects' lengths (headers excluded).
+    pub bytes_stored: u64,
+    /// Read sections begun (copy and scatter-gather).
+    pub reads: u64,
+    /// Read sections on objects that cross a page (the kernel's rule, header included).
+    pub reads_spanning: u64,
+    /// Object bytes (not header bytes) copied by those read sections.
+    pub read_copy_bytes: u64,
+    /// Stores and writes of objects that cross a page.
+    pub writes_spanning: u64,
+    /// Objects moved by compaction since the pool was created (ABI version 1).
+    pub objs_moved: u64,
+}
+
+impl From<PoolStats> for zs_pool_stats {
+    fn from(s: PoolStats) -> Self {
+        zs_pool_stats {
+            pages_compacted: s.pages_compacted,
+            pages_allocated: s.pages_allocated,
+            pages_peak: s.pages_peak,
+            pages_cached: s.pages_cached,
+            objs_allocated: s.objs_allocated,
+            objs_inuse: s.objs_inuse,
+            bytes_stored: s.bytes_stored,
+            reads: s.reads,
+            reads_spanning: s.reads_spanning,
+            read_copy_bytes: s.read_copy_bytes,
+            writes_spanning: s.writes_spanning,
+            objs_moved: s.objs_moved,
+        }
+    }
+}
+
+/// One size class: the kernel's debugfs `classes` row plus layout facts.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct zs_class_stats {
+    /// The class's index (the largest index it serves, as in the kernel).
+    pub index: u32,
+    /// Class size in bytes, header included.
+    pub size: u32,
+    pub pages_per_zspage: u32,
+    pub objs_per_zspage: u32,
+    /// 1 for a huge class (one object per one-page zspage, no in-object header).
+    pub huge: u32,
+    /// Objects of a full zspage that cross a page boundary.
+    pub spanning_per_zspage: u32,
+    /// Bytes of each zspage no object can use.
+    pub tail_waste: u32,
+    /// Worst merge waste per zspage (class size minus the smallest size merged into it).
+    pub worst_merge_waste: u32,
+    /// Smallest class index served by this class (merged indices: first_index..=last_index).
+    pub first_index: u32,
+    /// Largest class index served by this class (== `index`).
+    pub last_index: u32,
+    /// Zspages per fullness group: 0 empty, 1..10 by tenths of in-use ratio, 11 full.
+    pub fullness: [u64; 12],
+    pub obj_allocated: u64,
+    pub obj_used: u64,
+    pub pages_used: u64,
+    /// Pages compaction could free now.
+    pub freeable: u64,
+    /// Sum of the lengths of this class's live objects.
+    pub bytes_stored: u64,
+}
+
+impl From<&ClassStats> for zs_class_stats {
+    fn from(c: &ClassStats) -> Self {
+        zs_class_stats {
+            index: c.index,
+            size: c.size,
+            pages_per_zspage: c.pages_per_zspage,
+            objs_per_zspage: c.objs_per_zspage,
+            huge: u32::from(c.huge),
+            spanning_per_zspage: c.spanning_per_zspage,
+            tail_waste: c.tail_waste,
+            worst_merge_waste: c.worst_merge_waste,
+            first_index: c.first_index,
+            last_index: c.last_index,
+            fullness: c.fullness,
+            obj_allocated: c.obj_allocated,
+            obj_used: c.obj_used,
+            pages_used: c.pages_used,
+            freeable: c.freeable,
+            bytes_stored: c.bytes_stored,
+        }
+    }
+}
+
+/// `zs_pool_stats`: fills `*out`.
+///
+/// # Safety
+/// `p` as for [`zs_pool::get`]; `out` is NULL or writable.
+pub unsafe fn zs_pool_stats(p: *mut zs_pool, out: *mut zs_pool_stats) -> c_int {
+    guard::call_int("zs_pool_stats", || {
+        // SAFETY: forwarded contract.
+        let pool = unsafe { zs_pool::get(p) }?.pool();
+        if out.is_null() {
+            return Err(invalid("stats is NULL"));
+        }
+        // SAFETY: non-NULL and writable by the caller's promise; any alignment.
+        unsafe { out.write_unaligned(pool.stats().into()) };
+        Ok(0)
+    })
+}
+
+/// `zs_class_stats`: fills `*out` with the row of the class serving class index `index`
+/// (merged indices all give their class's row); `-EINVAL` past the last index.
+///
+/// # Safety
+/// As [`zs_pool_stats`].
+pub unsafe fn zs_class_stats(p: *mut zs_pool, index: c_uint, out: *mut zs_class_stats) -> c_int {
+    guard::call_int("zs_class_stats", || {
+        // SAFETY: forwarded contract.
+        let pool = unsafe { zs_pool::get(p) }?.pool();
+        if out.is_null() {
+            return Err(invalid("stats is NULL"));
+        }
+        let table = pool.class_table();
+        let pos = table.position_of_index(index).ok_or_else(|| {
+            invalid(format!("class index {index} is out of range (0..{})", table.index_count()))
+        })?;
+        let rows = pool.class_stats();
+        let row = rows.get(pos).ok_or_else(|| invalid(format!("no class at index {index}")))?;
+        // SAFETY: as in `zs_pool_stats`.
+        unsafe { out.write_unaligned(row.into()) };
+        Ok(0)
+    })
+}
