@@ -24,6 +24,8 @@ pub mod class_table;
 pub mod config;
 pub mod error;
 pub mod handle;
+#[cfg(feature = "lab")]
+pub mod lab;
 mod header;
 pub mod pin;
 pub mod pool;

@@ -1,5 +1,475 @@
-//! The `zsmalloc` command (the lab). Subcommands arrive with the lab issue.
+//! The `zsmalloc` command: the lab's class tables, runs, comparisons and trace replays
+//! (SPEC §8; docs/LAB.md is the user guide).
+//!
+//! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
+//! output (one line on stderr); 1 a failure while running (e.g. an object that does not read
+//! back as written).
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::error::ErrorKind;
+use clap::{Args, Parser, Subcommand};
+
+use zsmalloc_core::lab::classes::{self, ClassTableReport};
+use zsmalloc_core::lab::compare::{self, Comparison};
+use zsmalloc_core::lab::config::ConfigSpec;
+use zsmalloc_core::lab::progress::ProgressSink;
+use zsmalloc_core::lab::report::{self, Format};
+use zsmalloc_core::lab::runner::{run_one, RunOptions};
+use zsmalloc_core::lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
+use zsmalloc_core::lab::{plot, sweep, timeline, LabError, LabResult};
+
+const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
+side-by-side comparisons of configurations.";
+
+const AFTER_HELP: &str = "Examples:
+  zsmalloc compare                                   # the seed RFC: classic vs heuristic, 4K pages, chain 10
+  zsmalloc classes --page-size 16K --vs class-delta=16
+  zsmalloc run --chain-size 10 kernel-test --lo 32 --hi 4080 --step 16 -n 1337
+  zsmalloc run dist --mean 694 --sd 474 --churn 200000 --compact --timeline t.csv
+  zsmalloc run pages /usr/lib --compressor zstd --format json
+  zsmalloc compare --sweep chain-size=4..16 --plot sweep.svg
+  zsmalloc replay app.trace --format mm_stat
+
+See docs/LAB.md for every flag, the output fields and the trace format.";
+
+#[derive(Parser)]
+#[command(name = "zsmalloc", version, about = ABOUT, after_help = AFTER_HELP)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Print the class table of a configuration; with --vs, two side by side.
+    Classes(ClassesArgs),
+    /// Run a workload on one configuration (default workload: kernel-test).
+    Run(RunArgs),
+    /// Run a workload on several configurations in parallel, with deltas against the first.
+    /// Without --config or --sweep: the seed RFC's classic vs heuristic at chain 10.
+    Compare(CompareArgs),
+    /// Replay a trace file (the same as `run trace FILE`).
+    Replay(ReplayArgs),
+}
+
+/// Configuration flags (SPEC §4). The ZSMALLOC_* environment is not read.
+#[derive(Args, Default)]
+struct PoolFlags {
+    /// Simulated page size: a power of two in 4096..=65536 (4K, 16K, 64K accepted) [default: 4096]
+    #[arg(long, global = true, value_name = "BYTES")]
+    page_size: Option<String>,
+    /// Maximum pages per zspage, 1..=16 [default: 8; 10 for the default `compare`]
+    #[arg(long, global = true, value_name = "N")]
+    chain_size: Option<String>,
+    /// Class spacing: 0 = page_size >> 8 (mainline), else a multiple of 8 [default: 0]
+    #[arg(long, global = true, value_name = "BYTES")]
+    class_delta: Option<String>,
+    /// classic, heuristic or fixed-N [default: classic]
+    #[arg(long, global = true, value_name = "POLICY")]
+    chain_policy: Option<String>,
+    /// How spanning objects are read: copy [default: copy]
+    #[arg(long, global = true, value_name = "MODE")]
+    read_mode: Option<String>,
+    /// Cap on the pool's pages; 0 = none [default: 0]
+    #[arg(long, global = true, value_name = "PAGES")]
+    mem_limit_pages: Option<String>,
+}
+
+#[derive(Args)]
+struct OutputFlags {
+    /// table, json, csv, mm_stat or debugfs [default: table]
+    #[arg(long, global = true, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Draw an SVG: per-class pages, waste and spanning (the sweep curve with --sweep)
+    #[arg(long, global = true, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+    /// Include per-class rows
+    #[arg(long, global = true)]
+    per_class: bool,
+    /// Leave wall times out, so the output of a seeded run is identical byte for byte
+    #[arg(long, global = true)]
+    no_time: bool,
+    /// Write pages and utilization over the run's operations to a CSV file
+    #[arg(long, global = true, value_name = "FILE.csv")]
+    timeline: Option<PathBuf>,
+    /// Timeline sample interval in operations [default: about 500 samples per run]
+    #[arg(long, global = true, value_name = "OPS")]
+    timeline_every: Option<u64>,
+    /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
+    #[arg(long, global = true, value_name = "N")]
+    seed: Option<u64>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    pool: PoolFlags,
+    #[command(flatten)]
+    out: OutputFlags,
+    /// Record the run's operations as a trace file (replay it with `zsmalloc replay`)
+    #[arg(long, global = true, value_name = "FILE")]
+    record: Option<PathBuf>,
+    #[command(subcommand)]
+    workload: Option<WorkloadCmd>,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    pool: PoolFlags,
+    #[command(flatten)]
+    out: OutputFlags,
+    /// A configuration: overrides of the flags above, e.g. `heuristic` or
+    /// `chain-size=4,chain-policy=heuristic,label=short`. Repeat for each configuration.
+    #[arg(long = "config", global = true, value_name = "SPEC")]
+    configs: Vec<String>,
+    /// Configurations varying one key: `chain-size=4..16`, `class-delta=8,16,32,64`,
+    /// `chain-size=2..16:2`. Several sweeps multiply.
+    #[arg(long, global = true, value_name = "KEY=VALUES")]
+    sweep: Vec<String>,
+    /// Configurations run at once [default: every core]
+    #[arg(long, global = true, value_name = "N")]
+    jobs: Option<usize>,
+    #[command(subcommand)]
+    workload: Option<WorkloadCmd>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// The trace file (format: docs/LAB.md)
+    file: PathBuf,
+    #[command(flatten)]
+    pool: PoolFlags,
+    #[command(flatten)]
+    out: OutputFlags,
+    /// Record the replayed operations again
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ClassesArgs {
+    #[command(flatten)]
+    pool: PoolFlags,
+    /// A second configuration (overrides, as `compare --config`) shown side by side
+    #[arg(long, value_name = "SPEC")]
+    vs: Option<String>,
+    /// Logical-size step [default: the smaller class delta]
+    #[arg(long, value_name = "BYTES")]
+    step: Option<u32>,
+    /// Smallest logical size shown
+    #[arg(long, value_name = "BYTES")]
+    min_size: Option<u32>,
+    /// Largest logical size shown
+    #[arg(long, value_name = "BYTES")]
+    max_size: Option<u32>,
+    /// table, json or csv [default: table]
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Draw chain, tail waste and spanning per zspage against class size
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Clone)]
+enum WorkloadCmd {
+    /// The zsmalloc_test module's pattern: for each size lo..=hi by step, n objects; then read
+    /// and verify all in store order [default: the seed RFC's 32..=4080 step 16, 1337 each]
+    KernelTest {
+        #[arg(long, default_value_t = 32)]
+        lo: usize,
+        #[arg(long, default_value_t = 4080)]
+        hi: usize,
+        #[arg(long, default_value_t = 16)]
+        step: usize,
+        /// Objects per size
+        #[arg(short = 'n', long = "count", default_value_t = 1337)]
+        n: usize,
+    },
+    /// Sizes from a normal distribution (seed 004: mean 694, sd 474) clipped to 1..=page, with
+    /// same-filled pages, a churn phase and optional compaction
+    Dist {
+        /// Pages written in the fill phase
+        #[arg(long, default_value_t = 100_000)]
+        objects: usize,
+        #[arg(long, default_value_t = 694.0)]
+        mean: f64,
+        #[arg(long, default_value_t = 474.0)]
+        sd: f64,
+        /// Share of same-filled pages, 0..=1
+        #[arg(long, default_value_t = 0.11)]
+        same_share: f64,
+        /// skip (kept outside the pool, modern zram) or store (at --same-size bytes, 2012)
+        #[arg(long, default_value = "skip")]
+        same_filled: String,
+        #[arg(long, default_value_t = 28)]
+        same_size: usize,
+        /// Random free + re-store steps after the fill phase [default: --objects]
+        #[arg(long)]
+        churn: Option<usize>,
+        /// Compact after the churn phase
+        #[arg(long)]
+        compact: bool,
+        /// Compact every N churn steps
+        #[arg(long, value_name = "N")]
+        compact_every: Option<usize>,
+    },
+    /// Files or directories split into pages, compressed with lz4 or zstd, stored as zram does
+    /// and verified on read; a synthetic corpus when no path is given
+    Pages {
+        /// Files or directories (walked recursively)
+        paths: Vec<PathBuf>,
+        /// lz4 or zstd
+        #[arg(long, default_value = "lz4")]
+        compressor: String,
+        /// zstd level, 1..=22
+        #[arg(long, default_value_t = 3)]
+        level: i32,
+        /// Pages of the synthetic corpus
+        #[arg(long, default_value_t = 16384)]
+        synthetic_pages: usize,
+        /// Stop after this many pages
+        #[arg(long)]
+        max_pages: Option<usize>,
+        /// skip or store, as for dist
+        #[arg(long, default_value = "skip")]
+        same_filled: String,
+        #[arg(long, default_value_t = 28)]
+        same_size: usize,
+    },
+    /// Replay a trace file
+    Trace {
+        file: PathBuf,
+    },
+}
+
 fn main() {
-    eprintln!("zsmalloc: the lab's subcommands (classes, run, compare, replay) are not built yet");
-    std::process::exit(2);
+    let code = match real_main() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("zsmalloc: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}
+
+/// clap's message, on one line.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("invalid arguments");
+    let msg = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{msg} (see 'zsmalloc --help')")
+}
+
+fn real_main() -> LabResult<()> {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => match e.kind() {
+            ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+                let _ = e.print();
+                return Ok(());
+            }
+            ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                let _ = e.print();
+                std::process::exit(2);
+            }
+            _ => return Err(LabError::usage(one_line(&e))),
+        },
+    };
+    match cli.cmd {
+        Cmd::Classes(a) => cmd_classes(a),
+        Cmd::Run(a) => {
+            let w = workload(a.workload, &a.out)?;
+            cmd_run(&a.pool, &a.out, w, a.record)
+        }
+        Cmd::Replay(a) => {
+            let w = Workload::Trace(trace::Trace { file: a.file, seed: a.out.seed.unwrap_or(1) });
+            cmd_run(&a.pool, &a.out, w, a.record)
+        }
+        Cmd::Compare(a) => cmd_compare(a),
+    }
+}
+
+fn base_spec(p: &PoolFlags) -> LabResult<ConfigSpec> {
+    let mut s = ConfigSpec::default();
+    let flags = [
+        ("page-size", &p.page_size),
+        ("chain-size", &p.chain_size),
+        ("class-delta", &p.class_delta),
+        ("chain-policy", &p.chain_policy),
+        ("read-mode", &p.read_mode),
+        ("mem-limit-pages", &p.mem_limit_pages),
+    ];
+    for (key, v) in flags {
+        if let Some(v) = v {
+            s.set(key, v)?;
+        }
+    }
+    s.label = s.chain_policy.clone();
+    Ok(s)
+}
+
+fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> {
+    let seed = out.seed.unwrap_or(1);
+    Ok(match cmd.unwrap_or(WorkloadCmd::KernelTest { lo: 32, hi: 4080, step: 16, n: 1337 }) {
+        WorkloadCmd::KernelTest { lo, hi, step, n } => {
+            Workload::KernelTest(kernel_test::KernelTest { lo, hi, step, n, seed })
+        }
+        WorkloadCmd::Dist {
+            objects,
+            mean,
+            sd,
+            same_share,
+            same_filled,
+            same_size,
+            churn,
+            compact,
+            compact_every,
+        } => Workload::Dist(dist::Dist {
+            objects,
+            mean,
+            sd,
+            same_share,
+            same_filled: SameFilled::parse(&same_filled)?,
+            same_size,
+            churn,
+            compact,
+            compact_every,
+            seed,
+        }),
+        WorkloadCmd::Pages {
+            paths,
+            compressor,
+            level,
+            synthetic_pages,
+            max_pages,
+            same_filled,
+            same_size,
+        } => Workload::Pages(pages::Pages {
+            paths,
+            compressor: pages::Compressor::parse(&compressor)?,
+            level,
+            synthetic_pages,
+            max_pages,
+            same_filled: SameFilled::parse(&same_filled)?,
+            same_size,
+            seed,
+        }),
+        WorkloadCmd::Trace { file } => Workload::Trace(trace::Trace { file, seed }),
+    })
+}
+
+fn run_options(out: &OutputFlags, w: &Workload, record: Option<PathBuf>) -> RunOptions {
+    let timeline_every = match (&out.timeline, out.timeline_every) {
+        (None, _) => 0,
+        (Some(_), Some(n)) => n.max(1),
+        (Some(_), None) => (w.estimated_ops() / 500).max(1),
+    };
+    RunOptions { per_class: out.per_class, timing: !out.no_time, record, timeline_every }
+}
+
+fn format_of(out: &OutputFlags) -> LabResult<Format> {
+    out.format.as_deref().map_or(Ok(Format::Table), Format::parse)
+}
+
+/// Writes the report to stdout; a closed pipe (`| head`) is not an error.
+fn emit(text: &str) -> LabResult<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(LabError::usage(format!("cannot write the report: {e}"))),
+    }
+}
+
+fn cmd_run(
+    pool: &PoolFlags,
+    out: &OutputFlags,
+    w: Workload,
+    record: Option<PathBuf>,
+) -> LabResult<()> {
+    let format = format_of(out)?;
+    let spec = base_spec(pool)?;
+    spec.validate()?;
+    let opts = run_options(out, &w, record);
+    let r = run_one(&w, &spec, &opts, &ProgressSink::auto())?;
+    if let Some(path) = &out.timeline {
+        timeline::write_csv(path, &[(r.label.as_str(), &r.timeline)])?;
+    }
+    if let Some(path) = &out.plot {
+        plot::runs(path, &[&r])?;
+    }
+    emit(&report::render_run(&r, format)?)
+}
+
+fn cmd_compare(a: CompareArgs) -> LabResult<()> {
+    let format = format_of(&a.out)?;
+    let mut base = base_spec(&a.pool)?;
+    let w = workload(a.workload, &a.out)?;
+    let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
+    let mut specs = Vec::new();
+    if a.configs.is_empty() && sweeps.is_empty() {
+        // The demonstration: the seed RFC's BASE (classic) and PATCHED (heuristic), chain 10.
+        if a.pool.chain_size.is_none() {
+            base.chain_size = 10;
+        }
+        for policy in ["classic", "heuristic"] {
+            specs.push(ConfigSpec::with_overrides(&base, policy)?);
+        }
+    } else {
+        for c in &a.configs {
+            specs.push(ConfigSpec::with_overrides(&base, c)?);
+        }
+        specs.extend(sweep::expand(&base, &sweeps)?);
+    }
+    base.validate()?;
+    let opts = run_options(&a.out, &w, None);
+    let jobs = compare::jobs(a.jobs, specs.len());
+    let mut c: Comparison = compare::compare(&w, &specs, &opts, jobs, &ProgressSink::auto())?;
+    c.sweep_keys = sweeps.iter().map(|s| s.key.clone()).collect();
+    if let Some(path) = &a.out.timeline {
+        let runs: Vec<(&str, &[timeline::Sample])> =
+            c.runs.iter().map(|r| (r.label.as_str(), r.timeline.as_slice())).collect();
+        timeline::write_csv(path, &runs)?;
+    }
+    if let Some(path) = &a.out.plot {
+        if c.sweep_keys.is_empty() {
+            plot::runs(path, &c.runs.iter().collect::<Vec<_>>())?;
+        } else {
+            plot::sweep(path, &c)?;
+        }
+    }
+    emit(&report::render_comparison(&c, format)?)
+}
+
+fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
+    let format = match a.format.as_deref().map_or(Ok(Format::Table), Format::parse)? {
+        f @ (Format::Table | Format::Json | Format::Csv) => f,
+        _ => return Err(LabError::usage("classes prints --format table, json or csv")),
+    };
+    let mut base = base_spec(&a.pool)?;
+    base.validate()?;
+    base.label = String::new();
+    let mut specs = vec![base.clone()];
+    if let Some(vs) = &a.vs {
+        base.label = "base".into();
+        specs = vec![base.clone(), ConfigSpec::with_overrides(&base, vs)?];
+    }
+    let step = a.step.unwrap_or_else(|| specs.iter().map(|s| s.effective_delta()).min().unwrap_or(16));
+    let tables = specs
+        .iter()
+        .map(|s| classes::class_table(s, step, a.min_size, a.max_size))
+        .collect::<LabResult<Vec<ClassTableReport>>>()?;
+    if let Some(path) = &a.plot {
+        plot::classes(path, &tables)?;
+    }
+    let text = match format {
+        Format::Json => classes::render_json(&tables)?,
+        Format::Csv => classes::render_csv(&tables),
+        _ => classes::render_table(&tables),
+    };
+    emit(&text)
 }

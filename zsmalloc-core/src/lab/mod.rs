@@ -1,0 +1,41 @@
+//! The lab: workloads, runner, comparisons and reports behind the `zsmalloc` command
+//! (SPEC §8; user guide in docs/LAB.md).
+//!
+//! One file per concept:
+//! - [`config`]: configurations from flags and `--config` specs; [`sweep`]: `--sweep`;
+//! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
+//! - [`driver`]: runs a workload's operations on a pool through raw handle words
+//!   ([`handles`]), with generated [`content`] verified on read, trace recording
+//!   ([`trace_format`]), the [`timeline`] and the [`progress`] bar;
+//! - [`runner`]: one workload on one configuration -> [`result::RunResult`];
+//! - [`compare`]: several configurations in parallel, deltas against the first;
+//! - [`classes`]: class tables (`zsmalloc classes`);
+//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG.
+//!
+//! ```no_run
+//! use zsmalloc_core::lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
+//! use zsmalloc_core::lab::{progress::ProgressSink, workload::Workload};
+//! let spec = ConfigSpec { chain_size: 10, label: "classic".into(), ..Default::default() };
+//! let r = run_one(&Workload::default(), &spec, &RunOptions::default(), &ProgressSink::silent())
+//!     .unwrap();
+//! assert_eq!(r.pages, 175111);
+//! ```
+
+pub mod classes;
+pub mod compare;
+pub mod config;
+pub mod content;
+pub mod driver;
+pub mod error;
+pub mod handles;
+pub mod plot;
+pub mod progress;
+pub mod report;
+pub mod result;
+pub mod runner;
+pub mod sweep;
+pub mod timeline;
+pub mod trace_format;
+pub mod workload;
+
+pub use error::{LabError, LabResult};

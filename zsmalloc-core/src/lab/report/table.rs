@@ -1,0 +1,233 @@
+//! Tables for people: a run as `field value` lines (preceded by the `zsmalloc_test` module's
+//! lines for the kernel-test workload); a comparison as the seed RFC's blocks, one row per
+//! configuration, and the deltas against the first.
+
+use crate::lab::compare::Comparison;
+use crate::lab::result::{delta_str, permille_str, RunResult};
+
+/// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
+pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {
+    let n = head.len();
+    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate().take(n) {
+            w[i] = w[i].max(c.len());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let s: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if i < left { format!("{c:<0$}", w[i]) } else { format!("{c:>0$}", w[i]) })
+            .collect();
+        s.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(head.to_vec());
+    for r in rows {
+        out += &line(r.iter().map(String::as_str).collect());
+    }
+    out
+}
+
+fn config_line(r: &RunResult) -> String {
+    let c = &r.config;
+    let mut s = format!(
+        "page {}, chain {}, delta {}, {}",
+        c.page_size, c.chain_size, c.class_delta, c.chain_policy
+    );
+    if c.read_mode != "copy" {
+        s += &format!(", read {}", c.read_mode);
+    }
+    if c.mem_limit_pages != 0 {
+        s += &format!(", limit {} pages", c.mem_limit_pages);
+    }
+    s
+}
+
+fn fields(r: &RunResult) -> Vec<(&'static str, String)> {
+    let mut v = vec![
+        ("objects", r.objects.to_string()),
+        ("bytes_stored", r.bytes_stored.to_string()),
+        ("pages", r.pages.to_string()),
+        ("pages_peak", r.pages_peak.to_string()),
+        ("utilization_pct", permille_str(r.utilization_permille)),
+        ("reads", r.reads.to_string()),
+        ("reads_spanning", r.reads_spanning.to_string()),
+        ("read_copy_bytes", r.read_copy_bytes.to_string()),
+        ("huge_class_size", r.huge_class_size.to_string()),
+        ("pages_compacted", r.pages_compacted.to_string()),
+    ];
+    if r.objs_moved > 0 {
+        v.push(("objs_moved", r.objs_moved.to_string()));
+    }
+    if r.workload.name == "dist" || r.workload.name == "pages" {
+        v.push(("same_pages", r.same_pages.to_string()));
+    }
+    if r.store_failures > 0 {
+        v.push(("store_failures", r.store_failures.to_string()));
+    }
+    if r.op_errors > 0 {
+        v.push(("op_errors", r.op_errors.to_string()));
+    }
+    if let Some(c) = &r.corpus {
+        v.push(("input_pages", c.input_pages.to_string()));
+        v.push(("same_filled_pages", c.same_filled_pages.to_string()));
+        v.push(("incompressible_pages", c.incompressible_pages.to_string()));
+        v.push(("compressed_pages", c.compressed_pages.to_string()));
+        v.push(("compression_ratio", format!("{:.3}", c.compression_ratio)));
+        if let Some(t) = c.compress_time_s {
+            v.push(("compress_time_s", format!("{t:.3}")));
+        }
+        if let Some(t) = c.read_time_s {
+            v.push(("read_time_s", format!("{t:.3}")));
+        }
+    }
+    if let Some(t) = r.wall_time_s {
+        v.push(("wall_time_s", format!("{t:.3}")));
+    }
+    v
+}
+
+fn kernel_block(r: &RunResult, out: &mut String) {
+    if let Some(k) = &r.kernel_test {
+        for l in k.lines() {
+            *out += &l;
+            *out += "\n";
+        }
+    }
+}
+
+/// Per-class rows of a run (classes holding zspages only).
+pub fn classes(r: &RunResult) -> String {
+    let head = [
+        "index", "size", "chain", "objs", "huge", "obj_allocated", "obj_used", "pages_used",
+        "freeable", "spanning/zspage", "tail_waste", "merge_waste", "bytes_stored",
+    ];
+    let rows: Vec<Vec<String>> = r
+        .class_stats
+        .iter()
+        .filter(|c| c.obj_allocated > 0)
+        .map(|c| {
+            vec![
+                c.index.to_string(),
+                c.size.to_string(),
+                c.pages_per_zspage.to_string(),
+                c.objs_per_zspage.to_string(),
+                if c.huge { "yes" } else { "" }.to_string(),
+                c.obj_allocated.to_string(),
+                c.obj_used.to_string(),
+                c.pages_used.to_string(),
+                c.freeable.to_string(),
+                c.spanning_per_zspage.to_string(),
+                c.tail_waste.to_string(),
+                c.worst_merge_waste.to_string(),
+                c.bytes_stored.to_string(),
+            ]
+        })
+        .collect();
+    format!("classes of {} (those holding zspages):\n{}", r.label, grid(&head, &rows, 0))
+}
+
+pub fn run(r: &RunResult) -> String {
+    let mut out = format!("workload  {}\nconfig    {}\n\n", r.workload.summary, config_line(r));
+    if r.kernel_test.is_some() {
+        kernel_block(r, &mut out);
+        out += "\n";
+    }
+    let f = fields(r);
+    let w = f.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    for (k, v) in f {
+        out += &format!("{k:<w$}  {v}\n");
+    }
+    if r.classes.is_some() {
+        out += "\n";
+        out += &classes(r);
+    }
+    out
+}
+
+pub fn comparison(c: &Comparison) -> String {
+    let mut out = format!("workload  {}\n\n", c.workload.summary);
+    if c.runs.iter().any(|r| r.kernel_test.is_some()) {
+        for r in &c.runs {
+            let title = format!("{} ({})", r.label, config_line(r));
+            out += &format!("{title}\n{}\n", "=".repeat(title.len()));
+            kernel_block(r, &mut out);
+            out += "\n";
+        }
+    }
+    let timed = c.runs.iter().all(|r| r.wall_time_s.is_some());
+    let mut head = vec![
+        "config", "objects", "bytes_stored", "pages", "pages_peak", "utilization_pct",
+        "reads_spanning", "read_copy_bytes", "huge_class_size", "pages_compacted",
+    ];
+    let with_same = c.runs.iter().any(|r| r.workload.name == "dist" || r.workload.name == "pages");
+    if with_same {
+        head.push("same_pages");
+    }
+    let failures = c.runs.iter().any(|r| r.store_failures > 0);
+    if failures {
+        head.push("store_failures");
+    }
+    if timed {
+        head.push("wall_time_s");
+    }
+    let rows: Vec<Vec<String>> = c
+        .runs
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.label.clone(),
+                r.objects.to_string(),
+                r.bytes_stored.to_string(),
+                r.pages.to_string(),
+                r.pages_peak.to_string(),
+                permille_str(r.utilization_permille),
+                r.reads_spanning.to_string(),
+                r.read_copy_bytes.to_string(),
+                r.huge_class_size.to_string(),
+                r.pages_compacted.to_string(),
+            ];
+            if with_same {
+                row.push(r.same_pages.to_string());
+            }
+            if failures {
+                row.push(r.store_failures.to_string());
+            }
+            if let Some(t) = r.wall_time_s.filter(|_| timed) {
+                row.push(format!("{t:.3}"));
+            }
+            row
+        })
+        .collect();
+    out += &grid(&head, &rows, 1);
+    if let Some(base) = c.runs.first() {
+        if c.runs.len() > 1 {
+            out += &format!("\ndeltas vs {} (percent, rounded to one decimal):\n", base.label);
+            let mut dhead = vec!["config", "pages", "pages_peak", "reads_spanning", "read_copy_bytes"];
+            if timed {
+                dhead.push("wall_time_s");
+            }
+            let drows: Vec<Vec<String>> = c.runs[1..]
+                .iter()
+                .map(|r| {
+                    let d = r.deltas(base);
+                    let mut row = vec![r.label.clone()];
+                    for name in &dhead[1..] {
+                        let t = d.iter().find(|(n, _)| n == name).and_then(|(_, t)| *t);
+                        row.push(delta_str(t));
+                    }
+                    row
+                })
+                .collect();
+            out += &grid(&dhead, &drows, 1);
+        }
+    }
+    if c.runs.iter().any(|r| r.classes.is_some()) {
+        for r in &c.runs {
+            out += "\n";
+            out += &classes(r);
+        }
+    }
+    out
+}

@@ -1,0 +1,264 @@
+//! What a run measures (SPEC §8 field names) and the arithmetic of its figures.
+
+use serde::Serialize;
+
+use super::config::ConfigDesc;
+use super::timeline::Sample;
+use crate::ClassStats;
+
+/// `floor(1000 * bytes / (pages * page))`: utilization in tenths of a percent, truncated like
+/// the kernel's test module. 0 when no pages are held.
+pub fn utilization_permille(bytes: u64, pages: u64, page: u64) -> u64 {
+    let denom = u128::from(pages) * u128::from(page);
+    if denom == 0 {
+        return 0;
+    }
+    (1000 * u128::from(bytes) / denom) as u64
+}
+
+/// Tenths as text: 973 -> "97.3".
+pub fn permille_str(tenths: u64) -> String {
+    format!("{}.{}", tenths / 10, tenths % 10)
+}
+
+/// `(value - base) / base` in tenths of a percent, rounded half away from zero; `None` when
+/// `base` is 0.
+pub fn delta_tenths(base: f64, value: f64) -> Option<i64> {
+    if base == 0.0 || !base.is_finite() || !value.is_finite() {
+        return None;
+    }
+    Some((1000.0 * (value - base) / base).round() as i64)
+}
+
+/// Exact integer version of [`delta_tenths`] for counters.
+pub fn delta_tenths_u64(base: u64, value: u64) -> Option<i64> {
+    if base == 0 {
+        return None;
+    }
+    let num = 1000 * (i128::from(value) - i128::from(base));
+    let den = i128::from(base);
+    // Round half away from zero.
+    let q = (2 * num.abs() + den) / (2 * den);
+    Some(if num < 0 { -(q as i64) } else { q as i64 })
+}
+
+/// Signed tenths as a percentage: -65 -> "-6.5%", 5 -> "+0.5%", 0 -> "+0.0%".
+pub fn delta_str(tenths: Option<i64>) -> String {
+    match tenths {
+        None => "n/a".into(),
+        Some(t) => {
+            let sign = if t < 0 { '-' } else { '+' };
+            format!("{sign}{}.{}%", t.unsigned_abs() / 10, t.unsigned_abs() % 10)
+        }
+    }
+}
+
+/// A delta as a JSON number (one decimal), `null` when undefined.
+pub fn delta_value(tenths: Option<i64>) -> Option<f64> {
+    tenths.map(|t| t as f64 / 10.0)
+}
+
+/// The workload as reported: its name and parameters.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WorkloadDesc {
+    pub name: String,
+    pub params: serde_json::Value,
+    /// One line for humans: `kernel-test lo=32 hi=4080 step=16 n=1337 seed=1`.
+    #[serde(skip)]
+    pub summary: String,
+}
+
+/// The `zsmalloc_test` module's figures (kernel-test workload only).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct KernelTestLines {
+    pub num_write_objects: u64,
+    pub pool_pages_used: u64,
+    pub total_allocated_size: u64,
+    #[serde(skip)]
+    pub utilization_permille: u64,
+    pub num_read_objects: u64,
+    pub spanning_objects: u64,
+    pub total_memcpy_size: u64,
+}
+
+impl KernelTestLines {
+    /// The module's five lines, as in the seed RFC.
+    pub fn lines(&self) -> Vec<String> {
+        vec![
+            format!(" zsmalloc_test: num write objects: {}", self.num_write_objects),
+            format!(
+                " zsmalloc_test: pool pages used {}, total allocated size {}",
+                self.pool_pages_used, self.total_allocated_size
+            ),
+            format!(
+                " zsmalloc_test: pool memory utilization: {}",
+                permille_str(self.utilization_permille)
+            ),
+            format!(" zsmalloc_test: num read objects: {}", self.num_read_objects),
+            format!(
+                " zsmalloc_test: spanning objects: {}, total memcpy size: {}",
+                self.spanning_objects, self.total_memcpy_size
+            ),
+        ]
+    }
+}
+
+/// Facts of the `pages` workload's corpus.
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+pub struct CorpusFacts {
+    pub source: String,
+    pub compressor: String,
+    pub input_pages: u64,
+    pub same_filled_pages: u64,
+    /// Pages stored uncompressed (compressed size reached `huge_class_size`).
+    pub incompressible_pages: u64,
+    pub compressed_pages: u64,
+    /// Input bytes per stored byte (same-filled pages skipped count as input).
+    pub compression_ratio: f64,
+    /// Seconds spent compressing, and decompressing + verifying in the read phase.
+    pub compress_time_s: Option<f64>,
+    pub read_time_s: Option<f64>,
+}
+
+/// One class's row of a run (debugfs `classes` plus layout facts).
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct ClassRow {
+    pub index: u32,
+    pub size: u32,
+    pub pages_per_zspage: u32,
+    pub objs_per_zspage: u32,
+    pub huge: bool,
+    /// Zspages per fullness group: 0 empty, 1..=10 by tenths of use, 11 full.
+    pub fullness: [u64; 12],
+    pub obj_allocated: u64,
+    pub obj_used: u64,
+    pub pages_used: u64,
+    pub freeable: u64,
+    pub spanning_per_zspage: u32,
+    pub tail_waste: u32,
+    pub worst_merge_waste: u32,
+    pub first_index: u32,
+    pub bytes_stored: u64,
+}
+
+impl From<&ClassStats> for ClassRow {
+    fn from(c: &ClassStats) -> Self {
+        ClassRow {
+            index: c.index,
+            size: c.size,
+            pages_per_zspage: c.pages_per_zspage,
+            objs_per_zspage: c.objs_per_zspage,
+            huge: c.huge,
+            fullness: c.fullness,
+            obj_allocated: c.obj_allocated,
+            obj_used: c.obj_used,
+            pages_used: c.pages_used,
+            freeable: c.freeable,
+            spanning_per_zspage: c.spanning_per_zspage,
+            tail_waste: c.tail_waste,
+            worst_merge_waste: c.worst_merge_waste,
+            first_index: c.first_index,
+            bytes_stored: c.bytes_stored,
+        }
+    }
+}
+
+/// Everything one run of one workload on one configuration measured.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunResult {
+    pub label: String,
+    pub config: ConfigDesc,
+    pub workload: WorkloadDesc,
+    /// Live objects in the pool at the end of the workload.
+    pub objects: u64,
+    /// Sum of their lengths.
+    pub bytes_stored: u64,
+    /// Pages held by the pool at the end of the workload.
+    pub pages: u64,
+    pub pages_peak: u64,
+    /// `floor(1000 * bytes_stored / (pages * page_size)) / 10`.
+    pub utilization_pct: f64,
+    pub reads: u64,
+    pub reads_spanning: u64,
+    pub read_copy_bytes: u64,
+    pub writes_spanning: u64,
+    pub huge_class_size: u64,
+    pub pages_compacted: u64,
+    pub objs_moved: u64,
+    pub stores: u64,
+    pub frees: u64,
+    pub store_failures: u64,
+    pub op_errors: u64,
+    /// Same-filled pages kept outside the pool at the end (zram's `same_pages`).
+    pub same_pages: u64,
+    /// Live objects in huge classes, and stores into them ever (zram's `huge_pages[_since]`).
+    pub huge_objects: u64,
+    pub huge_stores: u64,
+    /// Seconds the workload took (omitted with `--no-time`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wall_time_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_test: Option<KernelTestLines>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub corpus: Option<CorpusFacts>,
+    /// Per-class rows (`--per-class`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub classes: Option<Vec<ClassRow>>,
+    #[serde(skip)]
+    pub utilization_permille: u64,
+    #[serde(skip)]
+    pub class_stats: Vec<ClassStats>,
+    #[serde(skip)]
+    pub timeline: Vec<Sample>,
+}
+
+impl RunResult {
+    /// The fields compared between configurations, with their values.
+    pub fn delta_fields(&self) -> [(&'static str, u64); 5] {
+        [
+            ("objects", self.objects),
+            ("pages", self.pages),
+            ("pages_peak", self.pages_peak),
+            ("reads_spanning", self.reads_spanning),
+            ("read_copy_bytes", self.read_copy_bytes),
+        ]
+    }
+
+    /// Deltas against `base` in tenths of a percent: the counters of `delta_fields`, then
+    /// `wall_time_s` when both runs were timed.
+    pub fn deltas(&self, base: &RunResult) -> Vec<(&'static str, Option<i64>)> {
+        let mut v: Vec<_> = self
+            .delta_fields()
+            .iter()
+            .zip(base.delta_fields())
+            .map(|(&(name, x), (_, b))| (name, delta_tenths_u64(b, x)))
+            .collect();
+        if let (Some(b), Some(x)) = (base.wall_time_s, self.wall_time_s) {
+            v.push(("wall_time_s", delta_tenths(b, x)));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_deltas_round_as_the_rfc_says() {
+        assert_eq!(delta_str(delta_tenths_u64(110377, 103256)), "-6.5%");
+        assert_eq!(delta_str(delta_tenths_u64(278318624, 265378608)), "-4.6%");
+        assert_eq!(delta_str(delta_tenths_u64(175111, 175920)), "+0.5%");
+        assert_eq!(delta_str(delta_tenths_u64(10, 10)), "+0.0%");
+        assert_eq!(delta_str(delta_tenths_u64(0, 10)), "n/a");
+        assert_eq!(delta_tenths_u64(1000, 1001), Some(1));
+        assert_eq!(delta_tenths_u64(2000, 1999), Some(-1)); // -0.05% rounds away from zero
+    }
+
+    #[test]
+    fn utilization_truncates() {
+        assert_eq!(permille_str(utilization_permille(698213488, 175111, 4096)), "97.3");
+        assert_eq!(permille_str(utilization_permille(698213488, 175920, 4096)), "96.8");
+        assert_eq!(utilization_permille(5, 0, 4096), 0);
+    }
+}

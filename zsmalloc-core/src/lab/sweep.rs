@@ -1,0 +1,100 @@
+//! `--sweep KEY=A..B[:STEP]` or `--sweep KEY=V1,V2,...`: configurations varying one key.
+//! Several sweeps multiply (the first varies slowest).
+
+use super::config::ConfigSpec;
+use super::error::{LabError, LabResult};
+
+/// One swept key and its values (as text, applied with [`ConfigSpec::set`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sweep {
+    pub key: String,
+    pub values: Vec<String>,
+}
+
+const MAX_POINTS: usize = 256;
+
+/// Parses `chain-size=4..16`, `chain-size=2..16:2` or `class-delta=8,16,32,64`.
+pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
+    let bad = |m: &str| LabError::usage(format!("invalid --sweep '{s}': {m}"));
+    let (key, spec) = s.split_once('=').ok_or_else(|| bad("expected KEY=A..B or KEY=V1,V2"))?;
+    let key = key.trim().replace('_', "-");
+    let spec = spec.trim();
+    let values: Vec<String> = if let Some((a, rest)) = spec.split_once("..") {
+        let (b, step) = match rest.split_once(':') {
+            Some((b, st)) => (b, st),
+            None => (rest, "1"),
+        };
+        let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad(&format!("'{}' is not a number", t.trim())));
+        let (a, b, step) = (num(a)?, num(b)?, num(step)?);
+        if step == 0 || a > b {
+            return Err(bad("the range must be ascending with a positive step"));
+        }
+        if (b - a) / step + 1 > MAX_POINTS as u64 {
+            return Err(bad(&format!("more than {MAX_POINTS} points")));
+        }
+        (a..=b).step_by(step as usize).map(|v| v.to_string()).collect()
+    } else {
+        spec.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect()
+    };
+    if values.is_empty() {
+        return Err(bad("no values"));
+    }
+    // Check the key and every value now, for a clear message.
+    let mut probe = ConfigSpec::default();
+    for v in &values {
+        probe.set(&key, v)?;
+    }
+    if key == "label" || key == "name" {
+        return Err(bad("cannot sweep the label"));
+    }
+    Ok(Sweep { key, values })
+}
+
+/// The configurations of the sweeps' cartesian product applied to `base`, labelled
+/// `key=value[,key=value]`.
+pub fn expand(base: &ConfigSpec, sweeps: &[Sweep]) -> LabResult<Vec<ConfigSpec>> {
+    let mut out = vec![(base.clone(), Vec::<String>::new())];
+    for sw in sweeps {
+        let mut next = Vec::new();
+        for (spec, parts) in &out {
+            for v in &sw.values {
+                let mut c = spec.clone();
+                c.set(&sw.key, v)?;
+                let mut p = parts.clone();
+                p.push(format!("{}={v}", sw.key));
+                next.push((c, p));
+            }
+        }
+        if next.len() > MAX_POINTS {
+            return Err(LabError::usage(format!("the sweeps make more than {MAX_POINTS} configurations")));
+        }
+        out = next;
+    }
+    out.into_iter()
+        .map(|(mut c, parts)| {
+            c.label = parts.join(",");
+            c.validate()?;
+            Ok(c)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_lists_and_products() {
+        let s = parse_sweep("chain-size=4..16").unwrap();
+        assert_eq!(s.values.len(), 13);
+        let d = parse_sweep("class-delta=8,16,32,64").unwrap();
+        assert_eq!(d.values, ["8", "16", "32", "64"]);
+        assert_eq!(parse_sweep("chain-size=2..8:3").unwrap().values, ["2", "5", "8"]);
+        let specs = expand(&ConfigSpec::default(), &[d, parse_sweep("chain-policy=classic,heuristic").unwrap()]).unwrap();
+        assert_eq!(specs.len(), 8);
+        assert_eq!(specs[1].label, "class-delta=8,chain-policy=heuristic");
+        for bad in ["chain-size", "chain-size=16..4", "chain-size=0..3", "colour=1,2", "chain-size=a..b", "chain-size=", "chain-size=1..1000:1"] {
+            assert!(parse_sweep(bad).is_err(), "{bad}");
+        }
+    }
+}

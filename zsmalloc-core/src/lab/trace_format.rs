@@ -1,0 +1,225 @@
+//! The trace format (docs/LAB.md, "Trace format"): one operation per line.
+//!
+//! ```text
+//! # comment (ignored, as are blank lines)
+//! store <id> <len>      allocate and write an object of <len> bytes owned by <id>
+//! read <id> <len>       a read section of the object of <id> (<len> = its length)
+//! free <id>             free the object of <id> (an empty <id>: no-op)
+//! compact               zs_compact()
+//! malloc <id> <len>     allocate without writing (zs_malloc); `write` fills it
+//! write <id> <len>      write the whole object of <id> (zs_obj_write)
+//! read_sg <id> <len>    a scatter-gather read section (zs_obj_read_sg_begin)
+//! move <from> <to>      zs_handle_move(): <to> now owns the object of <from>
+//! ```
+//!
+//! `<id>` names a handle: any unsigned 64-bit number, decimal or `0x` hexadecimal (the C shim
+//! writes the address of the `struct zs_handle`). `<len>` is decimal. Fields are separated by
+//! spaces or tabs. Only the first four operations are needed to describe a zram-like workload.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::{LabError, LabResult};
+
+/// One operation of a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TraceOp {
+    Store { id: u64, len: usize },
+    Free { id: u64 },
+    Read { id: u64, len: usize },
+    Compact,
+    Malloc { id: u64, len: usize },
+    Write { id: u64, len: usize },
+    ReadSg { id: u64, len: usize },
+    Move { from: u64, to: u64 },
+}
+
+fn parse_id(s: &str) -> Result<u64, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => s.parse::<u64>(),
+    };
+    r.map_err(|_| format!("'{s}' is not a handle id (unsigned decimal or 0x-hex)"))
+}
+
+fn parse_len(s: &str) -> Result<usize, String> {
+    s.parse::<usize>().map_err(|_| format!("'{s}' is not a length (unsigned decimal)"))
+}
+
+impl TraceOp {
+    /// Parses one line; `Ok(None)` for blank and comment lines.
+    pub fn parse(line: &str) -> Result<Option<TraceOp>, String> {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            return Ok(None);
+        }
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let want = |n: usize, usage: &str| -> Result<(), String> {
+            if f.len() == n {
+                Ok(())
+            } else {
+                Err(format!("'{}' takes {} field(s): {usage}", f[0], n - 1))
+            }
+        };
+        let op = match f[0] {
+            "store" | "malloc" | "write" | "read" | "read_sg" => {
+                want(3, &format!("{} <id> <len>", f[0]))?;
+                let (id, len) = (parse_id(f[1])?, parse_len(f[2])?);
+                match f[0] {
+                    "store" => TraceOp::Store { id, len },
+                    "malloc" => TraceOp::Malloc { id, len },
+                    "write" => TraceOp::Write { id, len },
+                    "read" => TraceOp::Read { id, len },
+                    _ => TraceOp::ReadSg { id, len },
+                }
+            }
+            "free" => {
+                want(2, "free <id>")?;
+                TraceOp::Free { id: parse_id(f[1])? }
+            }
+            "move" => {
+                want(3, "move <from> <to>")?;
+                TraceOp::Move { from: parse_id(f[1])?, to: parse_id(f[2])? }
+            }
+            "compact" => {
+                want(1, "compact")?;
+                TraceOp::Compact
+            }
+            other => {
+                return Err(format!(
+                    "unknown operation '{other}' (expected store, read, free, compact, malloc, write, read_sg or move)"
+                ))
+            }
+        };
+        Ok(Some(op))
+    }
+
+    /// The line for this operation (no newline).
+    pub fn to_line(&self) -> String {
+        match *self {
+            TraceOp::Store { id, len } => format!("store {id} {len}"),
+            TraceOp::Free { id } => format!("free {id}"),
+            TraceOp::Read { id, len } => format!("read {id} {len}"),
+            TraceOp::Compact => "compact".into(),
+            TraceOp::Malloc { id, len } => format!("malloc {id} {len}"),
+            TraceOp::Write { id, len } => format!("write {id} {len}"),
+            TraceOp::ReadSg { id, len } => format!("read_sg {id} {len}"),
+            TraceOp::Move { from, to } => format!("move {from} {to}"),
+        }
+    }
+}
+
+/// Writes a trace file (`--record`).
+pub struct TraceWriter {
+    out: BufWriter<File>,
+    path: PathBuf,
+}
+
+impl TraceWriter {
+    /// Creates `path` and writes the header comments.
+    pub fn create(path: &Path, header: &[String]) -> LabResult<Self> {
+        let file = File::create(path).map_err(|e| LabError::io("write", path, &e))?;
+        let mut w = TraceWriter { out: BufWriter::with_capacity(1 << 16, file), path: path.into() };
+        w.raw_line("# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact")?;
+        for h in header {
+            w.raw_line(&format!("# {h}"))?;
+        }
+        Ok(w)
+    }
+
+    fn raw_line(&mut self, line: &str) -> LabResult<()> {
+        writeln!(self.out, "{line}").map_err(|e| LabError::io("write", &self.path, &e))
+    }
+
+    #[inline]
+    pub fn op(&mut self, op: &TraceOp) -> LabResult<()> {
+        let r = match *op {
+            TraceOp::Store { id, len } => writeln!(self.out, "store {id} {len}"),
+            TraceOp::Read { id, len } => writeln!(self.out, "read {id} {len}"),
+            TraceOp::Free { id } => writeln!(self.out, "free {id}"),
+            _ => writeln!(self.out, "{}", op.to_line()),
+        };
+        r.map_err(|e| LabError::io("write", &self.path, &e))
+    }
+
+    pub fn finish(mut self) -> LabResult<()> {
+        self.out.flush().map_err(|e| LabError::io("write", &self.path, &e))
+    }
+}
+
+/// Reads a trace file line by line; errors name the file and line.
+pub struct TraceReader {
+    lines: std::io::Lines<BufReader<File>>,
+    path: PathBuf,
+    line_no: u64,
+}
+
+impl TraceReader {
+    pub fn open(path: &Path) -> LabResult<Self> {
+        let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
+        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+            return Err(LabError::usage(format!("cannot read '{}': is a directory", path.display())));
+        }
+        Ok(TraceReader { lines: BufReader::with_capacity(1 << 16, file).lines(), path: path.into(), line_no: 0 })
+    }
+
+    /// The next operation, `Ok(None)` at the end.
+    pub fn next_op(&mut self) -> LabResult<Option<TraceOp>> {
+        loop {
+            let Some(line) = self.lines.next() else { return Ok(None) };
+            self.line_no += 1;
+            let line = line.map_err(|e| {
+                LabError::usage(format!("cannot read '{}' (line {}): {e}", self.path.display(), self.line_no))
+            })?;
+            match TraceOp::parse(&line) {
+                Ok(Some(op)) => return Ok(Some(op)),
+                Ok(None) => continue,
+                Err(m) => {
+                    return Err(LabError::usage(format!(
+                        "{}:{}: {m}",
+                        self.path.display(),
+                        self.line_no
+                    )))
+                }
+            }
+        }
+    }
+
+    /// Counts the operations of a trace (for the progress bar), validating every line.
+    pub fn count_ops(path: &Path) -> LabResult<u64> {
+        let mut r = TraceReader::open(path)?;
+        let mut n = 0;
+        while r.next_op()?.is_some() {
+            n += 1;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_round_trip() {
+        for op in [
+            TraceOp::Store { id: 1, len: 100 },
+            TraceOp::Free { id: 1 },
+            TraceOp::Read { id: 7, len: 3 },
+            TraceOp::Compact,
+            TraceOp::Malloc { id: 2, len: 9 },
+            TraceOp::Write { id: 2, len: 9 },
+            TraceOp::ReadSg { id: 2, len: 9 },
+            TraceOp::Move { from: 2, to: 3 },
+        ] {
+            assert_eq!(TraceOp::parse(&op.to_line()).unwrap(), Some(op));
+        }
+        assert_eq!(TraceOp::parse("  store 0x7ffd1000\t64 ").unwrap(), Some(TraceOp::Store { id: 0x7ffd1000, len: 64 }));
+        assert_eq!(TraceOp::parse("# hi").unwrap(), None);
+        assert_eq!(TraceOp::parse("").unwrap(), None);
+        for bad in ["stor 1 2", "store 1", "store x 2", "free", "compact 1", "read 1 -3"] {
+            assert!(TraceOp::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,176 @@
+//! Sizes from a distribution: normal with mean/sd (seed 004: mean 694, sd 474) clipped to
+//! 1..=page; a share of same-filled pages (11% in seed 004) kept outside the pool as modern zram
+//! does, or stored at 28 bytes as in 2012; then a churn phase (a random page is freed and a new
+//! one stored in its place), optional compaction, and a read of every live object.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Normal};
+use serde_json::json;
+
+use super::{Extra, SameFilled};
+use crate::lab::driver::Driver;
+use crate::lab::error::{LabError, LabResult};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dist {
+    /// Pages (objects and same-filled pages) written in the fill phase.
+    pub objects: usize,
+    pub mean: f64,
+    pub sd: f64,
+    /// Share of same-filled pages, 0..=1.
+    pub same_share: f64,
+    pub same_filled: SameFilled,
+    /// Stored length of a same-filled page in `store` mode.
+    pub same_size: usize,
+    /// Free + re-store steps after the fill phase (`None`: as many as `objects`).
+    pub churn: Option<usize>,
+    /// Compact once after the churn phase.
+    pub compact: bool,
+    /// Compact every N churn steps.
+    pub compact_every: Option<usize>,
+    pub seed: u64,
+}
+
+impl Default for Dist {
+    fn default() -> Self {
+        Dist {
+            objects: 100_000,
+            mean: 694.0,
+            sd: 474.0,
+            same_share: 0.11,
+            same_filled: SameFilled::Skip,
+            same_size: 28,
+            churn: None,
+            compact: false,
+            compact_every: None,
+            seed: 1,
+        }
+    }
+}
+
+const MAX_OBJECTS: usize = 200_000_000;
+
+enum Page {
+    Same,
+    Object(usize),
+}
+
+impl Dist {
+    fn churn_steps(&self) -> usize {
+        if self.objects == 0 {
+            0
+        } else {
+            self.churn.unwrap_or(self.objects)
+        }
+    }
+
+    pub fn params(&self) -> (serde_json::Value, String) {
+        let churn = self.churn_steps();
+        let params = json!({
+            "objects": self.objects, "mean": self.mean, "sd": self.sd,
+            "same_share": self.same_share, "same_filled": self.same_filled.name(),
+            "same_size": self.same_size, "churn": churn, "compact": self.compact,
+            "compact_every": self.compact_every, "seed": self.seed,
+        });
+        let mut s = format!(
+            "dist objects={} mean={} sd={} same-share={} same-filled={}",
+            self.objects,
+            self.mean,
+            self.sd,
+            self.same_share,
+            self.same_filled.name()
+        );
+        if self.same_filled == SameFilled::Store {
+            s += &format!(" same-size={}", self.same_size);
+        }
+        s += &format!(" churn={churn}");
+        if self.compact {
+            s += " compact";
+        }
+        if let Some(k) = self.compact_every {
+            s += &format!(" compact-every={k}");
+        }
+        s += &format!(" seed={}", self.seed);
+        (params, s)
+    }
+
+    pub fn check(&self, page: usize) -> LabResult<()> {
+        let bad = |m: String| Err(LabError::usage(format!("dist: {m}")));
+        if !self.mean.is_finite() {
+            return bad(format!("--mean {} is not a number", self.mean));
+        }
+        if !self.sd.is_finite() || self.sd < 0.0 {
+            return bad(format!("--sd {} is not a non-negative number", self.sd));
+        }
+        if !(0.0..=1.0).contains(&self.same_share) {
+            return bad(format!("--same-share {} is outside 0..=1", self.same_share));
+        }
+        if self.same_size == 0 || self.same_size > page {
+            return bad(format!("--same-size {} is outside 1..={page}", self.same_size));
+        }
+        if self.objects > MAX_OBJECTS || self.churn_steps() > MAX_OBJECTS.saturating_mul(10) {
+            return bad("too many objects or churn steps".into());
+        }
+        if self.compact_every == Some(0) {
+            return bad("--compact-every must be at least 1".into());
+        }
+        Ok(())
+    }
+
+    pub fn estimated_ops(&self) -> u64 {
+        (2 * self.objects + 2 * self.churn_steps()) as u64
+    }
+
+    fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
+        match (p, self.same_filled) {
+            (Page::Same, SameFilled::Skip) => d.keep_same(slot),
+            (Page::Same, SameFilled::Store) => {
+                d.note_same_stored();
+                d.store(slot, self.same_size).map(|_| ())
+            }
+            (Page::Object(len), _) => d.store(slot, len).map(|_| ()),
+        }
+    }
+
+    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+        let page = d.page_size() as f64;
+        let normal = Normal::new(self.mean, self.sd)
+            .map_err(|e| LabError::usage(format!("dist: bad distribution: {e}")))?;
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let draw = |rng: &mut ChaCha8Rng| {
+            if self.same_share > 0.0 && rng.gen_bool(self.same_share) {
+                Page::Same
+            } else {
+                Page::Object(normal.sample(rng).round().clamp(1.0, page) as usize)
+            }
+        };
+        d.phase("fill");
+        for _ in 0..self.objects {
+            let slot = d.new_slot();
+            let p = draw(&mut rng);
+            self.put(d, slot, p)?;
+        }
+        d.phase("churn");
+        for step in 0..self.churn_steps() {
+            let slot = rng.gen_range(0..self.objects);
+            d.free(slot)?;
+            let p = draw(&mut rng);
+            self.put(d, slot, p)?;
+            if self.compact_every.is_some_and(|k| (step + 1) % k == 0) {
+                d.compact()?;
+            }
+        }
+        if self.compact {
+            d.phase("compact");
+            d.compact()?;
+        }
+        d.phase("read");
+        for slot in 0..d.slots() {
+            if d.holds(slot) {
+                d.read(slot, None)?;
+            }
+        }
+        Ok(Extra::default())
+    }
+}

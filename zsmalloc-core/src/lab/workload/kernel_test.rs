@@ -1,0 +1,104 @@
+//! The `zsmalloc_test` module's pattern: for each size `lo..=hi` by `step`, store all `n`
+//! objects of that size, then the next size; then read and verify every object in store order.
+//! With 32..=4080 step 16, 1337 objects, 4K pages and chain 10 it is the seed RFC's benchmark.
+
+use serde_json::json;
+
+use super::Extra;
+use crate::lab::driver::Driver;
+use crate::lab::error::{LabError, LabResult};
+use crate::lab::result::{utilization_permille, KernelTestLines};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelTest {
+    pub lo: usize,
+    pub hi: usize,
+    pub step: usize,
+    pub n: usize,
+    /// Seeds object contents only; placement does not depend on it.
+    pub seed: u64,
+}
+
+impl Default for KernelTest {
+    fn default() -> Self {
+        KernelTest { lo: 32, hi: 4080, step: 16, n: 1337, seed: 1 }
+    }
+}
+
+/// At most this many objects (memory for handle words and bookkeeping).
+const MAX_OBJECTS: u64 = 200_000_000;
+
+impl KernelTest {
+    fn count(&self) -> u64 {
+        if self.step == 0 || self.lo > self.hi {
+            return 0;
+        }
+        ((self.hi - self.lo) / self.step + 1) as u64 * self.n as u64
+    }
+
+    pub fn params(&self) -> (serde_json::Value, String) {
+        (
+            json!({"lo": self.lo, "hi": self.hi, "step": self.step, "n": self.n, "seed": self.seed}),
+            format!(
+                "kernel-test lo={} hi={} step={} n={} seed={}",
+                self.lo, self.hi, self.step, self.n, self.seed
+            ),
+        )
+    }
+
+    pub fn check(&self, page: usize) -> LabResult<()> {
+        let bad = |m: String| Err(LabError::usage(format!("kernel-test: {m}")));
+        if self.lo == 0 {
+            return bad("--lo must be at least 1".into());
+        }
+        if self.lo > self.hi {
+            return bad(format!("--lo {} is larger than --hi {}", self.lo, self.hi));
+        }
+        if self.hi > page {
+            return bad(format!("--hi {} exceeds the page size {page}", self.hi));
+        }
+        if self.step == 0 {
+            return bad("--step must be at least 1".into());
+        }
+        if self.n == 0 {
+            return bad("-n must be at least 1".into());
+        }
+        if self.count() > MAX_OBJECTS {
+            return bad(format!("{} objects is more than the lab runs ({MAX_OBJECTS})", self.count()));
+        }
+        Ok(())
+    }
+
+    pub fn estimated_ops(&self) -> u64 {
+        2 * self.count()
+    }
+
+    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+        d.phase("write");
+        for size in (self.lo..=self.hi).step_by(self.step) {
+            for _ in 0..self.n {
+                let slot = d.new_slot();
+                d.store(slot, size)?;
+            }
+        }
+        let pages = d.pool().total_pages();
+        let (writes, bytes) = (d.live_objects(), d.live_bytes());
+        d.phase("read");
+        for slot in 0..d.slots() {
+            if d.holds(slot) {
+                d.read(slot, None)?;
+            }
+        }
+        let c = d.counters();
+        let lines = KernelTestLines {
+            num_write_objects: writes,
+            pool_pages_used: pages,
+            total_allocated_size: bytes,
+            utilization_permille: utilization_permille(bytes, pages, d.page_size() as u64),
+            num_read_objects: c.reads,
+            spanning_objects: c.kernel_spanning,
+            total_memcpy_size: c.kernel_memcpy,
+        };
+        Ok(Extra { kernel_test: Some(lines), corpus: None })
+    }
+}

@@ -1,0 +1,79 @@
+//! Replays a trace file (format in `trace_format` and docs/LAB.md). Handle ids map to fresh
+//! handle words in order of first appearance; object contents are generated and verified.
+//! Operations the pool refuses are counted (`op_errors`, `store_failures`), as a C program
+//! would have seen them fail, and the replay goes on.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use super::Extra;
+use crate::lab::driver::Driver;
+use crate::lab::error::LabResult;
+use crate::lab::trace_format::{TraceOp, TraceReader};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Trace {
+    pub file: PathBuf,
+    /// Seeds object contents only.
+    pub seed: u64,
+}
+
+impl Trace {
+    pub fn params(&self) -> (serde_json::Value, String) {
+        (json!({"file": self.file.display().to_string()}), format!("trace {}", self.file.display()))
+    }
+
+    /// Opens and parses the whole file, so a bad line fails before anything runs.
+    pub fn check(&self, _page: usize) -> LabResult<()> {
+        TraceReader::count_ops(&self.file).map(|_| ())
+    }
+
+    pub fn estimated_ops(&self) -> u64 {
+        TraceReader::count_ops(&self.file).unwrap_or(0)
+    }
+
+    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+        let mut reader = TraceReader::open(&self.file)?;
+        let mut slots: HashMap<u64, usize> = HashMap::new();
+        let mut slot_of = |d: &mut Driver<'_>, id: u64| *slots.entry(id).or_insert_with(|| d.new_slot());
+        d.phase("replay");
+        while let Some(op) = reader.next_op()? {
+            match op {
+                TraceOp::Store { id, len } => {
+                    let s = slot_of(d, id);
+                    d.store(s, len)?;
+                }
+                TraceOp::Free { id } => {
+                    let s = slot_of(d, id);
+                    d.free(s)?;
+                }
+                TraceOp::Read { id, len } => {
+                    let s = slot_of(d, id);
+                    d.read(s, Some(len))?;
+                }
+                TraceOp::Compact => {
+                    d.compact()?;
+                }
+                TraceOp::Malloc { id, len } => {
+                    let s = slot_of(d, id);
+                    d.malloc(s, len)?;
+                }
+                TraceOp::Write { id, len } => {
+                    let s = slot_of(d, id);
+                    d.write(s, len)?;
+                }
+                TraceOp::ReadSg { id, len } => {
+                    let s = slot_of(d, id);
+                    d.read_sg(s, len)?;
+                }
+                TraceOp::Move { from, to } => {
+                    let (f, t) = (slot_of(d, from), slot_of(d, to));
+                    d.move_handle(f, t)?;
+                }
+            }
+        }
+        Ok(Extra::default())
+    }
+}
