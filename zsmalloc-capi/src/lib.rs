@@ -52,10 +52,9 @@ pub type gfp_t = std::ffi::c_uint;
 pub const ZS_ABI_VERSION: u32 = 1;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
-pub const ZS_HANDLE_SIZE: u32 = zsmalloc_core::HANDLE_SIZE as u32;
+pub const ZS_HANDLE_SIZE: u32 = 8;
+const _: () = assert!(ZS_HANDLE_SIZE as usize == zsmalloc_core::HANDLE_SIZE);
 
-/// `mem_len` for "the stored length" in the compat read calls (older 3-argument forms).
-pub const ZS_COMPAT_LEN_UNKNOWN: usize = compat::ZS_COMPAT_LEN_UNKNOWN;
 
 // libzsmalloc's own exports (feature `export`, on by default). A crate embedding the C ABI in its
 // own cdylib depends on this one with `default-features = false` and invokes `export_c_abi!()`.

@@ -10,11 +10,12 @@ use crate::config::zs_pool_config;
 use crate::guard::{self, invalid};
 use crate::size_t;
 
-/// An opaque pool. C sees only `struct zs_pool *`.
-///
-/// Rust code sharing pools with C (the Python extension) uses [`zs_pool::from_arc`],
-/// [`zs_pool::arc`] and [`zs_pool::get`]: the pool is reference counted, so a `struct zs_pool *`
-/// handed to C and a Rust owner of the same allocator can live side by side.
+/// A pool (opaque): made by zs_create_pool() or zs_create_pool_with_config(), released by
+/// zs_destroy_pool().
+//
+// Rust code sharing pools with C (the Python extension) uses `zs_pool::from_arc`, `zs_pool::arc`
+// and `zs_pool::get`: the allocator is reference counted, so a `struct zs_pool *` handed to C and
+// a Rust owner of the same allocator can live side by side.
 pub struct zs_pool {
     pool: Arc<Pool>,
     /// Handle slots of `zsmalloc_compat.h`'s `unsigned long` handles.
