@@ -1,0 +1,191 @@
+"""Type stubs of the compiled extension (``zsmalloc._zsmalloc``)."""
+
+from collections.abc import Callable, Iterable
+from types import TracebackType
+from typing import Any, Literal, TypedDict, final
+
+from typing_extensions import Buffer
+
+HANDLE_SIZE: int
+__version__: str
+__file__: str
+
+ChainPolicy = str | Callable[[int, int, int], int]
+
+class PoolConfigDict(TypedDict):
+    page_size: int
+    chain_size: int
+    class_delta: int
+    chain_policy: str
+    read_mode: str
+    mem_limit_pages: int
+
+class PoolStatsDict(TypedDict):
+    pages_compacted: int
+    pages_allocated: int
+    pages_peak: int
+    pages_cached: int
+    objs_allocated: int
+    objs_inuse: int
+    bytes_stored: int
+    reads: int
+    reads_spanning: int
+    read_copy_bytes: int
+    writes_spanning: int
+    objs_moved: int
+
+class ClassStatsDict(TypedDict):
+    index: int
+    size: int
+    pages_per_zspage: int
+    objs_per_zspage: int
+    huge: bool
+    fullness: list[int]
+    obj_allocated: int
+    obj_used: int
+    pages_used: int
+    freeable: int
+    spanning_per_zspage: int
+    tail_waste: int
+    worst_merge_waste: int
+    first_index: int
+    last_index: int
+    bytes_stored: int
+
+class ClassTableRow(TypedDict):
+    index: int
+    size: int
+    pages_per_zspage: int
+    objs_per_zspage: int
+    huge: bool
+    first_index: int
+    last_index: int
+    tail_waste: int
+    spanning_per_zspage: int
+    worst_merge_waste: int
+
+class ZsError(OSError):
+    """A refused handle: freed, stale, of another pool, already in use, or busy."""
+
+    errno: int
+
+@final
+class Pool:
+    """A zsmalloc pool; safe to share between threads."""
+
+    def __init__(
+        self,
+        name: str = "pool",
+        *,
+        page_size: int = 4096,
+        chain_size: int = 8,
+        class_delta: int = 0,
+        chain_policy: ChainPolicy | None = "classic",
+        read_mode: Literal["copy"] | str = "copy",
+        mem_limit_pages: int = 0,
+    ) -> None: ...
+    @classmethod
+    def from_env(cls, name: str = "pool") -> Pool: ...
+    @classmethod
+    def wrap(cls, address: int) -> Pool: ...
+    @property
+    def address(self) -> int: ...
+    @property
+    def borrowed(self) -> bool: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def config(self) -> PoolConfigDict: ...
+    @property
+    def page_size(self) -> int: ...
+    @property
+    def total_pages(self) -> int: ...
+    @property
+    def huge_class_size(self) -> int: ...
+    def lookup_class_index(self, size: int) -> int: ...
+    def store(self, data: Buffer) -> Handle: ...
+    def malloc(self, size: int) -> Handle: ...
+    def write(self, handle: Handle, data: Buffer) -> None: ...
+    def read(self, handle: Handle) -> bytes: ...
+    def read_into(self, handle: Handle, buffer: Buffer) -> int: ...
+    def view(self, handle: Handle) -> View: ...
+    def free(self, handle: Handle | Handles) -> None: ...
+    def compact(self) -> int: ...
+    def stats(self) -> PoolStatsDict: ...
+    def class_stats(self) -> list[ClassStatsDict]: ...
+    def class_table(self) -> list[ClassTableRow]: ...
+    def store_many(
+        self, items: Iterable[Buffer] | Buffer, lengths: Iterable[int] | None = None
+    ) -> Handles: ...
+    def read_many(
+        self, handles: Handles | Iterable[Handle], out: Buffer | None = None
+    ) -> Any: ...
+    def read_raw(self, handle_address: int) -> bytes: ...
+
+@final
+class Handle:
+    """One stored object; dropping the last reference to a live handle frees it."""
+
+    def __len__(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def alive(self) -> bool: ...
+    @property
+    def address(self) -> int: ...
+    @property
+    def word(self) -> int: ...
+    @property
+    def pool(self) -> Pool: ...
+    def free(self) -> None: ...
+
+@final
+class Handles:
+    """A packed array of stored objects (one handle word each)."""
+
+    def __len__(self) -> int: ...
+    @property
+    def lengths(self) -> list[int]: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def live(self) -> int: ...
+    @property
+    def pool(self) -> Pool: ...
+    def alive(self, i: int) -> bool: ...
+    def address(self, i: int) -> int: ...
+    def read(self, i: int) -> bytes: ...
+    def take(self, i: int) -> Handle: ...
+    def free(self) -> int: ...
+
+@final
+class View:
+    """An open read section exporting the object's bytes read-only."""
+
+    def __enter__(self) -> memoryview: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool: ...
+    def __buffer__(self, flags: int) -> memoryview: ...
+    def __len__(self) -> int: ...
+    def release(self) -> None: ...
+    def tobytes(self) -> bytes: ...
+    @property
+    def copied(self) -> bool: ...
+    @property
+    def open(self) -> bool: ...
+
+def class_table(
+    *,
+    page_size: int = 4096,
+    chain_size: int = 8,
+    class_delta: int = 0,
+    chain_policy: ChainPolicy | None = "classic",
+    read_mode: str = "copy",
+    mem_limit_pages: int = 0,
+) -> list[ClassTableRow]: ...
+def rust_bench(data: Buffer, lengths: list[int], repeats: int = 5) -> dict[str, float]: ...
+def _c_abi_symbols() -> dict[str, int]: ...
