@@ -22,6 +22,10 @@ mod handle;
 mod pool;
 mod raw;
 
+// The C ABI (`zs_create_pool`, `zs_store`, ...) exported by this very module, so that ctypes/cffi
+// bind to the allocator instance Python uses (`zsmalloc.library_path()`).
+zsmalloc::export_c_abi!();
+
 /// The class table of a configuration (same keywords as `Pool`): one dict per created class.
 #[pyfunction]
 #[pyo3(signature = (*, page_size = 4096, chain_size = 8, class_delta = 0, chain_policy = None,
@@ -45,6 +49,22 @@ fn class_table<'py>(
     config::class_table_rows(py, &table?)
 }
 
+/// Addresses of a few exported C ABI functions as this module sees them, so tests can prove
+/// that `ctypes.CDLL(zsmalloc.library_path())` binds to this very copy of the allocator.
+#[pyfunction]
+fn _c_abi_symbols() -> std::collections::HashMap<&'static str, usize> {
+    use __zsmalloc_c_abi as c;
+    [
+        ("zs_create_pool", c::zs_create_pool as *const () as usize),
+        ("zs_store", c::zs_store as *const () as usize),
+        ("zs_obj_read_begin", c::zs_obj_read_begin as *const () as usize),
+        ("zs_free", c::zs_free as *const () as usize),
+        ("zs_version", c::zs_version as *const () as usize),
+    ]
+    .into_iter()
+    .collect()
+}
+
 #[pymodule]
 fn _zsmalloc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pool::Pool>()?;
@@ -54,6 +74,7 @@ fn _zsmalloc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ZsError", m.py().get_type_bound::<errors::ZsError>())?;
     m.add_function(wrap_pyfunction!(class_table, m)?)?;
     m.add_function(wrap_pyfunction!(bench::rust_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(_c_abi_symbols, m)?)?;
     m.add("HANDLE_SIZE", zsmalloc_core::HANDLE_SIZE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

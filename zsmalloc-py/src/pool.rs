@@ -12,33 +12,67 @@ use crate::config;
 use crate::errors::{zs_error, PyRes};
 use crate::handle::{Handle, Handles, View};
 use crate::raw;
+use zsmalloc::zs_pool;
 
 /// Objects at least this long are stored and read with the GIL released; shorter single-object
 /// calls keep it (releasing and re-taking it costs more than the copy). Bulk calls always
 /// release it.
 pub const GIL_RELEASE_BYTES: usize = 16 * 1024;
 
-/// How a Python pool holds its core pool.
-pub enum Hold {
-    /// Made by Python (or adopted from C with a reference of its own): kept alive while held.
-    Owned(Arc<CorePool>),
-    /// Borrowed from C by `Pool.wrap`: never destroyed here; C must outlive every use.
-    Borrowed(*const CorePool),
+/// How a Python pool holds its allocator: a share of the core pool, plus the C ABI's
+/// `struct zs_pool *` for it (made here and destroyed with the Python pool, or borrowed from C).
+pub struct Hold {
+    pool: Arc<CorePool>,
+    c_pool: *mut zs_pool,
+    /// Made by Python (destroyed on drop) rather than borrowed from C by `Pool.wrap`.
+    owns_c_pool: bool,
 }
 
-// SAFETY: `CorePool` is `Send + Sync`; a borrowed pointer is only dereferenced as `&CorePool`,
-// under the caller's promise (Pool.wrap) that C keeps the pool alive.
+// SAFETY: `CorePool` is `Send + Sync`; `c_pool` is only handed out as an address (the C ABI's
+// entry points are thread-safe) and destroyed once, in `Drop`, if owned.
 unsafe impl Send for Hold {}
 // SAFETY: as above.
 unsafe impl Sync for Hold {}
 
 impl Hold {
+    /// A new pool, with a `struct zs_pool *` of its own for C callers.
+    pub fn new(pool: CorePool) -> Self {
+        let pool = Arc::new(pool);
+        let c_pool = zs_pool::from_arc(Arc::clone(&pool));
+        Hold { pool, c_pool, owns_c_pool: true }
+    }
+
+    /// Borrows a pool made by C; takes a share of its allocator, so the Python side stays valid
+    /// even if C destroys its `struct zs_pool` first.
+    ///
+    /// # Safety
+    /// `c_pool` is a live pointer returned by `zs_create_pool*` of this library.
+    pub unsafe fn borrow(c_pool: *mut zs_pool) -> zsmalloc_core::Result<Self> {
+        // SAFETY: forwarded contract.
+        let pool = unsafe { zs_pool::get(c_pool) }?.arc();
+        Ok(Hold { pool, c_pool, owns_c_pool: false })
+    }
+
     #[inline]
     pub fn get(&self) -> &CorePool {
-        match self {
-            Hold::Owned(p) => p,
-            // SAFETY: Pool.wrap's contract: the C side keeps the pool alive while Python uses it.
-            Hold::Borrowed(p) => unsafe { &**p },
+        &self.pool
+    }
+
+    pub fn c_pool(&self) -> *mut zs_pool {
+        self.c_pool
+    }
+
+    pub fn borrowed(&self) -> bool {
+        !self.owns_c_pool
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        if self.owns_c_pool {
+            // SAFETY: made by `zs_pool::from_arc` in `new` and destroyed only here. C code that
+            // kept `pool.address` past the Python pool's life broke its contract.
+            unsafe { zsmalloc::pool::zs_destroy_pool(self.c_pool) };
         }
     }
 }
@@ -73,7 +107,7 @@ impl Pool {
     fn from_config(py: Python<'_>, name: &str, cfg: PoolConfig) -> PyResult<Self> {
         let _ = py;
         let pool = CorePool::with_name(name, cfg).py()?;
-        Ok(Pool { hold: Hold::Owned(Arc::new(pool)) })
+        Ok(Pool { hold: Hold::new(pool) })
     }
 }
 
@@ -131,7 +165,7 @@ impl Pool {
     /// True if this object borrows a pool made by C (`Pool.wrap`).
     #[getter]
     fn borrowed(&self) -> bool {
-        matches!(self.hold, Hold::Borrowed(_))
+        self.hold.borrowed()
     }
 
     #[getter]
@@ -356,7 +390,7 @@ impl Pool {
             cfg.effective_delta(),
             cfg.chain_policy.name(),
             c.total_pages(),
-            if matches!(self.hold, Hold::Borrowed(_)) { " borrowed" } else { "" }
+            if self.hold.borrowed() { " borrowed" } else { "" }
         )
     }
 

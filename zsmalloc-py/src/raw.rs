@@ -12,6 +12,7 @@ use zsmalloc_core::{Error, Pool as CorePool, Result, HANDLE_SIZE};
 
 use crate::errors::PyRes;
 use crate::pool::{Hold, Pool};
+use zsmalloc::zs_pool;
 
 thread_local! {
     /// Local copy buffer for reads of spanning objects (`local_copy` of `zs_obj_read_begin`).
@@ -74,16 +75,19 @@ pub fn handle_word<'a>(address: usize) -> PyResult<&'a AtomicUsize> {
 
 /// The `struct zs_pool *` of a pool.
 pub fn pool_address(pool: &Pool) -> usize {
-    pool.core() as *const CorePool as usize
+    pool.hold.c_pool() as usize
 }
 
 /// A Python pool borrowing the C pool at `address`.
 pub fn wrap_pool(address: usize) -> PyResult<Pool> {
-    if address == 0 || address % std::mem::align_of::<CorePool>() != 0 {
+    if address == 0 || address % std::mem::align_of::<zs_pool>() != 0 {
         return Err(Error::InvalidArgument(format!(
             "{address:#x} is not a struct zs_pool pointer"
         )))
         .py();
     }
-    Ok(Pool { hold: Hold::Borrowed(address as *const CorePool) })
+    // SAFETY: non-NULL and aligned; that it is a live pool of this library is `Pool.wrap`'s
+    // documented contract (as for any C caller of the ABI).
+    let hold = unsafe { Hold::borrow(address as *mut zs_pool) }.py()?;
+    Ok(Pool { hold })
 }
