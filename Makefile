@@ -1,9 +1,67 @@
 # Build glue. `make test` is the project's test command (README); `make demo` runs the main job.
+#   make                   libraries (libzsmalloc.so/.a, the zsmalloc command) and C examples
+#   make examples          C examples into build/examples (SAN=1: ASan+UBSan into build/examples-san)
+#   make header            regenerate include/zsmalloc.h (pinned cbindgen, scripts/cbindgen.sh)
+#   make install PREFIX=…  library, headers and pkg-config file zsmalloc.pc
 CARGO ?= cargo
+CC ?= cc
+PREFIX ?= /usr/local
+DESTDIR ?=
 
-.PHONY: all test demo bench
-all:
-	$(CARGO) build --workspace --release
+LIBDIR := target/release
+BUILD ?= build
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+
+# Examples: warnings are errors; SAN=1 adds AddressSanitizer + UndefinedBehaviorSanitizer.
+EX_CFLAGS ?= -O2 -g
+WARN := -std=gnu11 -Wall -Wextra -Werror
+ifeq ($(SAN),1)
+EXDIR := $(BUILD)/examples-san
+SANFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+else
+EXDIR := $(BUILD)/examples
+SANFLAGS :=
+endif
+EX_LINK := -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
+EXAMPLES := zsmalloc_test zram_store mt_stress bad_input compat_demo replay
+EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
+HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
+
+.PHONY: all lib examples header install test demo bench
+all: lib
+	$(MAKE) examples
+
+lib:
+	$(CARGO) build --release
+
+$(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a:
+	$(CARGO) build --release -p zsmalloc-capi
+
+examples: $(EX_BINS)
+
+$(EXDIR):
+	mkdir -p $@
+
+$(EXDIR)/%: examples/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(EXDIR)
+	$(CC) $(EX_CFLAGS) $(WARN) $(SANFLAGS) -Iinclude -o $@ $< $(EX_LINK) $(EXTRA_LIBS_$*)
+
+EXTRA_LIBS_zram_store := -llz4
+EXTRA_LIBS_mt_stress := -pthread
+
+# The LD_PRELOAD shim is never sanitized (it is preloaded ahead of the ASan runtime).
+$(EXDIR)/libzstrace.so: examples/shim/zstrace.c $(HEADERS) | $(EXDIR)
+	$(CC) $(EX_CFLAGS) $(WARN) -fPIC -shared -Iinclude -o $@ $< -ldl -pthread
+
+header:
+	scripts/cbindgen.sh include/zsmalloc.h
+
+install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 $(LIBDIR)/libzsmalloc.so $(DESTDIR)$(PREFIX)/lib/libzsmalloc.so
+	install -m 644 $(LIBDIR)/libzsmalloc.a $(DESTDIR)$(PREFIX)/lib/libzsmalloc.a
+	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' zsmalloc-capi/zsmalloc.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/zsmalloc.pc
 
 test:
 	./scripts/test-all.sh
