@@ -24,9 +24,9 @@ pub mod class_table;
 pub mod config;
 pub mod error;
 pub mod handle;
+mod header;
 #[cfg(feature = "lab")]
 pub mod lab;
-mod header;
 pub mod pin;
 pub mod pool;
 mod size_class;

@@ -177,6 +177,7 @@ struct ClassesArgs {
 enum WorkloadCmd {
     /// The zsmalloc_test module's pattern: for each size lo..=hi by step, n objects; then read
     /// and verify all in store order [default: the seed RFC's 32..=4080 step 16, 1337 each]
+    #[command(allow_negative_numbers = true)]
     KernelTest {
         #[arg(long, default_value_t = 32)]
         lo: usize,
@@ -190,6 +191,7 @@ enum WorkloadCmd {
     },
     /// Sizes from a normal distribution (seed 004: mean 694, sd 474) clipped to 1..=page, with
     /// same-filled pages, a churn phase and optional compaction
+    #[command(allow_negative_numbers = true)]
     Dist {
         /// Pages written in the fill phase
         #[arg(long, default_value_t = 100_000)]
@@ -218,6 +220,7 @@ enum WorkloadCmd {
     },
     /// Files or directories split into pages, compressed with lz4 or zstd, stored as zram does
     /// and verified on read; a synthetic corpus when no path is given
+    #[command(allow_negative_numbers = true)]
     Pages {
         /// Files or directories (walked recursively)
         paths: Vec<PathBuf>,
@@ -240,9 +243,7 @@ enum WorkloadCmd {
         same_size: usize,
     },
     /// Replay a trace file
-    Trace {
-        file: PathBuf,
-    },
+    Trace { file: PathBuf },
 }
 
 fn main() {
@@ -259,8 +260,15 @@ fn main() {
 /// clap's message, on one line.
 fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("invalid arguments");
-    let msg = first.strip_prefix("error: ").unwrap_or(first);
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let first = lines.next().unwrap_or("invalid arguments");
+    let mut msg = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // "the following required arguments were not provided:" is followed by their names.
+    if msg.ends_with(':') {
+        if let Some(next) = lines.next() {
+            msg = format!("{msg} {next}");
+        }
+    }
     format!("{msg} (see 'zsmalloc --help')")
 }
 
@@ -423,7 +431,9 @@ fn cmd_compare(a: CompareArgs) -> LabResult<()> {
         for c in &a.configs {
             specs.push(ConfigSpec::with_overrides(&base, c)?);
         }
-        specs.extend(sweep::expand(&base, &sweeps)?);
+        if !sweeps.is_empty() {
+            specs.extend(sweep::expand(&base, &sweeps)?);
+        }
     }
     base.validate()?;
     let opts = run_options(&a.out, &w, None);
@@ -458,7 +468,8 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
         base.label = "base".into();
         specs = vec![base.clone(), ConfigSpec::with_overrides(&base, vs)?];
     }
-    let step = a.step.unwrap_or_else(|| specs.iter().map(|s| s.effective_delta()).min().unwrap_or(16));
+    let step =
+        a.step.unwrap_or_else(|| specs.iter().map(|s| s.effective_delta()).min().unwrap_or(16));
     let tables = specs
         .iter()
         .map(|s| classes::class_table(s, step, a.min_size, a.max_size))

@@ -106,7 +106,8 @@ impl<T: Copy> NoneOr<T> for Option<T> {
     }
 }
 
-const HEAD: [&str; 7] = ["Log", "Phys", "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Spanning"];
+const HEAD: [&str; 7] =
+    ["Log", "Phys", "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Spanning"];
 const WIDTH: [usize; 7] = [5, 5, 5, 9, 9, 10, 8];
 
 fn cells(r: Option<&LogicalClassRow>) -> String {
@@ -161,18 +162,22 @@ pub fn render_table(tables: &[ClassTableReport]) -> String {
     let titles: Vec<String> = tables.iter().map(title).collect();
     out += &titles.iter().map(|t| format!("{t:<width$}")).collect::<Vec<_>>().join(sep);
     out = out.trim_end().to_string() + "\n";
-    out += &tables.iter().map(|t| "=".repeat(title(t).len().min(width))).map(|u| format!("{u:<width$}")).collect::<Vec<_>>().join(sep);
+    out += &tables
+        .iter()
+        .map(|t| "=".repeat(title(t).len().min(width)))
+        .map(|u| format!("{u:<width$}"))
+        .collect::<Vec<_>>()
+        .join(sep);
     out = out.trim_end().to_string() + "\n";
     out += &vec![head(); tables.len()].join(sep);
     out += "\n";
-    let mut sizes: Vec<u32> = tables.iter().flat_map(|t| t.rows.iter().map(|r| r.logical_size)).collect();
+    let mut sizes: Vec<u32> =
+        tables.iter().flat_map(|t| t.rows.iter().map(|r| r.logical_size)).collect();
     sizes.sort_unstable();
     sizes.dedup();
     for s in sizes {
-        let line: Vec<String> = tables
-            .iter()
-            .map(|t| cells(t.rows.iter().find(|r| r.logical_size == s)))
-            .collect();
+        let line: Vec<String> =
+            tables.iter().map(|t| cells(t.rows.iter().find(|r| r.logical_size == s))).collect();
         out += &line.join(sep);
         out += "\n";
     }
@@ -226,9 +231,33 @@ mod tests {
     fn rfc_rows() {
         let base = ConfigSpec { page_size: 16384, ..Default::default() };
         let t = class_table(&base, 16, Some(1072), Some(1120)).unwrap();
-        let got: Vec<_> = t.rows.iter().map(|r| (r.logical_size, r.class_size, r.chain, r.objs_per_zspage, r.tail_waste, r.merge_waste)).collect();
-        assert_eq!(got, vec![(1072, 1120, 8, 117, 32, 5616), (1088, 1120, 8, 117, 32, 3744), (1104, 1120, 8, 117, 32, 1872), (1120, 1120, 8, 117, 32, 0)]);
+        let got: Vec<_> = t
+            .rows
+            .iter()
+            .map(|r| {
+                (
+                    r.logical_size,
+                    r.class_size,
+                    r.chain,
+                    r.objs_per_zspage,
+                    r.tail_waste,
+                    r.merge_waste,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1072, 1120, 8, 117, 32, 5616),
+                (1088, 1120, 8, 117, 32, 3744),
+                (1104, 1120, 8, 117, 32, 1872),
+                (1120, 1120, 8, 117, 32, 0)
+            ]
+        );
         let text = render_table(&[t.clone(), t]);
-        assert!(text.contains(" 1072 |  1120 |     8 |       117 |        32 |       5616 |"), "{text}");
+        assert!(
+            text.contains(" 1072 |  1120 |     8 |       117 |        32 |       5616 |"),
+            "{text}"
+        );
     }
 }

@@ -235,8 +235,12 @@ mod tests {
     fn specs_override_the_base() {
         let base = ConfigSpec { page_size: 16384, ..Default::default() };
         let c = ConfigSpec::with_overrides(&base, "heuristic").unwrap();
-        assert_eq!((c.page_size, c.chain_policy.as_str(), c.label.as_str()), (16384, "heuristic", "heuristic"));
-        let c = ConfigSpec::with_overrides(&base, "class-delta=16, chain_size=4,label=d16").unwrap();
+        assert_eq!(
+            (c.page_size, c.chain_policy.as_str(), c.label.as_str()),
+            (16384, "heuristic", "heuristic")
+        );
+        let c =
+            ConfigSpec::with_overrides(&base, "class-delta=16, chain_size=4,label=d16").unwrap();
         assert_eq!((c.effective_delta(), c.chain_size, c.label.as_str()), (16, 4, "d16"));
         let c = ConfigSpec::with_overrides(&base, "page-size=64K").unwrap();
         assert_eq!(c.page_size, 65536);
@@ -245,7 +249,16 @@ mod tests {
     #[test]
     fn bad_specs_are_usage_errors() {
         let base = ConfigSpec::default();
-        for bad in ["greedy", "page-size=5000", "chain-size=0", "class-delta=12", "colour=red", ",", "read-mode=mmap", "chain-size=x"] {
+        for bad in [
+            "greedy",
+            "page-size=5000",
+            "chain-size=0",
+            "class-delta=12",
+            "colour=red",
+            ",",
+            "read-mode=mmap",
+            "chain-size=x",
+        ] {
             let e = ConfigSpec::with_overrides(&base, bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");
         }

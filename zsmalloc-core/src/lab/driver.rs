@@ -513,7 +513,8 @@ impl<'p> Driver<'p> {
                     self.scratch.clear();
                     for &(ptr, l) in &segs[..n.min(2)] {
                         // SAFETY: each segment is readable until the section ends.
-                        self.scratch.extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, l) });
+                        self.scratch
+                            .extend_from_slice(unsafe { std::slice::from_raw_parts(ptr, l) });
                     }
                     // SAFETY: ends the section begun above.
                     let ended = unsafe { self.pool.read_end_raw(word, Some(len)) };

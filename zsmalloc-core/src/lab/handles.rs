@@ -54,7 +54,8 @@ mod tests {
     #[test]
     fn words_keep_their_addresses() {
         let mut w = HandleWords::new();
-        let first = w.get(w.push()) as *const AtomicUsize;
+        let i = w.push();
+        let first = w.get(i) as *const AtomicUsize;
         for _ in 0..(CHUNK * 2 + 5) {
             w.push();
         }

@@ -16,6 +16,8 @@ struct Panel {
     x_desc: String,
     y_desc: String,
     series: Vec<(String, Vec<(f64, f64)>)>,
+    /// Start the y axis at 0 (else at the data's minimum, for curves whose change is small).
+    from_zero: bool,
 }
 
 fn plot_err(path: &Path, e: impl std::fmt::Display) -> LabError {
@@ -32,10 +34,11 @@ fn draw(path: &Path, title: &str, panels: &[Panel]) -> LabResult<()> {
     let areas = root.split_evenly((panels.len().max(1), 1));
     for (area, p) in areas.iter().zip(panels) {
         let pts = p.series.iter().flat_map(|(_, s)| s.iter());
-        let (mut x0, mut x1, mut y1) = (f64::MAX, f64::MIN, 0f64);
+        let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, 0f64);
         for &(x, y) in pts {
             x0 = x0.min(x);
             x1 = x1.max(x);
+            y0 = y0.min(y);
             y1 = y1.max(y);
         }
         if x0 > x1 {
@@ -44,19 +47,29 @@ fn draw(path: &Path, title: &str, panels: &[Panel]) -> LabResult<()> {
         if x1 <= x0 {
             x1 = x0 + 1.0;
         }
-        let y1 = if y1 <= 0.0 { 1.0 } else { y1 * 1.08 };
+        let (y0, y1) = if p.from_zero || y0 > y1 {
+            (0.0, if y1 <= 0.0 { 1.0 } else { y1 * 1.12 })
+        } else {
+            let pad = ((y1 - y0) * 0.15).max(y1.abs() * 0.002).max(0.5);
+            ((y0 - pad).max(0.0), y1 + pad)
+        };
+        let wide = y1 - y0 >= 20.0;
+        let y_fmt = move |v: &f64| if wide { format!("{v:.0}") } else { format!("{v:.2}") };
+        let x_fmt = |v: &f64| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") };
         let mut chart = ChartBuilder::on(area)
             .caption(&p.title, ("sans-serif", 17))
             .margin(12)
             .x_label_area_size(38)
             .y_label_area_size(80)
-            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .build_cartesian_2d(x0..x1, y0..y1)
             .map_err(|e| plot_err(path, e))?;
         chart
             .configure_mesh()
             .x_desc(p.x_desc.as_str())
             .y_desc(p.y_desc.as_str())
             .light_line_style(WHITE.mix(0.0))
+            .y_label_formatter(&y_fmt)
+            .x_label_formatter(&x_fmt)
             .draw()
             .map_err(|e| plot_err(path, e))?;
         for (i, (name, pts)) in p.series.iter().enumerate() {
@@ -100,7 +113,11 @@ pub fn runs(path: &Path, runs: &[&RunResult]) -> LabResult<()> {
         let mut s = Vec::new();
         for c in &r.class_stats {
             let x = f64::from(c.size);
-            let zspages = if c.objs_per_zspage == 0 { 0 } else { c.obj_allocated / u64::from(c.objs_per_zspage) };
+            let zspages = if c.objs_per_zspage == 0 {
+                0
+            } else {
+                c.obj_allocated / u64::from(c.objs_per_zspage)
+            };
             p.push((x, c.pages_used as f64));
             w.push((x, (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0));
             s.push((x, (zspages * u64::from(c.spanning_per_zspage)) as f64));
@@ -114,18 +131,26 @@ pub fn runs(path: &Path, runs: &[&RunResult]) -> LabResult<()> {
         path,
         &title,
         &[
-            Panel { title: "pages per class".into(), x_desc: "class size (bytes)".into(), y_desc: "pages".into(), series: pages },
+            Panel {
+                title: "pages per class".into(),
+                x_desc: "class size (bytes)".into(),
+                y_desc: "pages".into(),
+                series: pages,
+                from_zero: true,
+            },
             Panel {
                 title: "waste per class: pages minus stored bytes".into(),
                 x_desc: "class size (bytes)".into(),
                 y_desc: "KiB".into(),
                 series: waste,
+                from_zero: true,
             },
             Panel {
                 title: "spanning object slots per class".into(),
                 x_desc: "class size (bytes)".into(),
                 y_desc: "objects".into(),
                 series: span,
+                from_zero: true,
             },
         ],
     )
@@ -160,7 +185,9 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
     let series = |f: &dyn Fn(&RunResult) -> f64| -> Vec<(String, Vec<(f64, f64)>)> {
         groups
             .iter()
-            .map(|(n, rs)| (n.clone(), rs.iter().enumerate().map(|(i, r)| (x_of(r, i), f(r))).collect()))
+            .map(|(n, rs)| {
+                (n.clone(), rs.iter().enumerate().map(|(i, r)| (x_of(r, i), f(r))).collect())
+            })
             .collect()
     };
     let x_desc = key.clone();
@@ -168,18 +195,26 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
         path,
         &format!("sweep of {key}: {}", c.workload.summary),
         &[
-            Panel { title: "pages".into(), x_desc: x_desc.clone(), y_desc: "pages".into(), series: series(&|r| r.pages as f64) },
+            Panel {
+                title: "pages".into(),
+                x_desc: x_desc.clone(),
+                y_desc: "pages".into(),
+                series: series(&|r| r.pages as f64),
+                from_zero: false,
+            },
             Panel {
                 title: "spanning reads".into(),
                 x_desc: x_desc.clone(),
                 y_desc: "reads".into(),
                 series: series(&|r| r.reads_spanning as f64),
+                from_zero: false,
             },
             Panel {
                 title: "bytes copied by reads".into(),
                 x_desc,
                 y_desc: "MiB".into(),
                 series: series(&|r| r.read_copy_bytes as f64 / (1024.0 * 1024.0)),
+                from_zero: false,
             },
         ],
     )
@@ -207,13 +242,26 @@ pub fn classes(path: &Path, tables: &[ClassTableReport]) -> LabResult<()> {
         path,
         "class tables",
         &[
-            Panel { title: "pages per zspage".into(), x_desc: "class size (bytes)".into(), y_desc: "pages".into(), series: mk(&|r| f64::from(r.chain)) },
-            Panel { title: "tail waste per zspage".into(), x_desc: "class size (bytes)".into(), y_desc: "bytes".into(), series: mk(&|r| f64::from(r.tail_waste)) },
+            Panel {
+                title: "pages per zspage".into(),
+                x_desc: "class size (bytes)".into(),
+                y_desc: "pages".into(),
+                series: mk(&|r| f64::from(r.chain)),
+                from_zero: true,
+            },
+            Panel {
+                title: "tail waste per zspage".into(),
+                x_desc: "class size (bytes)".into(),
+                y_desc: "bytes".into(),
+                series: mk(&|r| f64::from(r.tail_waste)),
+                from_zero: true,
+            },
             Panel {
                 title: "spanning objects per zspage".into(),
                 x_desc: "class size (bytes)".into(),
                 y_desc: "objects".into(),
                 series: mk(&|r| f64::from(r.spanning_per_zspage)),
+                from_zero: true,
             },
         ],
     )

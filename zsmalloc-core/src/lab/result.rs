@@ -74,7 +74,8 @@ pub struct KernelTestLines {
     pub num_write_objects: u64,
     pub pool_pages_used: u64,
     pub total_allocated_size: u64,
-    #[serde(skip)]
+    /// "pool memory utilization" (percent, truncated to one decimal).
+    #[serde(rename = "pool_memory_utilization", serialize_with = "tenths_as_number")]
     pub utilization_permille: u64,
     pub num_read_objects: u64,
     pub spanning_objects: u64,
@@ -101,6 +102,10 @@ impl KernelTestLines {
             ),
         ]
     }
+}
+
+fn tenths_as_number<S: serde::Serializer>(t: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(*t as f64 / 10.0)
 }
 
 /// Facts of the `pages` workload's corpus.

@@ -46,8 +46,14 @@ pub fn run_one(
     };
     let mut progress = Progress::new(sink, &spec.label);
     progress.set_total(workload.estimated_ops());
-    let mut driver =
-        Driver::new(&pool, workload.seed(), workload.strict(), recorder, opts.timeline_every, progress);
+    let mut driver = Driver::new(
+        &pool,
+        workload.seed(),
+        workload.strict(),
+        recorder,
+        opts.timeline_every,
+        progress,
+    );
     let start = Instant::now();
     let extra = workload.run(&mut driver, opts.timing)?;
     let wall = start.elapsed();
@@ -67,11 +73,7 @@ pub fn run_one(
         utilization_pct: utilization_permille(stats.bytes_stored, stats.pages_allocated, page)
             as f64
             / 10.0,
-        utilization_permille: utilization_permille(
-            stats.bytes_stored,
-            stats.pages_allocated,
-            page,
-        ),
+        utilization_permille: utilization_permille(stats.bytes_stored, stats.pages_allocated, page),
         reads: stats.reads,
         reads_spanning: stats.reads_spanning,
         read_copy_bytes: stats.read_copy_bytes,

@@ -24,7 +24,9 @@ pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
             Some((b, st)) => (b, st),
             None => (rest, "1"),
         };
-        let num = |t: &str| t.trim().parse::<u64>().map_err(|_| bad(&format!("'{}' is not a number", t.trim())));
+        let num = |t: &str| {
+            t.trim().parse::<u64>().map_err(|_| bad(&format!("'{}' is not a number", t.trim())))
+        };
         let (a, b, step) = (num(a)?, num(b)?, num(step)?);
         if step == 0 || a > b {
             return Err(bad("the range must be ascending with a positive step"));
@@ -53,6 +55,9 @@ pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
 /// The configurations of the sweeps' cartesian product applied to `base`, labelled
 /// `key=value[,key=value]`.
 pub fn expand(base: &ConfigSpec, sweeps: &[Sweep]) -> LabResult<Vec<ConfigSpec>> {
+    if sweeps.is_empty() {
+        return Ok(Vec::new());
+    }
     let mut out = vec![(base.clone(), Vec::<String>::new())];
     for sw in sweeps {
         let mut next = Vec::new();
@@ -66,7 +71,9 @@ pub fn expand(base: &ConfigSpec, sweeps: &[Sweep]) -> LabResult<Vec<ConfigSpec>>
             }
         }
         if next.len() > MAX_POINTS {
-            return Err(LabError::usage(format!("the sweeps make more than {MAX_POINTS} configurations")));
+            return Err(LabError::usage(format!(
+                "the sweeps make more than {MAX_POINTS} configurations"
+            )));
         }
         out = next;
     }
@@ -90,11 +97,24 @@ mod tests {
         let d = parse_sweep("class-delta=8,16,32,64").unwrap();
         assert_eq!(d.values, ["8", "16", "32", "64"]);
         assert_eq!(parse_sweep("chain-size=2..8:3").unwrap().values, ["2", "5", "8"]);
-        let specs = expand(&ConfigSpec::default(), &[d, parse_sweep("chain-policy=classic,heuristic").unwrap()]).unwrap();
+        let specs = expand(
+            &ConfigSpec::default(),
+            &[d, parse_sweep("chain-policy=classic,heuristic").unwrap()],
+        )
+        .unwrap();
         assert_eq!(specs.len(), 8);
         assert_eq!(specs[1].label, "class-delta=8,chain-policy=heuristic");
-        for bad in ["chain-size", "chain-size=16..4", "chain-size=0..3", "colour=1,2", "chain-size=a..b", "chain-size=", "chain-size=1..1000:1"] {
+        for bad in [
+            "chain-size",
+            "chain-size=16..4",
+            "colour=1,2",
+            "chain-size=a..b",
+            "chain-size=",
+            "chain-size=1..1000:1",
+        ] {
             assert!(parse_sweep(bad).is_err(), "{bad}");
         }
+        let zero = parse_sweep("chain-size=0..3").unwrap();
+        assert!(expand(&ConfigSpec::default(), &[zero]).is_err());
     }
 }

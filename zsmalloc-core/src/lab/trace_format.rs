@@ -121,7 +121,9 @@ impl TraceWriter {
     pub fn create(path: &Path, header: &[String]) -> LabResult<Self> {
         let file = File::create(path).map_err(|e| LabError::io("write", path, &e))?;
         let mut w = TraceWriter { out: BufWriter::with_capacity(1 << 16, file), path: path.into() };
-        w.raw_line("# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact")?;
+        w.raw_line(
+            "# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact",
+        )?;
         for h in header {
             w.raw_line(&format!("# {h}"))?;
         }
@@ -159,9 +161,16 @@ impl TraceReader {
     pub fn open(path: &Path) -> LabResult<Self> {
         let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
         if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(LabError::usage(format!("cannot read '{}': is a directory", path.display())));
+            return Err(LabError::usage(format!(
+                "cannot read '{}': is a directory",
+                path.display()
+            )));
         }
-        Ok(TraceReader { lines: BufReader::with_capacity(1 << 16, file).lines(), path: path.into(), line_no: 0 })
+        Ok(TraceReader {
+            lines: BufReader::with_capacity(1 << 16, file).lines(),
+            path: path.into(),
+            line_no: 0,
+        })
     }
 
     /// The next operation, `Ok(None)` at the end.
@@ -170,7 +179,11 @@ impl TraceReader {
             let Some(line) = self.lines.next() else { return Ok(None) };
             self.line_no += 1;
             let line = line.map_err(|e| {
-                LabError::usage(format!("cannot read '{}' (line {}): {e}", self.path.display(), self.line_no))
+                LabError::usage(format!(
+                    "cannot read '{}' (line {}): {e}",
+                    self.path.display(),
+                    self.line_no
+                ))
             })?;
             match TraceOp::parse(&line) {
                 Ok(Some(op)) => return Ok(Some(op)),
@@ -215,7 +228,10 @@ mod tests {
         ] {
             assert_eq!(TraceOp::parse(&op.to_line()).unwrap(), Some(op));
         }
-        assert_eq!(TraceOp::parse("  store 0x7ffd1000\t64 ").unwrap(), Some(TraceOp::Store { id: 0x7ffd1000, len: 64 }));
+        assert_eq!(
+            TraceOp::parse("  store 0x7ffd1000\t64 ").unwrap(),
+            Some(TraceOp::Store { id: 0x7ffd1000, len: 64 })
+        );
         assert_eq!(TraceOp::parse("# hi").unwrap(), None);
         assert_eq!(TraceOp::parse("").unwrap(), None);
         for bad in ["stor 1 2", "store 1", "store x 2", "free", "compact 1", "read 1 -3"] {

@@ -19,11 +19,32 @@ fn opt<T: ToString>(v: Option<T>) -> String {
 /// One row per run; with `base`, delta columns (percent, one decimal) against it.
 pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
     let mut head = vec![
-        "label", "page_size", "chain_size", "class_delta", "chain_policy", "read_mode",
-        "mem_limit_pages", "workload", "objects", "bytes_stored", "pages", "pages_peak",
-        "utilization_pct", "reads", "reads_spanning", "read_copy_bytes", "writes_spanning",
-        "huge_class_size", "pages_compacted", "objs_moved", "stores", "frees", "store_failures",
-        "op_errors", "same_pages", "wall_time_s",
+        "label",
+        "page_size",
+        "chain_size",
+        "class_delta",
+        "chain_policy",
+        "read_mode",
+        "mem_limit_pages",
+        "workload",
+        "objects",
+        "bytes_stored",
+        "pages",
+        "pages_peak",
+        "utilization_pct",
+        "reads",
+        "reads_spanning",
+        "read_copy_bytes",
+        "writes_spanning",
+        "huge_class_size",
+        "pages_compacted",
+        "objs_moved",
+        "stores",
+        "frees",
+        "store_failures",
+        "op_errors",
+        "same_pages",
+        "wall_time_s",
     ]
     .join(",");
     if base.is_some() {
@@ -63,11 +84,20 @@ pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
         if let Some(b) = base {
             let d = r.deltas(b);
             let get = |name: &str| {
-                opt(d.iter().find(|(n, _)| *n == name).and_then(|(_, t)| delta_value(*t)))
+                d.iter()
+                    .find(|(n, _)| *n == name)
+                    .and_then(|(_, t)| delta_value(*t))
+                    .map(|v| format!("{v:.1}"))
+                    .unwrap_or_default()
             };
-            for name in
-                ["objects", "pages", "pages_peak", "reads_spanning", "read_copy_bytes", "wall_time_s"]
-            {
+            for name in [
+                "objects",
+                "pages",
+                "pages_peak",
+                "reads_spanning",
+                "read_copy_bytes",
+                "wall_time_s",
+            ] {
                 row.push(get(name));
             }
         }
@@ -112,7 +142,7 @@ mod tests {
     #[test]
     fn fields_are_quoted_when_needed() {
         assert_eq!(super::field("a,b"), "\"a,b\"");
-        assert_eq!(super::field("say \"x\""), "say \"x\"");
+        assert_eq!(super::field("say \"x\""), "\"say \"\"x\"\"\"");
         assert_eq!(super::field("x\"y,"), "\"x\"\"y,\"");
         assert_eq!(super::field("plain"), "plain");
     }

@@ -13,9 +13,9 @@ pub fn table(r: &RunResult) -> String {
     let (mut objs, mut used, mut pages, mut freeable) = (0u64, 0u64, 0u64, 0u64);
     for c in &r.class_stats {
         out += &format!(" {:>5} {:>5} ", c.index, c.size);
-        for g in 1..12 {
-            totals[g] += c.fullness[g];
-            out += &format!("{:>9} ", c.fullness[g]);
+        for (t, n) in totals.iter_mut().zip(&c.fullness).skip(1) {
+            *t += n;
+            out += &format!("{n:>9} ");
         }
         let pages_used = if c.objs_per_zspage == 0 {
             0

@@ -18,7 +18,9 @@ pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {
         let s: Vec<String> = cells
             .iter()
             .enumerate()
-            .map(|(i, c)| if i < left { format!("{c:<0$}", w[i]) } else { format!("{c:>0$}", w[i]) })
+            .map(
+                |(i, c)| if i < left { format!("{c:<0$}", w[i]) } else { format!("{c:>0$}", w[i]) },
+            )
             .collect();
         s.join("  ").trim_end().to_string() + "\n"
     };
@@ -100,8 +102,19 @@ fn kernel_block(r: &RunResult, out: &mut String) {
 /// Per-class rows of a run (classes holding zspages only).
 pub fn classes(r: &RunResult) -> String {
     let head = [
-        "index", "size", "chain", "objs", "huge", "obj_allocated", "obj_used", "pages_used",
-        "freeable", "spanning/zspage", "tail_waste", "merge_waste", "bytes_stored",
+        "index",
+        "size",
+        "chain",
+        "objs",
+        "huge",
+        "obj_allocated",
+        "obj_used",
+        "pages_used",
+        "freeable",
+        "spanning/zspage",
+        "tail_waste",
+        "merge_waste",
+        "bytes_stored",
     ];
     let rows: Vec<Vec<String>> = r
         .class_stats
@@ -158,8 +171,16 @@ pub fn comparison(c: &Comparison) -> String {
     }
     let timed = c.runs.iter().all(|r| r.wall_time_s.is_some());
     let mut head = vec![
-        "config", "objects", "bytes_stored", "pages", "pages_peak", "utilization_pct",
-        "reads_spanning", "read_copy_bytes", "huge_class_size", "pages_compacted",
+        "config",
+        "objects",
+        "bytes_stored",
+        "pages",
+        "pages_peak",
+        "utilization_pct",
+        "reads_spanning",
+        "read_copy_bytes",
+        "huge_class_size",
+        "pages_compacted",
     ];
     let with_same = c.runs.iter().any(|r| r.workload.name == "dist" || r.workload.name == "pages");
     if with_same {
@@ -204,7 +225,8 @@ pub fn comparison(c: &Comparison) -> String {
     if let Some(base) = c.runs.first() {
         if c.runs.len() > 1 {
             out += &format!("\ndeltas vs {} (percent, rounded to one decimal):\n", base.label);
-            let mut dhead = vec!["config", "pages", "pages_peak", "reads_spanning", "read_copy_bytes"];
+            let mut dhead =
+                vec!["config", "pages", "pages_peak", "reads_spanning", "read_copy_bytes"];
             if timed {
                 dhead.push("wall_time_s");
             }

@@ -64,7 +64,10 @@ impl KernelTest {
             return bad("-n must be at least 1".into());
         }
         if self.count() > MAX_OBJECTS {
-            return bad(format!("{} objects is more than the lab runs ({MAX_OBJECTS})", self.count()));
+            return bad(format!(
+                "{} objects is more than the lab runs ({MAX_OBJECTS})",
+                self.count()
+            ));
         }
         Ok(())
     }

@@ -205,7 +205,9 @@ impl Codec {
 
     fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
         match (self.kind, self.zd.as_mut()) {
-            (Compressor::Zstd, Some(d)) => d.decompress_to_buffer(src, dst).map_err(|e| e.to_string()),
+            (Compressor::Zstd, Some(d)) => {
+                d.decompress_to_buffer(src, dst).map_err(|e| e.to_string())
+            }
             _ => lz4_flex::block::decompress_into(src, dst).map_err(|e| e.to_string()),
         }
     }
@@ -253,7 +255,10 @@ impl Pages {
 
     pub fn check(&self, page: usize) -> LabResult<()> {
         if self.compressor == Compressor::Zstd && !(1..=22).contains(&self.level) {
-            return Err(LabError::usage(format!("pages: --level {} is outside 1..=22", self.level)));
+            return Err(LabError::usage(format!(
+                "pages: --level {} is outside 1..=22",
+                self.level
+            )));
         }
         if self.same_size == 0 || self.same_size > page {
             return Err(LabError::usage(format!(
@@ -283,7 +288,9 @@ impl Pages {
         } else {
             // Bytes on disk / 4K: only for the progress bar.
             expand(&self.paths)
-                .map(|v| v.iter().filter_map(|p| p.metadata().ok()).map(|m| m.len() / 4096 + 1).sum())
+                .map(|v| {
+                    v.iter().filter_map(|p| p.metadata().ok()).map(|m| m.len() / 4096 + 1).sum()
+                })
                 .unwrap_or(0)
         };
         let pages = self.max_pages.map_or(pages, |m| pages.min(m as u64));

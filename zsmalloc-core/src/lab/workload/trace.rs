@@ -37,7 +37,8 @@ impl Trace {
     pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
         let mut reader = TraceReader::open(&self.file)?;
         let mut slots: HashMap<u64, usize> = HashMap::new();
-        let mut slot_of = |d: &mut Driver<'_>, id: u64| *slots.entry(id).or_insert_with(|| d.new_slot());
+        let mut slot_of =
+            |d: &mut Driver<'_>, id: u64| *slots.entry(id).or_insert_with(|| d.new_slot());
         d.phase("replay");
         while let Some(op) = reader.next_op()? {
             match op {
