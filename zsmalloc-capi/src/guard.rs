@@ -82,3 +82,35 @@ pub fn call_infallible<T>(func: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
 pub fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::errors;
+
+    #[test]
+    fn panics_become_errors() {
+        let r = call_int("zs_test", || panic!("boom"));
+        assert_eq!(r, -PANIC_ERRNO);
+        assert_eq!(errors::last_error(), -PANIC_ERRNO);
+        // SAFETY: the message pointer is valid until the next failing call on this thread.
+        let msg = unsafe { std::ffi::CStr::from_ptr(errors::last_error_message()) };
+        assert!(msg
+            .to_string_lossy()
+            .contains("zs_test: internal error (Rust panic caught): boom"));
+        let p: *mut u8 = call("zs_test", std::ptr::null_mut(), || panic!("{}", 42));
+        assert!(p.is_null());
+        assert_eq!(
+            call_errno("zs_test", |e| e as i64, || -> Result<i64> { panic!() }),
+            -i64::from(PANIC_ERRNO)
+        );
+    }
+
+    #[test]
+    fn success_clears_the_last_error() {
+        assert_eq!(call_int("zs_test", || Err(Error::Busy)), -libc::EBUSY);
+        assert_eq!(errors::last_error(), -libc::EBUSY);
+        assert_eq!(call_int("zs_test", || Ok(3)), 3);
+        assert_eq!(errors::last_error(), 0);
+    }
+}

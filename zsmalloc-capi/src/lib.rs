@@ -55,7 +55,6 @@ pub const ZS_ABI_VERSION: u32 = 1;
 pub const ZS_HANDLE_SIZE: u32 = 8;
 const _: () = assert!(ZS_HANDLE_SIZE as usize == zsmalloc_core::HANDLE_SIZE);
 
-
 // libzsmalloc's own exports (feature `export`, on by default). A crate embedding the C ABI in its
 // own cdylib depends on this one with `default-features = false` and invokes `export_c_abi!()`.
 // scripts/cbindgen.sh pastes the macro's items here to generate include/zsmalloc.h.

@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# The C ABI's checks (issue 3), run by scripts/test-all.sh. Installs what it needs on a fresh
+# Debian machine (liblz4-dev, valgrind, pkg-config via apt-get; cbindgen pinned, under target/).
+#   1. libzsmalloc builds; include/zsmalloc.h has not drifted from what cbindgen generates;
+#   2. libzsmalloc.so exports (nm -D) exactly the header's functions, every one of SPEC §6 among
+#      them, and libzsmalloc.a defines them too;
+#   3. the headers compile as C99 and C++ with -Wall -Wextra -Werror -pedantic;
+#   4. examples build with -Wall -Wextra -Werror, plain and with ASan+UBSan; static and
+#      pkg-config (make install) linking work;
+#   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the
+#      seed's BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10,
+#      a bad ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0),
+#      zram_store under the LD_PRELOAD shim and the replay of its trace giving identical figures;
+#   6. every example once under valgrind memcheck.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+checks=0
+ok() {
+  checks=$((checks + 1))
+  printf '  ok %s\n' "$*"
+}
+fail() {
+  printf 'test-c: FAILED: %s\n' "$*" >&2
+  exit 1
+}
+step() { printf '\n--> %s\n' "$*"; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+step "tools"
+missing=()
+[ -f /usr/include/lz4.h ] || missing+=(liblz4-dev)
+command -v valgrind >/dev/null || missing+=(valgrind)
+command -v pkg-config >/dev/null || missing+=(pkg-config)
+command -v cc >/dev/null || missing+=(gcc)
+command -v c++ >/dev/null || missing+=(g++)
+command -v nm >/dev/null || missing+=(binutils)
+command -v make >/dev/null || missing+=(make)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing ${missing[*]}"
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+ok "cc, c++, liblz4-dev, valgrind, pkg-config, nm"
+
+step "build libzsmalloc"
+cargo build --release -p zsmalloc-capi
+lib=target/release/libzsmalloc.so
+[ -f "$lib" ] && [ -f target/release/libzsmalloc.a ] || fail "libzsmalloc.so/.a not built"
+ok "libzsmalloc.so and libzsmalloc.a"
+
+step "header drift (pinned cbindgen)"
+scripts/cbindgen.sh "$tmp/zsmalloc.h"
+if ! diff -u include/zsmalloc.h "$tmp/zsmalloc.h"; then
+  fail "include/zsmalloc.h differs from the generated header: run 'make header' and commit it"
+fi
+ok "include/zsmalloc.h is what cbindgen generates"
+
+step "exports (nm -D)"
+grep -E '^[a-z].*\bzs_[a-z_]+\(' include/zsmalloc.h | grep -oE '\bzs_[a-z_]+\(' | tr -d '(' \
+  | sort -u >"$tmp/declared"
+nm -D --defined-only "$lib" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' | sort -u >"$tmp/exported"
+diff -u "$tmp/declared" "$tmp/exported" || fail "exported zs_* symbols differ from the header"
+spec="zs_pool_config_init zs_pool_config_from_env zs_create_pool zs_create_pool_with_config
+  zs_destroy_pool zs_store zs_malloc zs_obj_write zs_free zs_handle_move zs_obj_read_begin
+  zs_obj_read_end zs_obj_read_sg_begin zs_obj_read_sg_end zs_get_total_pages zs_huge_class_size
+  zs_lookup_class_index zs_compact zs_pool_stats zs_class_stats zs_last_error zs_strerror
+  zs_version"
+for f in $spec; do
+  grep -qx "$f" "$tmp/exported" || fail "$f (SPEC §6) is not exported"
+done
+nm --defined-only target/release/libzsmalloc.a 2>/dev/null | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
+  | sort -u >"$tmp/static"
+diff -u "$tmp/declared" "$tmp/static" || fail "libzsmalloc.a does not define the header's functions"
+ok "$(wc -l <"$tmp/exported") functions exported, all of SPEC §6 among them; .a defines them too"
+
+step "headers compile as C99 and C++ (-Wall -Wextra -Werror -pedantic)"
+for h in zsmalloc.h zsmalloc_compat.h; do
+  printf '#include "%s"\n#include "%s"\nint main(void) { return zs_version() == ZS_ABI_VERSION ? 0 : 1; }\n' \
+    "$h" "$h" >"$tmp/hdr.c"
+  cc -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude -c "$tmp/hdr.c" -o "$tmp/hdr.o"
+  c++ -std=c++11 -Wall -Wextra -Werror -pedantic -Iinclude -x c++ -c "$tmp/hdr.c" -o "$tmp/hdr.o"
+  ok "$h as C99 and C++11"
+done
+cc -std=c99 -Wall -Wextra -Werror -pedantic -D_POSIX_C_SOURCE=200809L -Iinclude -c \
+  examples/compat_demo.c -o "$tmp/compat_demo.o"
+ok "kernel-style code on zsmalloc_compat.h compiles as pedantic C99"
+
+step "examples (-Wall -Wextra -Werror), plain and ASan+UBSan"
+make --no-print-directory examples >/dev/null
+make --no-print-directory examples SAN=1 >/dev/null
+plain=build/examples
+san=build/examples-san
+ok "built into $plain and $san"
+cc -O2 -std=gnu11 -Wall -Wextra -Werror -Iinclude examples/zsmalloc_test.c \
+  target/release/libzsmalloc.a -lpthread -ldl -lm -o "$tmp/zsmalloc_test_static"
+"$tmp/zsmalloc_test_static" 32 4080 16 3 >/dev/null
+ok "static linking against libzsmalloc.a"
+make --no-print-directory install PREFIX="$tmp/prefix" >/dev/null
+cat >"$tmp/pc.c" <<'EOF'
+#include <zsmalloc.h>
+#include <stdio.h>
+int main(void)
+{
+    struct zs_handle h = {0};
+    struct zs_pool *pool = zs_create_pool("pkg-config");
+    if (!pool || zs_store(pool, &h, "hello", 5, 0) != 0)
+        return 1;
+    char copy[4096];
+    const char *p = zs_obj_read_begin(pool, &h, 5, copy);
+    int ok = p && p[4] == 'o';
+    zs_obj_read_end(pool, &h, 5, (void *)p);
+    zs_free(pool, &h);
+    zs_destroy_pool(pool);
+    return !ok;
+}
+EOF
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror "$tmp/pc.c" -o "$tmp/pc" \
+  $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs zsmalloc)
+LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/pc"
+ok "make install PREFIX=...; cc prog.c \$(pkg-config --cflags --libs zsmalloc)"
+
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+export ASAN_OPTIONS=detect_leaks=1
+
+step "bad input (ASan+UBSan)"
+"$san/bad_input" 2>"$tmp/bad.err" | tee "$tmp/bad.out"
+grep -q ' 0 failed' "$tmp/bad.out" || { cat "$tmp/bad.err"; fail "bad_input"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/bad.out") bad-input checks"
+"$san/compat_demo"
+ok "compat demo"
+
+step "zsmalloc_test: seed figures from the environment (ASan+UBSan)"
+cat >"$tmp/base" <<'EOF'
+zsmalloc_test: num write objects: 339598
+zsmalloc_test: pool pages used 175111, total allocated size 698213488
+zsmalloc_test: pool memory utilization: 97.3
+zsmalloc_test: num read objects: 339598
+zsmalloc_test: spanning objects: 110377, total memcpy size: 278318624
+EOF
+cat >"$tmp/patched" <<'EOF'
+zsmalloc_test: num write objects: 339598
+zsmalloc_test: pool pages used 175920, total allocated size 698213488
+zsmalloc_test: pool memory utilization: 96.8
+zsmalloc_test: num read objects: 339598
+zsmalloc_test: spanning objects: 103256, total memcpy size: 265378608
+EOF
+for run in classic:base heuristic:patched; do
+  policy=${run%%:*}
+  ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=$policy "$san/zsmalloc_test" >"$tmp/out.$policy"
+  cat "$tmp/out.$policy"
+  diff -u "$tmp/${run#*:}" "$tmp/out.$policy" || fail "zsmalloc_test under $policy"
+  ok "ZSMALLOC_CHAIN_POLICY=$policy prints the seed's ${run#*:} figures exactly"
+done
+if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env.err"; then
+  fail "ZSMALLOC_CHAIN_SIZE=17 accepted"
+fi
+grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(cat "$tmp/env.err")"
+ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
+
+step "mt_stress (ASan+UBSan)"
+"$san/mt_stress" 4 4096 2 | tee "$tmp/mt.out"
+moved=$(sed -n 's/.*moved-while-reading \([0-9]*\) objects.*/\1/p' "$tmp/mt.out")
+[ "${moved:-0}" -gt 0 ] || fail "no object moved while readers were active"
+ok "objects moved while reading: $moved"
+
+step "zram_store under the LD_PRELOAD shim, then replay (ASan+UBSan)"
+corpus="$tmp/corpus"
+mkdir -p "$corpus"
+cat zsmalloc-core/src/*.rs zsmalloc-capi/src/*.rs examples/*.c >"$corpus/sources.txt"
+head -c 262144 /dev/urandom >"$corpus/random.bin"
+head -c 65536 /dev/zero >"$corpus/zero.bin"
+cp "$lib" "$corpus/libzsmalloc.so"
+for page in 4096 16384; do
+  trace="$tmp/trace.$page"
+  ZSMALLOC_PAGE_SIZE=$page ZSTRACE_FILE="$trace" LD_PRELOAD="$PWD/$plain/libzstrace.so" \
+    ASAN_OPTIONS=detect_leaks=1:verify_asan_link_order=0 \
+    "$san/zram_store" "$corpus"/* | tee "$tmp/zram.$page"
+  ZSMALLOC_PAGE_SIZE=$page "$san/replay" "$trace" | tee "$tmp/replay.$page"
+  live=$(grep '^figures:' "$tmp/zram.$page")
+  replayed=$(grep '^figures:' "$tmp/replay.$page")
+  [ -n "$live" ] && [ "$live" = "$replayed" ] || fail "replay of $trace differs: '$live' vs '$replayed'"
+  ok "page $page: $(grep -c '' "$trace") trace lines replay to identical figures"
+done
+
+step "valgrind memcheck (plain build)"
+vg() {
+  valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+    --show-leak-kinds=definite,indirect "$@"
+}
+vg "$plain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "valgrind bad_input"; }
+vg "$plain/compat_demo" >/dev/null
+vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
+vg "$plain/mt_stress" 2 512 1 >/dev/null
+vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
+vg "$plain/replay" "$tmp/trace.4096" >/dev/null
+ok "bad_input, compat_demo, zsmalloc_test, mt_stress, zram_store, replay: no memcheck errors"
+
+printf '\ntest-c: %d passed, 0 failed\n' "$checks"
