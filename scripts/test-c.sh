@@ -197,7 +197,7 @@ vg() {
 vg "$plain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "valgrind bad_input"; }
 vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
-vg "$plain/mt_stress" 2 512 1 >/dev/null
+vg "$plain/mt_stress" 2 512 1 0 >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
 ok "bad_input, compat_demo, zsmalloc_test, mt_stress, zram_store, replay: no memcheck errors"
