@@ -27,6 +27,9 @@ mod silent {
         pub fn silent() -> Self {
             ProgressSink
         }
+        pub fn is_active(&self) -> bool {
+            false
+        }
     }
 
     /// A silent progress counter.
@@ -70,6 +73,11 @@ mod bar {
 
         pub fn silent() -> Self {
             ProgressSink { multi: None }
+        }
+
+        /// Whether bars may be drawn (so a run's length is worth estimating).
+        pub fn is_active(&self) -> bool {
+            self.multi.is_some()
         }
     }
 

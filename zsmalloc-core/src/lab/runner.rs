@@ -45,7 +45,9 @@ pub fn run_one(
         None => None,
     };
     let mut progress = Progress::new(sink, &spec.label);
-    progress.set_total(workload.estimated_ops());
+    if sink.is_active() {
+        progress.set_total(workload.estimated_ops());
+    }
     let mut driver = Driver::new(
         &pool,
         workload.seed(),

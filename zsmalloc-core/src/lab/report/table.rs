@@ -161,7 +161,8 @@ pub fn run(r: &RunResult) -> String {
 
 pub fn comparison(c: &Comparison) -> String {
     let mut out = format!("workload  {}\n\n", c.workload.summary);
-    if c.runs.iter().any(|r| r.kernel_test.is_some()) {
+    // The zsmalloc_test blocks, as in the seed RFC (not for sweeps: the table says it all).
+    if c.sweep_keys.is_empty() && c.runs.iter().any(|r| r.kernel_test.is_some()) {
         for r in &c.runs {
             let title = format!("{} ({})", r.label, config_line(r));
             out += &format!("{title}\n{}\n", "=".repeat(title.len()));
