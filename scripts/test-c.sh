@@ -10,7 +10,8 @@
 #   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the
 #      seed's BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10,
 #      a bad ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0),
-#      zram_store under the LD_PRELOAD shim and the replay of its trace giving identical figures;
+#      zram_store under the LD_PRELOAD shim and the replay of its trace (examples/replay and the
+#      lab's `zsmalloc replay`) giving identical figures;
 #   6. every example once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -48,8 +49,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 ok "cc, c++, liblz4-dev, valgrind, pkg-config, nm"
 
-step "build libzsmalloc"
-cargo build --release -p zsmalloc-capi
+step "build libzsmalloc (and the zsmalloc command, for its replay)"
+cargo build --release
 lib=target/release/libzsmalloc.so
 [ -f "$lib" ] && [ -f target/release/libzsmalloc.a ] || fail "libzsmalloc.so/.a not built"
 ok "libzsmalloc.so and libzsmalloc.a"
@@ -176,7 +177,13 @@ mkdir -p "$corpus"
 cat zsmalloc-core/src/*.rs zsmalloc-capi/src/*.rs examples/*.c >"$corpus/sources.txt"
 head -c 262144 /dev/urandom >"$corpus/random.bin"
 head -c 65536 /dev/zero >"$corpus/zero.bin"
-cp "$lib" "$corpus/libzsmalloc.so"
+head -c 2097152 "$lib" >"$corpus/libzsmalloc.so.part"
+lab=
+if [ -x target/release/zsmalloc ] && target/release/zsmalloc replay --help >/dev/null 2>&1; then
+  lab=target/release/zsmalloc
+else
+  echo "(the zsmalloc command has no replay here: only examples/replay is checked)"
+fi
 for page in 4096 16384; do
   trace="$tmp/trace.$page"
   ZSMALLOC_PAGE_SIZE=$page ZSTRACE_FILE="$trace" LD_PRELOAD="$PWD/$plain/libzstrace.so" \
@@ -186,7 +193,17 @@ for page in 4096 16384; do
   live=$(grep '^figures:' "$tmp/zram.$page")
   replayed=$(grep '^figures:' "$tmp/replay.$page")
   [ -n "$live" ] && [ "$live" = "$replayed" ] || fail "replay of $trace differs: '$live' vs '$replayed'"
-  ok "page $page: $(grep -c '' "$trace") trace lines replay to identical figures"
+  ok "page $page: $(grep -c '' "$trace") trace lines replay to identical figures (examples/replay)"
+  # The lab's replayer reads the same format: same figures.
+  if [ -n "$lab" ]; then
+    "$lab" replay "$trace" --page-size "$page" --format json --no-time >"$tmp/lab.json"
+    for key in stores pages_peak reads reads_spanning read_copy_bytes writes_spanning; do
+      want=$(echo "$live" | sed -n "s/.* $key \([0-9]*\).*/\1/p")
+      got=$(sed -n "s/^  \"$key\": \([0-9]*\),\{0,1\}$/\1/p" "$tmp/lab.json")
+      [ -n "$want" ] && [ "$want" = "$got" ] || fail "zsmalloc replay: $key $got, live run $want"
+    done
+    ok "page $page: \`zsmalloc replay\` gives the same figures"
+  fi
 done
 
 step "valgrind memcheck (plain build)"
