@@ -8,6 +8,7 @@
 #   ZS_BENCH_N="10000,100000,1000000"   N of the criterion benches
 #   BENCH_WARMUP=1 BENCH_MEASURE=3      criterion warm-up / measurement seconds per benchmark
 #   SKIP_CALLGRIND=1                    skip the callgrind part (its CG_* variables also apply)
+#   BENCH_COMMIT=<text>                 what to print as the commit (default: git HEAD)
 # Logs and raw figures: target/zsbench/ (criterion's own under target/criterion/).
 # See docs/PERFORMANCE.md for how to read the output.
 set -euo pipefail
@@ -27,7 +28,8 @@ step "machine"
 {
   echo "nproc: $(nproc)"
   grep -m1 'model name' /proc/cpuinfo | sed 's/^model name[[:space:]]*: /cpu: /'
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- zsmalloc-core/src 2>/dev/null || echo ' (zsmalloc-core/src modified)')"
+  echo "commit: ${BENCH_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet HEAD -- zsmalloc-core/src 2>/dev/null || echo ' (zsmalloc-core/src modified)')}"
+  echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
   echo "rustc: $(rustc --version)"
 } | tee "$logs/machine.txt"
 
@@ -162,4 +164,4 @@ for name, value, limit in targets:
     lim = f"{100 * limit:.0f}%" if limit < 1 else f"{limit}x"
     print(f"  {verdict(value, limit):<7} {name}: {shown} (limit {lim})" if value is not None else f"  -       {name}: not measured")
 EOF
-echo "total time: $(( $(date +%s) - start )) s"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg); total time: $(( $(date +%s) - start )) s" | tee -a "$logs/summary.txt"

@@ -9,6 +9,8 @@
 //!   read section + copying its bytes out vs. `memcpy` out of a `malloc`'d block of that size.
 //! - `read/{spanning_pool_safe,spanning_malloc}/N`: the same for spanning objects (information).
 //!
+//! Times are this thread's CPU time by default (the machine is shared; time other processes take
+//! from the benchmark thread is not counted); `ZS_BENCH_CLOCK=wall` measures wall time instead.
 //! `ZS_BENCH_N=10000,100000` restricts the N (default 10^4, 10^5, 10^6). Run through
 //! `scripts/bench.sh`, which also prints the ratio table.
 
@@ -30,11 +32,49 @@ fn ns() -> Vec<usize> {
     }
 }
 
+/// The clock of every measurement: this thread's CPU time (`ZS_BENCH_CLOCK=cpu`, the default),
+/// so that time the machine's other users take from this thread is not counted, or wall time
+/// (`ZS_BENCH_CLOCK=wall`). Pool and baseline are always timed with the same clock.
+#[derive(Clone, Copy)]
+enum Clock {
+    Cpu,
+    Wall(Instant),
+}
+
+impl Clock {
+    fn start() -> (Clock, Duration) {
+        match std::env::var("ZS_BENCH_CLOCK").as_deref() {
+            Ok("wall") => (Clock::Wall(Instant::now()), Duration::ZERO),
+            _ => (Clock::Cpu, thread_cpu_time()),
+        }
+    }
+
+    fn elapsed(self, cpu_start: Duration) -> Duration {
+        match self {
+            Clock::Wall(t) => t.elapsed(),
+            Clock::Cpu => thread_cpu_time().saturating_sub(cpu_start),
+        }
+    }
+}
+
+fn thread_cpu_time() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec; CLOCK_THREAD_CPUTIME_ID needs nothing else.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "clock_gettime(CLOCK_THREAD_CPUTIME_ID) failed");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// Times `f` with the chosen clock.
+fn timed(f: impl FnOnce()) -> Duration {
+    let (clock, start) = Clock::start();
+    f();
+    clock.elapsed(start)
+}
+
 /// Times `iters` steps of a model, continuing its sequence across calls (the live set stays N).
 fn time_steps(m: &mut impl Model, w: &Workload, at: &mut usize, iters: u64) -> Duration {
-    let start = Instant::now();
-    m.run(w, at, iters);
-    start.elapsed()
+    timed(|| m.run(w, at, iters))
 }
 
 fn steady(c: &mut Criterion) {
@@ -120,9 +160,7 @@ fn read(c: &mut Criterion) {
                 let m = model();
                 let order = &orders.get().expect("orders").plain;
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_safe(m, order, &mut at, iters, &mut local, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_safe(m, order, &mut at, iters, &mut local, &mut out))
                 });
             });
             let mut at = 0;
@@ -130,9 +168,7 @@ fn read(c: &mut Criterion) {
                 let m = model();
                 let order = &orders.get().expect("orders").plain;
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_into(m, order, &mut at, iters, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_into(m, order, &mut at, iters, &mut out))
                 });
             });
             let mut at = 0;
@@ -140,9 +176,7 @@ fn read(c: &mut Criterion) {
                 let m = model();
                 let order = &orders.get().expect("orders").spanning;
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_safe(m, order, &mut at, iters, &mut local, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_safe(m, order, &mut at, iters, &mut local, &mut out))
                 });
             });
             drop(safe);
@@ -164,9 +198,7 @@ fn read(c: &mut Criterion) {
                 let m =
                     model.get_or_insert_with(|| RawModel::fill(pool.get_or_init(common::pool), &w));
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_raw(m, order, &mut at, iters, &mut local, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_raw(m, order, &mut at, iters, &mut local, &mut out))
                 });
             });
             drop(model);
@@ -178,9 +210,7 @@ fn read(c: &mut Criterion) {
                 let order = &orders().plain;
                 let m = base.get_or_init(|| MallocModel::fill(&w));
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_malloc(m, order, &mut at, iters, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_malloc(m, order, &mut at, iters, &mut out))
                 });
             });
             let mut at = 0;
@@ -188,9 +218,7 @@ fn read(c: &mut Criterion) {
                 let order = &orders().spanning;
                 let m = base.get_or_init(|| MallocModel::fill(&w));
                 b.iter_custom(|iters| {
-                    let start = Instant::now();
-                    common::read_malloc(m, order, &mut at, iters, &mut out);
-                    start.elapsed()
+                    timed(|| common::read_malloc(m, order, &mut at, iters, &mut out))
                 });
             });
         }
