@@ -307,26 +307,26 @@ macro_rules! __zs_c_abi_items {
             /// The error of the last zs_* call on this thread as a negative errno (0: it succeeded).
             #[no_mangle]
             pub extern "C" fn zs_last_error() -> c_int {
-                $crate::errors::last_error()
+                $crate::guard::call_quiet(-$crate::errors::PANIC_ERRNO, $crate::errors::last_error)
             }
 
             /// A message describing the last error on this thread ("" if the last call succeeded);
             /// valid until the next failing call on this thread.
             #[no_mangle]
             pub extern "C" fn zs_last_error_message() -> *const c_char {
-                $crate::errors::last_error_message()
+                $crate::guard::call_quiet(c"".as_ptr(), $crate::errors::last_error_message)
             }
 
             /// A static description of an errno (negative or positive).
             #[no_mangle]
             pub extern "C" fn zs_strerror(err: c_int) -> *const c_char {
-                $crate::errors::strerror(err).as_ptr()
+                $crate::guard::call_quiet(c"".as_ptr(), || $crate::errors::strerror(err).as_ptr())
             }
 
             /// The ABI version of the library (compare with ZS_ABI_VERSION).
             #[no_mangle]
             pub extern "C" fn zs_version() -> c_uint {
-                $crate::ZS_ABI_VERSION
+                $crate::guard::call_quiet(0, || $crate::ZS_ABI_VERSION)
             }
 
             // ------------------------------------------------------------------ zsmalloc_compat.h

@@ -78,6 +78,12 @@ pub fn call_infallible<T>(func: &str, on_panic: T, f: impl FnOnce() -> T) -> T {
     call(func, on_panic, || Ok(f()))
 }
 
+/// Runs `f` behind the panic boundary without touching the thread's last error (for
+/// `zs_last_error`, `zs_last_error_message`, `zs_strerror` and `zs_version`, which report it).
+pub fn call_quiet<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
+}
+
 /// An `InvalidArgument` error.
 pub fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
