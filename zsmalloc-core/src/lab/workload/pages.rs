@@ -158,7 +158,8 @@ fn expand(paths: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
                     walk(&e, out, depth + 1)?;
                 }
             }
-        } else if meta.is_file() {
+        } else if meta.is_file() && (depth == 0 || File::open(p).is_ok()) {
+            // Inside a directory, files that cannot be opened are skipped.
             out.push(p.to_path_buf());
         }
         Ok(())
