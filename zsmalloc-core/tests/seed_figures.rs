@@ -1,7 +1,7 @@
 //! The seed threads' figures, reproduced to the object.
 
 use std::sync::atomic::AtomicUsize;
-use zsmalloc_core::{ClassTable, Heuristic, Pool, PoolConfig, PolicyRef, HANDLE_SIZE};
+use zsmalloc_core::{ClassTable, Heuristic, PolicyRef, Pool, PoolConfig, HANDLE_SIZE};
 
 /// The figures the kernel's `zsmalloc_test` module prints.
 #[derive(Debug, PartialEq, Eq)]
