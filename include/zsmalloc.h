@@ -359,8 +359,8 @@ unsigned long zs_get_total_pages(struct zs_pool *pool);
 size_t zs_huge_class_size(struct zs_pool *pool);
 
 /**
- * Index of the class serving objects of `size` bytes (header included, as the kernel's
- * zs_lookup_class_index; a merged index reports its class's index).
+ * Index of the class serving a class size of `size` bytes, taken as given (no header
+ * added, as the kernel's); a merged index reports its class's index (NULL pool: 0).
  */
 unsigned int zs_lookup_class_index(struct zs_pool *pool, unsigned int size);
 

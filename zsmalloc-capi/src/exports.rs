@@ -17,12 +17,13 @@
 ///   with `nm -D --defined-only <lib> | grep ' zs_'` (30 symbols in ABI version 1).
 /// - Depend on `zsmalloc-capi` with `default-features = false`: its `export` feature (on by
 ///   default, for `libzsmalloc` itself) puts the same symbols in its rlib, and two definitions
-///   would not link. If that feature is on anyway (a workspace build unifying features with a
-///   crate that wants it), this macro expands to nothing and the rlib's definitions are the ones
-///   exported, so the build still links and exports the same ABI.
-/// - It expands to one private module, `__zsmalloc_c_abi`, of thin wrappers over this crate's
-///   implementation functions (`zsmalloc::pool::zs_create_pool`, ...); nothing else enters the
-///   invoking crate's namespace.
+///   would not link. If that feature is on anyway (a workspace build unifies features with
+///   `zsmalloc-capi`'s own), the macro defines no functions: its module re-exports the rlib's,
+///   which are then the ones exported, so the build still links and exports the same ABI.
+/// - It expands to one module, `__zsmalloc_c_abi` (`#[doc(hidden)] pub`), whose functions are the
+///   exported symbols (Rust code may take their addresses, e.g. `__zsmalloc_c_abi::zs_store`).
+///   They are thin wrappers over this crate's implementation functions
+///   (`zsmalloc::pool::zs_create_pool`, ...); nothing else enters the invoking crate's namespace.
 /// - Every wrapper runs behind the panic boundary (`zsmalloc::guard`) and records failures in the
 ///   thread-local `zs_last_error()`; the wrappers keep no state of their own.
 /// - Pools are [`zs_pool`](crate::zs_pool) values. Rust code in the same library can hand an
@@ -40,24 +41,31 @@
 #[macro_export]
 macro_rules! export_c_abi {
     () => {
-        $crate::__zs_unless_exported_by_rlib! { $crate::__zs_c_abi_items! {} }
+        $crate::__zs_define_or_reexport! {}
     };
 }
 
-/// Emits its input unless this crate's rlib already defines the symbols (`export` feature).
+/// With the `export` feature this crate's rlib already defines the symbols: re-export them.
 #[cfg(feature = "export")]
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __zs_unless_exported_by_rlib {
-    ($($t:tt)*) => {};
+macro_rules! __zs_define_or_reexport {
+    () => {
+        #[doc(hidden)]
+        pub mod __zsmalloc_c_abi {
+            pub use $crate::__zsmalloc_c_abi::*;
+        }
+    };
 }
 
-/// Emits its input unless this crate's rlib already defines the symbols (`export` feature).
+/// Without the `export` feature nothing defines the symbols yet: define them here.
 #[cfg(not(feature = "export"))]
 #[doc(hidden)]
 #[macro_export]
-macro_rules! __zs_unless_exported_by_rlib {
-    ($($t:tt)*) => { $($t)* };
+macro_rules! __zs_define_or_reexport {
+    () => {
+        $crate::__zs_c_abi_items! {}
+    };
 }
 
 /// The exported functions themselves (used by `export_c_abi!` and by this crate's `lib.rs`).
@@ -68,7 +76,7 @@ macro_rules! __zs_c_abi_items {
         // @c-abi-begin
         #[doc(hidden)]
         #[allow(clippy::missing_safety_doc)]
-        mod __zsmalloc_c_abi {
+        pub mod __zsmalloc_c_abi {
             // The stats structs share their names with functions: they are spelled with a path.
             use ::core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
             use $crate::{gfp_t, size_t, zs_handle, zs_pool, zs_pool_config, zs_sg};
@@ -261,8 +269,8 @@ macro_rules! __zs_c_abi_items {
                 unsafe { $crate::pool::zs_huge_class_size(pool) }
             }
 
-            /// Index of the class serving objects of `size` bytes (header included, as the kernel's
-            /// zs_lookup_class_index; a merged index reports its class's index).
+            /// Index of the class serving a class size of `size` bytes, taken as given (no header
+            /// added, as the kernel's); a merged index reports its class's index (NULL pool: 0).
             #[no_mangle]
             pub unsafe extern "C" fn zs_lookup_class_index(
                 pool: *mut zs_pool,
