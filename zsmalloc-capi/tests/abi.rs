@@ -1,0 +1,109 @@
+//! The exported functions, called from Rust exactly as C calls them (the C programs in
+//! `examples/` cover the same ground under sanitizers; this runs with `cargo test`).
+
+use std::ffi::{c_void, CStr};
+use std::ptr::{null, null_mut};
+
+use zsmalloc::__zsmalloc_c_abi as c;
+use zsmalloc::{zs_handle, zs_pool_config, zs_pool_stats, zs_sg, ZS_HANDLE_SIZE};
+
+const EINVAL: i32 = libc::EINVAL;
+
+fn config() -> zs_pool_config {
+    let mut cfg = std::mem::MaybeUninit::<zs_pool_config>::uninit();
+    // SAFETY: `cfg` is writable; zs_pool_config_init fills every field.
+    unsafe {
+        c::zs_pool_config_init(cfg.as_mut_ptr());
+        cfg.assume_init()
+    }
+}
+
+fn message() -> String {
+    // SAFETY: the message pointer is valid until the next failing call on this thread.
+    unsafe { CStr::from_ptr(c::zs_last_error_message()) }.to_string_lossy().into_owned()
+}
+
+#[test]
+fn store_read_free_through_the_exports() {
+    let mut cfg = config();
+    cfg.max_pages_per_zspage = 10;
+    // SAFETY: valid name and config; every pointer below is live for its call.
+    unsafe {
+        let pool = c::zs_create_pool_with_config(c"t".as_ptr(), &cfg);
+        assert!(!pool.is_null(), "{}", message());
+        let mut handles: Vec<zs_handle> = (0..64).map(|_| zs_handle::default()).collect();
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 7) as u8).collect();
+        for (i, h) in handles.iter_mut().enumerate() {
+            let len = 100 + i * 60;
+            assert_eq!(c::zs_store(pool, h, data.as_ptr().cast(), len, 0), 0, "{}", message());
+        }
+        let mut local = vec![0u8; 4096];
+        let mut spanning = 0;
+        for (i, h) in handles.iter_mut().enumerate() {
+            let len = 100 + i * 60;
+            let p = c::zs_obj_read_begin(pool, h, len, local.as_mut_ptr().cast());
+            assert!(!p.is_null(), "{}", message());
+            if p == local.as_mut_ptr().add(ZS_HANDLE_SIZE as usize).cast() {
+                spanning += 1;
+            }
+            assert_eq!(std::slice::from_raw_parts(p.cast::<u8>(), len), &data[..len]);
+            assert_eq!(c::zs_obj_read_end(pool, h, len, p), 0);
+            let mut sg = [zs_sg { addr: null_mut(), len: 0 }; 2];
+            let n = c::zs_obj_read_sg_begin(pool, h, sg.as_mut_ptr(), len);
+            assert!(n == 1 || n == 2);
+            assert_eq!(sg[..n as usize].iter().map(|s| s.len).sum::<usize>(), len);
+            assert_eq!(c::zs_obj_read_sg_end(pool, h), 0);
+        }
+        let mut st = zs_pool_stats::default();
+        assert_eq!(c::zs_pool_stats(pool, &mut st), 0);
+        assert_eq!(st.reads_spanning, 2 * spanning); // copy reads and sg reads
+        assert_eq!(st.objs_inuse, 64);
+        for h in handles.iter_mut() {
+            assert_eq!(c::zs_free(pool, h), 0);
+            assert_eq!(h.obj, 0);
+        }
+        assert_eq!(c::zs_get_total_pages(pool), 0);
+        c::zs_destroy_pool(pool);
+    }
+}
+
+#[test]
+fn bad_input_is_refused_with_its_error() {
+    // SAFETY: every pointer is NULL, misaligned on purpose, or live for its call.
+    unsafe {
+        let cfg = config();
+        let pool = c::zs_create_pool_with_config(c"t".as_ptr(), &cfg);
+        let mut h = zs_handle::default();
+        let data = [1u8; 16];
+        assert_eq!(c::zs_store(null_mut(), &mut h, data.as_ptr().cast(), 16, 0), -EINVAL);
+        assert_eq!(c::zs_last_error(), -EINVAL);
+        assert!(message().contains("pool is NULL"), "{}", message());
+        assert_eq!(c::zs_store(pool, null_mut(), data.as_ptr().cast(), 16, 0), -EINVAL);
+        let mut words = [0u64; 3];
+        let misaligned = words.as_mut_ptr().cast::<u8>().add(4).cast::<zs_handle>();
+        assert_eq!(c::zs_store(pool, misaligned, data.as_ptr().cast(), 16, 0), -EINVAL);
+        assert!(message().contains("aligned"), "{}", message());
+        assert_eq!(words, [0; 3]);
+        assert_eq!(c::zs_store(pool, &mut h, null::<c_void>(), 16, 0), -EINVAL);
+        assert_eq!(c::zs_store(pool, &mut h, data.as_ptr().cast(), 0, 0), -EINVAL);
+        assert_eq!(c::zs_store(pool, &mut h, data.as_ptr().cast(), usize::MAX, 0), -libc::ENOSPC);
+        assert_eq!(c::zs_store(pool, &mut h, data.as_ptr().cast(), 16, 0), 0);
+        assert_eq!(c::zs_last_error(), 0);
+        let mut copy = zs_handle { obj: h.obj };
+        assert_eq!(c::zs_free(pool, &mut copy), -EINVAL);
+        let mut garbage = zs_handle { obj: 0xdead_beef_0000_0001 };
+        assert_eq!(c::zs_free(pool, &mut garbage), -EINVAL);
+        assert!(c::zs_obj_read_begin(pool, &mut h, 17, null_mut()).is_null());
+        assert_eq!(c::zs_free(pool, &mut h), 0);
+        assert_eq!(c::zs_free(pool, &mut h), 0); // empty: no-op
+        assert_eq!(c::zs_free(pool, &mut copy), -EINVAL); // stale copy
+        let mut bad = cfg;
+        bad.max_pages_per_zspage = 17;
+        assert!(c::zs_create_pool_with_config(c"bad".as_ptr(), &bad).is_null());
+        assert!(message().contains("chain_size"), "{}", message());
+        assert_eq!(c::zs_version(), zsmalloc::ZS_ABI_VERSION);
+        assert!(!c::zs_strerror(i32::MIN).is_null());
+        c::zs_destroy_pool(pool);
+        c::zs_destroy_pool(null_mut());
+    }
+}
