@@ -15,11 +15,11 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyMemoryView};
+use pyo3::types::{PyBytes, PyList, PyMemoryView, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 use zsmalloc_core::{Error, Pool as CorePool, HANDLE_SIZE};
 
-use crate::buffers::{new_bytes, BytesArg, Exported};
+use crate::buffers::{new_bytes, Exported};
 use crate::errors::{buffer_error, zs_error, PyRes};
 use crate::pool::{Pool, GIL_RELEASE_BYTES};
 use crate::raw::copy_object;
@@ -321,47 +321,69 @@ impl Handles {
     ) -> PyResult<Handles> {
         let py = pool_obj.py();
         let pool = pool_obj.get().core();
-        // Keep every source alive and exported while the GIL is released.
-        let (args, pieces): (Vec<BytesArg<'_>>, Vec<(usize, usize, usize)>) = match lengths {
+        // Every source stays alive (held by `_sources`) and exported (`_exports`) while the GIL
+        // is released; `spans` are their bytes.
+        let mut _exports: Vec<Exported> = Vec::new();
+        let (_sources, spans): (Bound<'_, PyAny>, Vec<(usize, usize)>) = match lengths {
             None => {
-                let mut args = Vec::new();
-                for item in items.iter()? {
-                    args.push(BytesArg::get(&item?)?);
+                // tuple(items): one owning, immutable container (a list could change meanwhile).
+                // SAFETY: `items` is a live object; the result is a new reference or NULL with an
+                // exception set, which `from_owned_ptr_or_err` turns into the error.
+                let tuple = unsafe {
+                    Bound::from_owned_ptr_or_err(py, ffi::PySequence_Tuple(items.as_ptr()))
+                }?
+                .downcast_into::<PyTuple>()?;
+                let mut spans = Vec::with_capacity(tuple.len());
+                for item in tuple.iter() {
+                    match item.downcast::<PyBytes>() {
+                        Ok(b) => {
+                            let s = b.as_bytes();
+                            spans.push((s.as_ptr() as usize, s.len()));
+                        }
+                        Err(_) => {
+                            let e = Exported::get(&item, false)?;
+                            let s = e.as_slice();
+                            spans.push((s.as_ptr() as usize, s.len()));
+                            _exports.push(e);
+                        }
+                    }
                 }
-                let pieces = (0..args.len()).map(|i| (i, 0, args[i].as_slice().len())).collect();
-                (args, pieces)
+                (tuple.into_any(), spans)
             }
             Some(lengths) => {
-                let data = BytesArg::get(items)?;
+                let data = Exported::get(items, false)?;
                 let lens: Vec<usize> = lengths.extract()?;
                 let total: usize = lens.iter().sum();
-                let have = data.as_slice().len();
+                let have = data.len();
                 if total != have {
                     return Err(PyValueError::new_err(format!(
                         "lengths add up to {total} bytes but the buffer holds {have}"
                     )));
                 }
+                let base = data.as_slice().as_ptr() as usize;
                 let mut off = 0;
-                let pieces = lens
+                let spans = lens
                     .iter()
                     .map(|&l| {
                         off += l;
-                        (0, off - l, l)
+                        (base + off - l, l)
                     })
                     .collect();
-                (vec![data], pieces)
+                _exports.push(data);
+                (items.clone(), spans)
             }
         };
         let page = pool.config().page_size as usize;
-        if let Some(&(_, _, l)) = pieces.iter().find(|p| p.2 > page) {
+        if let Some(&(_, l)) = spans.iter().find(|p| p.1 > page) {
             return Err(Error::TooLarge { len: l, max: page }).py();
         }
-        let words: Box<[AtomicUsize]> = pieces.iter().map(|_| AtomicUsize::new(0)).collect();
-        let lens: Box<[u32]> = pieces.iter().map(|p| p.2 as u32).collect();
-        let slices: Vec<&[u8]> =
-            pieces.iter().map(|&(a, off, l)| &args[a].as_slice()[off..off + l]).collect();
+        let words: Box<[AtomicUsize]> = spans.iter().map(|_| AtomicUsize::new(0)).collect();
+        let lens: Box<[u32]> = spans.iter().map(|p| p.1 as u32).collect();
         py.allow_threads(|| {
-            for (i, data) in slices.iter().enumerate() {
+            for (i, &(ptr, len)) in spans.iter().enumerate() {
+                // SAFETY: each span is the bytes of a `bytes` object held by the tuple (immutable)
+                // or of a buffer export held in `_exports`, both alive until after this closure.
+                let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
                 // SAFETY: `words` is a boxed slice that moves into the Handles (heap contents
                 // never move) and frees every object before it is dropped.
                 if let Err(e) = unsafe { pool.store_raw(&words[i], data) } {
@@ -375,8 +397,6 @@ impl Handles {
             Ok(())
         })
         .py()?;
-        drop(slices);
-        drop(args);
         Ok(Handles { words, lens, gate: RwLock::new(()), pool: pool_obj.clone().unbind() })
     }
 

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The Python package's tests (issue: Python package): builds the extension from source into a
+# virtual environment and runs its pytest suite (API, errors, hypothesis model, threads, ctypes
+# same-pool round trips, the chain-policies notebook, the speed harness smoke test).
+#
+#   scripts/test-python.sh            # venv in .venv-test/ (reused when present)
+#   ZSMALLOC_VENV=/tmp/v scripts/test-python.sh -k capi   # extra arguments go to pytest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VENV="${ZSMALLOC_VENV:-.venv-test}"
+PYTHON="${PYTHON:-python3}"
+WHEELS=target/wheels-py
+
+step() { printf '\n--> %s\n' "$*"; }
+
+if [ ! -x "$VENV/bin/python" ]; then
+  step "virtual environment $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+PY="$(cd "$VENV/bin" && pwd)/python"
+
+step "test dependencies"
+"$PY" -m pip install --quiet --disable-pip-version-check -r zsmalloc-py/requirements-test.txt
+
+step "build the extension from source (maturin, release) and install the wheel"
+rm -rf "$WHEELS"
+"$PY" -m maturin build --release --quiet -m zsmalloc-py/Cargo.toml --interpreter "$PY" --out "$WHEELS"
+"$PY" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$WHEELS"/zsmalloc-*.whl
+
+step "the C ABI is exported by the extension module itself"
+SO="$("$PY" -c 'import zsmalloc; print(zsmalloc.library_path())')"
+echo "$SO: $(nm -D --defined-only "$SO" | grep -c ' T zs_') zs_* functions"
+
+step "pytest"
+cd zsmalloc-py
+# Run from the tests folder's parent without putting python/ on the path: the installed wheel
+# (compiled module, stubs and all) is what is tested.
+exec "$PY" -m pytest -q -p no:cacheprovider tests "$@"
