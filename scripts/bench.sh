@@ -39,7 +39,7 @@ run_logged() {
   local log=$1 show=$2 rc
   shift 2
   set +e +o pipefail
-  "$@" 2>&1 | tee "$log" | grep -E "$show"
+  "$@" 2>&1 | tee "$log" | grep --line-buffered -E "$show"
   rc=${PIPESTATUS[0]}
   set -e -o pipefail
   [ "$rc" = 0 ] || { tail -20 "$log" >&2; echo "failed: $* (log: $log)" >&2; exit 1; }
