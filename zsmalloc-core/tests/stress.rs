@@ -1,0 +1,470 @@
+//! Multi-threaded stress with concurrent compaction.
+//!
+//! Worker threads store, read (every read path), rewrite and free their own objects through the
+//! safe and the raw layer, and read shared long-lived objects, while a compactor thread calls
+//! `compact()` in a loop. Asserted: every byte read is the byte stored; compaction moved objects
+//! while reads were active (`stats().objs_moved`, and readers saw the handle word of an object
+//! change between two reads of it); an object never moves during its own read section; frees of
+//! an object being read are refused with `Busy`; counters add up and pages return to 0.
+//!
+//! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use zsmalloc_core::{Error, Handle, Pool, PoolConfig, HANDLE_SIZE};
+
+fn duration(default_ms: u64) -> Duration {
+    match std::env::var("STRESS_SECS").ok().and_then(|v| v.parse::<f64>().ok()) {
+        Some(s) => Duration::from_secs_f64(s),
+        None => Duration::from_millis(default_ms),
+    }
+}
+
+/// The bytes of object `seed` (unique per object).
+fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491_4f6c_dd1d;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Lengths: mostly zram-like (normal around 700), some large, some tiny, some a full page.
+fn length(rng: &mut SmallRng, page: usize) -> usize {
+    match rng.gen_range(0..20) {
+        0 => page,
+        1 => rng.gen_range(1..=64),
+        2..=4 => rng.gen_range(page / 2..=page),
+        _ => rng.gen_range(200..=1200),
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    reads: AtomicU64,
+    /// A handle word differed from the one seen at the previous read of the same object.
+    moves_seen: AtomicU64,
+    busy_refusals: AtomicU64,
+    compactions: AtomicU64,
+    pages_freed: AtomicU64,
+}
+
+impl Tally {
+    fn add(&self, c: &AtomicU64, n: u64) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+struct Own<'p> {
+    h: Handle<&'p Pool>,
+    seed: u64,
+    len: usize,
+    last_word: usize,
+}
+
+/// Safe-layer worker: own objects plus the shared ones.
+fn safe_worker(
+    pool: &Pool,
+    id: u64,
+    shared: &[(Handle<&Pool>, u64, usize)],
+    stop: &AtomicBool,
+    t: &Tally,
+) {
+    let page = pool.config().page_size as usize;
+    let mut rng = SmallRng::seed_from_u64(id);
+    let mut own: Vec<Own<'_>> = Vec::new();
+    let mut next = id << 40;
+    let mut local = vec![0u8; page + HANDLE_SIZE];
+    let mut out = vec![0u8; page];
+    let mut shared_words: Vec<usize> = shared.iter().map(|s| s.0.word()).collect();
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..64 {
+            match rng.gen_range(0..100) {
+                0..=29 if own.len() < 400 => {
+                    next += 1;
+                    let len = length(&mut rng, page);
+                    let h = if rng.gen_bool(0.8) {
+                        pool.store(&bytes(next, len)).expect("store")
+                    } else {
+                        let mut h = pool.malloc(len).expect("malloc");
+                        pool.write(&mut h, &bytes(next, len)).expect("write");
+                        h
+                    };
+                    let last_word = h.word();
+                    own.push(Own { h, seed: next, len, last_word });
+                }
+                0..=54 if !own.is_empty() => {
+                    let o = own.swap_remove(rng.gen_range(0..own.len()));
+                    if rng.gen_bool(0.5) {
+                        o.h.free().expect("free");
+                    } else {
+                        drop(o.h);
+                    }
+                }
+                55..=59 if !own.is_empty() => {
+                    let i = rng.gen_range(0..own.len());
+                    next += 1;
+                    let o = &mut own[i];
+                    pool.write(&mut o.h, &bytes(next, o.len)).expect("rewrite");
+                    o.seed = next;
+                }
+                60..=84 if !own.is_empty() => {
+                    let i = rng.gen_range(0..own.len());
+                    let o = &mut own[i];
+                    let want = bytes(o.seed, o.len);
+                    let word = o.h.word();
+                    if word != o.last_word {
+                        t.add(&t.moves_seen, 1);
+                        o.last_word = word;
+                    }
+                    match rng.gen_range(0..4) {
+                        0 => {
+                            let sec = pool.read(&o.h, &mut local).expect("read");
+                            let inside = o.h.word();
+                            assert_eq!(&sec[..], &want[..], "worker {id}: object {}", o.seed);
+                            std::thread::yield_now(); // let the compactor run meanwhile
+                            assert_eq!(&sec[..], &want[..], "worker {id}: object {}", o.seed);
+                            // Pinned: not moved while the section is open.
+                            assert_eq!(o.h.word(), inside, "moved during its read section");
+                        }
+                        1 => {
+                            assert_eq!(pool.read_into(&o.h, &mut out), Ok(o.len));
+                            assert_eq!(&out[..o.len], &want[..], "worker {id}: object {}", o.seed);
+                        }
+                        2 => {
+                            let sec = pool.read_sg(&o.h).expect("read_sg");
+                            let inside = o.h.word();
+                            assert_eq!(sec.segments().concat(), want, "worker {id}: sg {}", o.seed);
+                            assert_eq!(o.h.word(), inside, "moved during its sg section");
+                        }
+                        _ => assert_eq!(pool.read_to_vec(&o.h).expect("read_to_vec"), want),
+                    }
+                    t.add(&t.reads, 1);
+                }
+                _ => {
+                    let i = rng.gen_range(0..shared.len());
+                    let (h, seed, len) = &shared[i];
+                    let word = h.word();
+                    if word != shared_words[i] {
+                        t.add(&t.moves_seen, 1);
+                        shared_words[i] = word;
+                    }
+                    let sec = pool.read(h, &mut local).expect("shared read");
+                    assert_eq!(&sec[..], &bytes(*seed, *len)[..], "shared object {seed}");
+                    t.add(&t.reads, 1);
+                }
+            }
+        }
+    }
+    // Everything still reads back, then goes.
+    for o in own {
+        assert_eq!(pool.read_to_vec(&o.h).unwrap(), bytes(o.seed, o.len), "final {}", o.seed);
+    }
+}
+
+/// Raw-layer worker: boxed handle words, read sections, sg reads, handle moves, and a free
+/// attempted during its own read section (refused with Busy).
+fn raw_worker(pool: &Pool, id: u64, stop: &AtomicBool, t: &Tally) {
+    let page = pool.config().page_size as usize;
+    let mut rng = SmallRng::seed_from_u64(id);
+    let mut own: Vec<(Box<AtomicUsize>, u64, usize, usize)> = Vec::new();
+    let mut next = id << 40;
+    let mut local = vec![0u8; page + HANDLE_SIZE];
+    while !stop.load(Ordering::Relaxed) {
+        for _ in 0..64 {
+            match rng.gen_range(0..100) {
+                0..=29 if own.len() < 400 => {
+                    next += 1;
+                    let len = length(&mut rng, page);
+                    let w = Box::new(AtomicUsize::new(0));
+                    // SAFETY: the word is boxed and kept in `own` until freed below.
+                    unsafe { pool.store_raw(&w, &bytes(next, len)) }.expect("store_raw");
+                    let word = w.load(Ordering::Acquire);
+                    own.push((w, next, len, word));
+                }
+                0..=54 if !own.is_empty() => {
+                    let (w, ..) = own.swap_remove(rng.gen_range(0..own.len()));
+                    // SAFETY: our own word, holding an object of this pool.
+                    unsafe { pool.free_raw(&w) }.expect("free_raw");
+                    assert_eq!(w.load(Ordering::Relaxed), 0);
+                }
+                55..=59 if !own.is_empty() => {
+                    // Move the object to a new word: compaction must rewrite the new one.
+                    let i = rng.gen_range(0..own.len());
+                    let to = Box::new(AtomicUsize::new(0));
+                    // SAFETY: both words are boxed; `to` replaces the old one in `own`.
+                    unsafe { pool.handle_move_raw(&own[i].0, &to) }.expect("handle_move_raw");
+                    assert_eq!(own[i].0.load(Ordering::Relaxed), 0);
+                    own[i].0 = to;
+                }
+                _ if !own.is_empty() => {
+                    let i = rng.gen_range(0..own.len());
+                    let (w, seed, len, last) = &mut own[i];
+                    let want = bytes(*seed, *len);
+                    let word = w.load(Ordering::Acquire);
+                    if word != *last {
+                        t.add(&t.moves_seen, 1);
+                        *last = word;
+                    }
+                    // SAFETY: our own word; `local` holds len + 8 bytes; each section is ended
+                    // before the object is freed or the buffer reused.
+                    unsafe {
+                        if rng.gen_bool(0.5) {
+                            let p = pool.read_begin_raw(w, *len, local.as_mut_ptr()).expect("read");
+                            let inside = w.load(Ordering::Acquire);
+                            if rng.gen_bool(0.1) {
+                                assert_eq!(pool.free_raw(w), Err(Error::Busy));
+                                t.add(&t.busy_refusals, 1);
+                            }
+                            std::thread::yield_now(); // let the compactor run meanwhile
+                            assert_eq!(w.load(Ordering::Acquire), inside, "moved while read");
+                            assert_eq!(
+                                std::slice::from_raw_parts(p, *len),
+                                &want[..],
+                                "raw {seed}"
+                            );
+                        } else {
+                            let (segs, n) = pool.read_sg_begin_raw(w, *len).expect("sg");
+                            let mut joined = Vec::with_capacity(*len);
+                            for &(p, l) in &segs[..n] {
+                                joined.extend_from_slice(std::slice::from_raw_parts(p, l));
+                            }
+                            assert_eq!(joined, want, "raw sg {seed}");
+                        }
+                        pool.read_end_raw(w, Some(*len)).expect("read_end");
+                    }
+                    t.add(&t.reads, 1);
+                }
+                _ => {}
+            }
+        }
+    }
+    for (w, seed, len, _) in own {
+        // SAFETY: our own word.
+        unsafe {
+            let p = pool.read_begin_raw(&w, len, local.as_mut_ptr()).expect("final read");
+            assert_eq!(std::slice::from_raw_parts(p, len), &bytes(seed, len)[..]);
+            pool.read_end_raw(&w, Some(len)).unwrap();
+            pool.free_raw(&w).unwrap();
+        }
+    }
+}
+
+fn compactor(pool: &Pool, stop: &AtomicBool, t: &Tally) {
+    while !stop.load(Ordering::Relaxed) {
+        let freed = pool.compact();
+        t.add(&t.compactions, 1);
+        t.add(&t.pages_freed, freed);
+        std::thread::yield_now();
+    }
+}
+
+/// Shared long-lived objects, created interleaved with fillers that are then freed, so their
+/// zspages start sparse and compaction has something to move from the first pass.
+fn shared_objects(pool: &Pool) -> Vec<(Handle<&Pool>, u64, usize)> {
+    let mut rng = SmallRng::seed_from_u64(99);
+    let page = pool.config().page_size as usize;
+    let mut shared = Vec::new();
+    let mut fillers = Vec::new();
+    for k in 0..3000u64 {
+        let len = length(&mut rng, page);
+        let h = pool.store(&bytes(k, len)).unwrap();
+        if k % 4 == 0 {
+            shared.push((h, k, len));
+        } else {
+            fillers.push(h);
+        }
+    }
+    drop(fillers);
+    shared
+}
+
+fn run(cfg: PoolConfig, secs: Duration) {
+    let pool = Pool::new(cfg).unwrap();
+    let shared = shared_objects(&pool);
+    let t = Tally::default();
+    let stop = AtomicBool::new(false);
+    let start = Barrier::new(6);
+    let began = Instant::now();
+    std::thread::scope(|s| {
+        for id in 1..=3u64 {
+            let (pool, shared, stop, t, start) = (&pool, &shared[..], &stop, &t, &start);
+            s.spawn(move || {
+                start.wait();
+                safe_worker(pool, id, shared, stop, t)
+            });
+        }
+        {
+            let (pool, stop, t, start) = (&pool, &stop, &t, &start);
+            s.spawn(move || {
+                start.wait();
+                raw_worker(pool, 4, stop, t)
+            });
+            s.spawn(move || {
+                start.wait();
+                compactor(pool, stop, t)
+            });
+        }
+        start.wait();
+        // Run until the time is up, but at least until compaction has visibly moved objects
+        // under the readers (bounded: 30 s more at most).
+        while began.elapsed() < secs
+            || (t.moves_seen.load(Ordering::Relaxed) == 0
+                && began.elapsed() < secs + Duration::from_secs(30))
+        {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let st = pool.stats();
+    let moves_seen = t.moves_seen.load(Ordering::Relaxed);
+    eprintln!(
+        "{:?}: reads {}, moves seen by readers {moves_seen}, objs_moved {}, compactions {}, \
+         pages freed by compaction {}, busy refusals {}",
+        began.elapsed(),
+        t.reads.load(Ordering::Relaxed),
+        st.objs_moved,
+        t.compactions.load(Ordering::Relaxed),
+        t.pages_freed.load(Ordering::Relaxed),
+        t.busy_refusals.load(Ordering::Relaxed),
+    );
+    assert!(st.objs_moved > 0, "compaction moved nothing");
+    assert!(moves_seen > 0, "no reader saw a handle word change between two reads");
+    assert_eq!(st.pages_compacted, t.pages_freed.load(Ordering::Relaxed));
+    assert!(st.reads >= t.reads.load(Ordering::Relaxed));
+    // Shared objects survived everything; then the pool empties completely.
+    assert_eq!(st.objs_inuse, shared.len() as u64);
+    for (h, seed, len) in &shared {
+        assert_eq!(pool.read_to_vec(h).unwrap(), bytes(*seed, *len));
+    }
+    drop(shared);
+    let st = pool.stats();
+    assert_eq!((st.objs_inuse, st.bytes_stored, st.objs_allocated), (0, 0, 0));
+    assert_eq!(pool.total_pages(), 0, "pages return to 0");
+    assert!(pool.class_stats().iter().all(|c| c.pages_used == 0 && c.fullness == [0; 12]));
+}
+
+#[test]
+fn stress_4k_classic_with_concurrent_compaction() {
+    run(PoolConfig::default(), duration(3000));
+}
+
+#[test]
+fn stress_16k_heuristic_with_concurrent_compaction() {
+    let cfg = PoolConfig {
+        page_size: 16384,
+        chain_size: 10,
+        chain_policy: zsmalloc_core::PolicyRef::new(zsmalloc_core::Heuristic),
+        ..Default::default()
+    };
+    run(cfg, duration(2000));
+}
+
+/// One raw handle word shared by a reader and a freer/re-storer, with compaction running: the
+/// reader sees either a whole, self-consistent object or a refusal, never torn or foreign bytes;
+/// frees during the reader's section are refused with Busy.
+#[test]
+fn contended_handle_read_vs_free_vs_compaction() {
+    let pool = Pool::new(PoolConfig::default()).unwrap();
+    let secs = duration(1500);
+    let word = Box::new(AtomicUsize::new(0));
+    // Object version v: 8 bytes of v, then bytes(v, len - 8), len depends on v.
+    let object = |v: u64| {
+        let len = 16 + (v as usize * 97) % 3000;
+        let mut d = v.to_le_bytes().to_vec();
+        d.extend(bytes(v, len - 8));
+        d
+    };
+    // Neighbours in the same classes so that zspages are shared and compaction has work.
+    let mut rng = SmallRng::seed_from_u64(5);
+    let mut neighbours: Vec<_> = (0..2000u64)
+        .map(|k| (pool.store(&bytes(k, 16 + (k as usize * 97) % 3000)).unwrap(), k))
+        .collect();
+    // SAFETY: `word` is boxed and outlives every use; it is freed at the end.
+    unsafe { pool.store_raw(&word, &object(1)) }.unwrap();
+    let stop = AtomicBool::new(false);
+    let t = Tally::default();
+    let (ok_reads, refused, versions) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(1));
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            let mut local = vec![0u8; 4096 + HANDLE_SIZE];
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: `word` outlives the scope; sections are ended right away.
+                unsafe {
+                    let Ok(len) = pool.object_len_raw(&word) else {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        continue;
+                    };
+                    match pool.read_begin_raw(&word, len, local.as_mut_ptr()) {
+                        Ok(p) => {
+                            let got = std::slice::from_raw_parts(p, len);
+                            let v = u64::from_le_bytes(got[..8].try_into().unwrap());
+                            assert_eq!(got, &object(v)[..], "version {v}: torn or foreign bytes");
+                            pool.read_end_raw(&word, Some(len)).expect("read_end");
+                            ok_reads.fetch_add(1, Ordering::Relaxed);
+                        }
+                        // Freed, replaced (other length) or empty meanwhile.
+                        Err(Error::InvalidHandle(_) | Error::InvalidArgument(_)) => {
+                            refused.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(e) => panic!("unexpected read error {e:?}"),
+                    }
+                }
+            }
+        });
+        s.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: as above; the word is re-filled only after a successful free.
+                unsafe {
+                    match pool.free_raw(&word) {
+                        Ok(()) => {
+                            let v = versions.fetch_add(1, Ordering::Relaxed) + 1;
+                            pool.store_raw(&word, &object(v)).expect("re-store");
+                        }
+                        Err(Error::Busy) => t.add(&t.busy_refusals, 1),
+                        Err(e) => panic!("unexpected free error {e:?}"),
+                    }
+                }
+            }
+        });
+        s.spawn(|| compactor(&pool, &stop, &t));
+        // Churn the neighbours so compaction keeps finding sparse zspages.
+        let began = Instant::now();
+        let mut k = 1_000_000u64;
+        while began.elapsed() < secs {
+            for _ in 0..200 {
+                let i = rng.gen_range(0..neighbours.len());
+                k += 1;
+                let len = 16 + (k as usize * 97) % 3000;
+                neighbours[i] = (pool.store(&bytes(k, len)).unwrap(), k);
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    eprintln!(
+        "reads ok {}, refused {}, versions {}, busy {}, objs_moved {}",
+        ok_reads.load(Ordering::Relaxed),
+        refused.load(Ordering::Relaxed),
+        versions.load(Ordering::Relaxed),
+        t.busy_refusals.load(Ordering::Relaxed),
+        pool.stats().objs_moved
+    );
+    assert!(ok_reads.load(Ordering::Relaxed) > 0);
+    assert!(versions.load(Ordering::Relaxed) > 1, "the freer never got through");
+    for (h, k) in &neighbours {
+        assert_eq!(pool.read_to_vec(h).unwrap(), bytes(*k, 16 + (*k as usize * 97) % 3000));
+    }
+    // SAFETY: `word` holds an object of this pool.
+    unsafe { pool.free_raw(&word) }.unwrap();
+    drop(neighbours);
+    assert_eq!(pool.total_pages(), 0);
+}
