@@ -78,7 +78,13 @@ pub fn pin_current<'a, T, E>(
 ) -> Result<(usize, T, &'a PinWord), E> {
     loop {
         let word = load();
-        let (found, pin) = resolve(word)?;
+        let (found, pin) = match resolve(word) {
+            Ok(r) => r,
+            // Refused, but the word changed since we loaded it: compaction moved the object and
+            // released the zspage the old word named. Follow the new word.
+            Err(_) if load() != word => continue,
+            Err(e) => return Err(e),
+        };
         if !pin.try_pin() {
             backoff(); // a migration is moving this zspage's objects; the word will change
             continue;

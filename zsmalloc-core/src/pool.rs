@@ -842,7 +842,12 @@ impl Pool {
             if word == 0 {
                 return Ok(());
             }
-            let (loc, z, pos) = self.resolve(word)?;
+            let (loc, z, pos) = match self.resolve(word) {
+                Ok(r) => r,
+                // Compaction moved the object and released the old zspage since the load.
+                Err(_) if loc_word.load(Ordering::Acquire) != word => continue,
+                Err(e) => return Err(e),
+            };
             let class = &self.classes[pos];
             let info = &class.info;
             let mut st = class.lock();
@@ -887,7 +892,12 @@ impl Pool {
             if word == 0 {
                 return Err(Error::InvalidHandle("empty handle"));
             }
-            let (loc, z, pos) = self.resolve(word)?;
+            let (loc, z, pos) = match self.resolve(word) {
+                Ok(r) => r,
+                // Compaction moved the object and released the old zspage since the load.
+                Err(_) if from.load(Ordering::Acquire) != word => continue,
+                Err(e) => return Err(e),
+            };
             let class = &self.classes[pos];
             let _class_lock = class.lock();
             if from.load(Ordering::Acquire) != word {
