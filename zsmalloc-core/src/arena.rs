@@ -1,8 +1,9 @@
 //! The page arena: simulated pages carved from a few large anonymous mappings.
 //!
 //! Never one mapping per page or per zspage (`vm.max_map_count` is 65,530 and real workloads
-//! build more zspages than that). A page is named by its page number (`Pfn`); its address is
-//! `chunk base + offset`, found without locks. Released pages go back to the kernel with
+//! build more zspages than that): each pool reserves one range of address space and makes it
+//! accessible in 256 MiB steps. A page is named by its page number (`Pfn`); its address is
+//! `base + (pfn << page_shift)`, found without locks. Released pages go back to the kernel with
 //! `MADV_DONTNEED`, except a small bounded cache kept warm for the next zspage.
 //!
 //! Memory model: a page belongs to at most one zspage at a time. The arena's mutex orders a
@@ -17,54 +18,75 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
 /// Page number within one arena.
 pub type Pfn = u32;
 
-/// Bytes reserved per mapping.
-const CHUNK_BYTES: usize = 1 << 30;
-/// Mappings per arena: 256 GiB of simulated pages at most.
-const MAX_CHUNKS: usize = 256;
+/// Address space reserved per pool (PROT_NONE until used): 64 GiB of simulated pages at most.
+const RESERVE_BYTES: usize = 1 << 36;
+/// Smallest reservation accepted when the address space is limited (`ulimit -v`).
+const MIN_RESERVE_BYTES: usize = 1 << 28;
+/// Reserved space is made accessible in steps of this many bytes.
+const COMMIT_BYTES: usize = 1 << 28;
 /// Released pages kept without `MADV_DONTNEED`, ready for reuse.
 pub const PAGE_CACHE_LIMIT: usize = 64;
 
-/// One anonymous mapping, unmapped on drop.
-struct Mapping {
+/// The reserved range, unmapped on drop.
+struct Reservation {
     base: NonNull<u8>,
     len: usize,
 }
 
-// SAFETY: the mapping is plain memory owned by the arena; synchronisation of its contents is the
+// SAFETY: the range is plain memory owned by the arena; synchronisation of its contents is the
 // pool's protocol (atomic header words, owner-only payload copies).
-unsafe impl Send for Mapping {}
-// SAFETY: as above; `Mapping` itself is immutable after creation.
-unsafe impl Sync for Mapping {}
+unsafe impl Send for Reservation {}
+// SAFETY: as above; `Reservation` itself is immutable after creation.
+unsafe impl Sync for Reservation {}
 
-impl Mapping {
-    fn new(len: usize) -> Option<Mapping> {
-        // SAFETY: anonymous private mapping with no fixed address; the kernel picks the range and
-        // the result is checked against MAP_FAILED before use.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
+impl Reservation {
+    /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
+    fn new() -> Option<Reservation> {
+        let mut len = RESERVE_BYTES;
+        while len >= MIN_RESERVE_BYTES {
+            // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
+            // result is checked against MAP_FAILED before use.
+            let ptr = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    len,
+                    libc::PROT_NONE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                    -1,
+                    0,
+                )
+            };
+            if ptr != libc::MAP_FAILED {
+                return NonNull::new(ptr.cast()).map(|base| Reservation { base, len });
+            }
+            len /= 2;
+        }
+        None
+    }
+
+    /// Makes `[offset, offset + len)` readable and writable.
+    fn commit(&self, offset: usize, len: usize) -> bool {
+        debug_assert!(offset + len <= self.len);
+        // SAFETY: the range lies inside our own reservation and is page-aligned (offset and len
+        // are multiples of COMMIT_BYTES); nothing else maps it.
+        unsafe {
+            libc::mprotect(
+                self.base.as_ptr().add(offset).cast(),
                 len,
                 libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                -1,
-                0,
-            )
-        };
-        if ptr == libc::MAP_FAILED {
-            return None;
+            ) == 0
         }
-        NonNull::new(ptr.cast()).map(|base| Mapping { base, len })
     }
 }
 
-impl Drop for Mapping {
+impl Drop for Reservation {
     fn drop(&mut self) {
-        // SAFETY: `base`/`len` are exactly what mmap returned; nothing references the mapping once
+        // SAFETY: `base`/`len` are exactly what mmap returned; nothing references the range once
         // the arena (its only owner) is dropped.
         unsafe {
             libc::munmap(self.base.as_ptr().cast(), self.len);
@@ -76,6 +98,8 @@ impl Drop for Mapping {
 struct FreePages {
     /// Pages never handed out start here.
     next_unused: u64,
+    /// Bytes of the reservation made accessible so far.
+    committed: usize,
     /// Released pages still resident (bounded by `PAGE_CACHE_LIMIT`), reused first.
     cached: Vec<Pfn>,
     /// Released pages given back with MADV_DONTNEED.
@@ -86,10 +110,10 @@ struct FreePages {
 pub struct PageArena {
     page_size: usize,
     page_shift: u32,
-    pages_per_chunk_shift: u32,
     /// Whether MADV_DONTNEED can return single simulated pages (host page <= simulated page).
     can_release: bool,
-    chunks: Box<[OnceLock<Mapping>]>,
+    /// `None` if no address space could be reserved: every allocation then fails.
+    range: Option<Reservation>,
     free: Mutex<FreePages>,
     cached: AtomicU64,
 }
@@ -102,9 +126,8 @@ impl PageArena {
         PageArena {
             page_size,
             page_shift: page_size.trailing_zeros(),
-            pages_per_chunk_shift: (CHUNK_BYTES / page_size).trailing_zeros(),
             can_release: host_page > 0 && host_page as usize <= page_size,
-            chunks: (0..MAX_CHUNKS).map(|_| OnceLock::new()).collect(),
+            range: Reservation::new(),
             free: Mutex::new(FreePages::default()),
             cached: AtomicU64::new(0),
         }
@@ -115,21 +138,23 @@ impl PageArena {
         self.cached.load(Ordering::Relaxed)
     }
 
-    /// Allocates `out.len()` pages, or none (returns false) when the address space reserved for
-    /// pages is exhausted.
+    /// Allocates `out.len()` pages, or none (returns false) when the reserved address space is
+    /// exhausted.
     pub fn alloc_pages(&self, out: &mut [Pfn]) -> bool {
+        let Some(range) = &self.range else { return false };
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
-        let total_pages = (MAX_CHUNKS as u64) << self.pages_per_chunk_shift;
-        let fresh = out.len().saturating_sub(free.cached.len() + free.released.len()) as u64;
-        if free.next_unused + fresh > total_pages {
+        let fresh = out.len().saturating_sub(free.cached.len() + free.released.len());
+        let end = (free.next_unused as usize + fresh) << self.page_shift;
+        if end > range.len {
             return false;
         }
-        // Map every chunk the fresh pages need before taking anything, so failure takes nothing.
-        if fresh > 0
-            && (free.next_unused..free.next_unused + fresh)
-                .any(|pfn| self.chunk_base(pfn as Pfn).is_none())
-        {
-            return false;
+        // Make the fresh pages accessible before taking anything, so failure takes nothing.
+        if end > free.committed {
+            let upto = end.next_multiple_of(COMMIT_BYTES).min(range.len);
+            if !range.commit(free.committed, upto - free.committed) {
+                return false;
+            }
+            free.committed = upto;
         }
         for slot in out.iter_mut() {
             *slot = match free.cached.pop().or_else(|| free.released.pop()) {
@@ -162,32 +187,21 @@ impl PageArena {
         if !self.can_release {
             return;
         }
-        // SAFETY: the range is one whole simulated page inside a live mapping, aligned to the
-        // host page (host page <= simulated page, both powers of two); the page has no owner.
+        // SAFETY: the range is one whole simulated page inside the committed reservation, aligned
+        // to the host page (host page <= simulated page, both powers of two); it has no owner.
         unsafe {
             libc::madvise(self.page_ptr(pfn).cast(), self.page_size, libc::MADV_DONTNEED);
         }
     }
 
-    /// Base of the chunk holding `pfn`, mapping it on first use.
-    fn chunk_base(&self, pfn: Pfn) -> Option<NonNull<u8>> {
-        let chunk = self.chunks.get((pfn >> self.pages_per_chunk_shift) as usize)?;
-        if let Some(m) = chunk.get() {
-            return Some(m.base);
-        }
-        let m = Mapping::new(CHUNK_BYTES)?;
-        Some(chunk.get_or_init(|| m).base)
-    }
-
-    /// Address of page `pfn`. The page must have been handed out by `alloc_pages` (so its chunk
-    /// is mapped); otherwise this panics, which would be a pool bug.
+    /// Address of page `pfn`, which must have been handed out by `alloc_pages`.
     #[inline]
     pub fn page_ptr(&self, pfn: Pfn) -> *mut u8 {
-        let chunk = &self.chunks[(pfn >> self.pages_per_chunk_shift) as usize];
-        let base = chunk.get().expect("page of an unmapped chunk").base.as_ptr();
-        let offset = ((pfn as usize) & ((1 << self.pages_per_chunk_shift) - 1)) << self.page_shift;
-        // SAFETY: offset < CHUNK_BYTES, so the result stays inside the mapping.
-        unsafe { base.add(offset) }
+        let range = self.range.as_ref().expect("pages exist only with a reservation");
+        let offset = (pfn as usize) << self.page_shift;
+        assert!(offset < range.len, "page number beyond the reservation");
+        // SAFETY: offset < len (asserted), so the result stays inside the reservation.
+        unsafe { range.base.as_ptr().add(offset) }
     }
 
     /// The 8-byte word at `offset` of page `pfn`, accessed only atomically.

@@ -48,6 +48,9 @@ pub struct ClassTable {
     classes: Vec<ClassInfo>,
     /// For each class index, the position in `classes` of the class serving it.
     by_index: Vec<u16>,
+    /// For each size rounded up to 8 (`(size + 7) / 8`), the position of its class: the lookup
+    /// without a division (class sizes and spacing are multiples of 8).
+    by_size8: Vec<u16>,
     huge_class_size: u32,
 }
 
@@ -92,8 +95,19 @@ impl ClassTable {
         }
         let count = rev.len() as u16;
         rev.reverse();
-        let by_index = by_index_rev.into_iter().map(|r| count - 1 - r).collect();
-        Ok(ClassTable { page, delta, classes: rev, by_index, huge_class_size })
+        let by_index: Vec<u16> = by_index_rev.into_iter().map(|r| count - 1 - r).collect();
+        let mut table = ClassTable {
+            page,
+            delta,
+            classes: rev,
+            by_index,
+            by_size8: Vec::new(),
+            huge_class_size,
+        };
+        table.by_size8 = (0..=(page + HDR) / 8)
+            .map(|s8| table.by_index[table.raw_index(s8 as usize * 8) as usize])
+            .collect();
+        Ok(table)
     }
 
     pub fn page_size(&self) -> u32 {
@@ -136,8 +150,12 @@ impl ClassTable {
     }
 
     /// Position in [`Self::classes`] of the class serving `size` bytes (header included).
+    #[inline]
     pub fn position(&self, size: usize) -> usize {
-        self.by_index[self.raw_index(size) as usize] as usize
+        match self.by_size8.get(size.div_ceil(8)) {
+            Some(&p) => p as usize,
+            None => self.classes.len() - 1,
+        }
     }
 
     /// Position in [`Self::classes`] of the class serving class index `index`.
@@ -211,6 +229,16 @@ mod tests {
         }
         assert_eq!(t.lookup_class_index(1), 0);
         assert_eq!(t.lookup_class_index(1 << 20), t.index_count() - 1);
+    }
+
+    #[test]
+    fn size_table_agrees_with_the_formula() {
+        for (page, delta) in [(4096, 0), (16384, 0), (16384, 16), (65536, 8), (4096, 24)] {
+            let t = table(page, 8, delta);
+            for size in 0..=(page as usize + 64) {
+                assert_eq!(t.position(size), t.by_index[t.raw_index(size) as usize] as usize);
+            }
+        }
     }
 
     #[test]

@@ -16,6 +16,7 @@
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+use crate::chunked::ChunkedTable;
 use crate::error::Result;
 use crate::pool::Pool;
 
@@ -55,39 +56,39 @@ impl Location {
 
 /// The safe layer's handle words: address-stable slots owned by the pool.
 ///
-/// Slots are never moved or deallocated while the pool lives (`boxcar` grows in fixed buckets).
-/// Free slots form a lock-free stack; the link is kept in the free slot's own word and the stack
-/// head carries a tag against ABA.
+/// Slots are never moved or deallocated while the pool lives (16384 words per chunk, 2^26 in
+/// all). Free slots form a lock-free stack; the link is kept in the free slot's own word and the
+/// stack head carries a tag against ABA.
 pub(crate) struct HandleSlots {
-    words: boxcar::Vec<AtomicUsize>,
+    words: ChunkedTable<AtomicUsize, 14, 4096>,
     /// Low 32 bits: top slot + 1 (0 = empty); high 32 bits: ABA tag.
     free_top: AtomicU64,
 }
 
 impl HandleSlots {
     pub fn new() -> Self {
-        HandleSlots { words: boxcar::Vec::new(), free_top: AtomicU64::new(0) }
+        HandleSlots { words: ChunkedTable::new(), free_top: AtomicU64::new(0) }
     }
 
     #[inline]
     pub fn word(&self, slot: u32) -> &AtomicUsize {
-        &self.words[slot as usize]
+        self.words.get(slot as usize).expect("handle slot was taken from this table")
     }
 
-    /// Takes an empty slot.
-    pub fn take(&self) -> u32 {
+    /// Takes an empty slot; `None` when all 2^26 slots are live.
+    pub fn take(&self) -> Option<u32> {
         let mut top = self.free_top.load(Ordering::Acquire);
         loop {
             let Some(slot) = (top as u32).checked_sub(1) else {
-                return self.words.push(AtomicUsize::new(0)) as u32;
+                return self.words.push().map(|(idx, _)| idx as u32);
             };
-            let next = self.words[slot as usize].load(Ordering::Relaxed) as u64;
+            let next = self.word(slot).load(Ordering::Relaxed) as u64;
             let new = ((top >> 32).wrapping_add(1) << 32) | next;
             match self.free_top.compare_exchange_weak(top, new, Ordering::AcqRel, Ordering::Acquire)
             {
                 Ok(_) => {
-                    self.words[slot as usize].store(0, Ordering::Relaxed);
-                    return slot;
+                    self.word(slot).store(0, Ordering::Relaxed);
+                    return Some(slot);
                 }
                 Err(now) => top = now,
             }
@@ -98,7 +99,7 @@ impl HandleSlots {
     pub fn give_back(&self, slot: u32) {
         let mut top = self.free_top.load(Ordering::Acquire);
         loop {
-            self.words[slot as usize].store((top as u32) as usize, Ordering::Relaxed);
+            self.word(slot).store((top as u32) as usize, Ordering::Relaxed);
             let new = ((top >> 32).wrapping_add(1) << 32) | u64::from(slot + 1);
             match self.free_top.compare_exchange_weak(top, new, Ordering::AcqRel, Ordering::Acquire)
             {
@@ -108,14 +109,9 @@ impl HandleSlots {
         }
     }
 
-    /// Slots ever created (live or free).
-    pub fn capacity(&self) -> usize {
-        self.words.count()
-    }
-
     /// Heap bytes taken by slots (reported apart from the pool's own metadata).
     pub fn heap_bytes(&self) -> usize {
-        self.capacity() * std::mem::size_of::<AtomicUsize>()
+        self.words.heap_bytes()
     }
 }
 
@@ -198,12 +194,12 @@ mod tests {
     #[test]
     fn slots_are_reused_lifo() {
         let s = HandleSlots::new();
-        let (a, b) = (s.take(), s.take());
+        let (a, b) = (s.take().unwrap(), s.take().unwrap());
         assert_ne!(a, b);
         s.give_back(a);
         s.give_back(b);
-        assert_eq!(s.take(), b);
-        assert_eq!(s.take(), a);
-        assert_eq!(s.take(), 2);
+        assert_eq!(s.take(), Some(b));
+        assert_eq!(s.take(), Some(a));
+        assert_eq!(s.take(), Some(2));
     }
 }

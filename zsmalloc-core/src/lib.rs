@@ -20,6 +20,7 @@ compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
 mod arena;
 pub mod chain_policy;
+mod chunked;
 pub mod class_table;
 pub mod config;
 pub mod error;

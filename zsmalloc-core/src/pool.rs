@@ -27,7 +27,7 @@ use crate::header::{self, Refusal};
 use crate::pin;
 use crate::size_class::{self, ClassState, SizeClass};
 use crate::stats::{AccessCounters, ClassStats, PoolStats};
-use crate::zspage::{fullness_group, Zspage, ZspageTable, GROUP_FULL};
+use crate::zspage::{Zspage, ZspageTable, GROUP_FULL};
 
 /// One piece of an object's payload: page, offset in it, bytes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -46,12 +46,23 @@ struct Layout {
     spanning: bool,
 }
 
-/// A validated, pinned object (both the zspage pin and a header reader are held).
+/// A validated, pinned object: both the zspage pin and a header reader are held until
+/// `release`, so ending a section needs no second lookup.
 struct Pinned<'a> {
     zspage: &'a Zspage,
     info: &'a ClassInfo,
     loc: Location,
     len: usize,
+    header: &'a AtomicU64,
+    owner: usize,
+}
+
+impl Pinned<'_> {
+    fn release(&self) {
+        // Cannot fail: this reader registration is ours and keeps the header unchanged.
+        let _ = header::end_read(self.header, self.owner);
+        self.zspage.pin.unpin();
+    }
 }
 
 /// Segments of a scatter-gather read: one or two `(address, length)` pairs.
@@ -128,6 +139,11 @@ impl Pool {
         self.config.page_size as usize
     }
 
+    #[inline]
+    fn page_shift(&self) -> u32 {
+        self.config.page_size.trailing_zeros()
+    }
+
     // ---------------------------------------------------------------- safe layer
 
     /// Stores `data` (1..=page bytes) and returns the handle that owns it.
@@ -137,7 +153,7 @@ impl Pool {
 
     /// `store` for any pointer to a pool, e.g. `Arc<Pool>`, so the handle keeps the pool alive.
     pub fn store_in<P: Deref<Target = Pool>>(pool: P, data: &[u8]) -> Result<Handle<P>> {
-        let slot = pool.slots.take();
+        let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
         match pool.store_word(pool.slots.word(slot), data) {
             Ok(()) => Ok(Handle::new(pool, slot)),
             Err(e) => {
@@ -154,7 +170,7 @@ impl Pool {
 
     /// `malloc` for any pointer to a pool.
     pub fn malloc_in<P: Deref<Target = Pool>>(pool: P, len: usize) -> Result<Handle<P>> {
-        let slot = pool.slots.take();
+        let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
         match pool.alloc_word(pool.slots.word(slot), len) {
             Ok(()) => Ok(Handle::new(pool, slot)),
             Err(e) => {
@@ -178,19 +194,18 @@ impl Pool {
         local_copy: &'a mut [u8],
     ) -> Result<ReadSection<'a>> {
         self.same_pool(h.pool())?;
-        let word = h.slot_word();
-        let len = self.object_len(word)?;
-        if local_copy.len() < len + HDR as usize {
+        let p = self.pin_object(h.slot_word(), None)?;
+        if local_copy.len() < p.len + HDR as usize {
+            p.release();
             return Err(Error::InvalidArgument(format!(
                 "local copy buffer of {} bytes is smaller than the object plus its header ({})",
                 local_copy.len(),
-                len + HDR as usize
+                p.len + HDR as usize
             )));
         }
-        // SAFETY: `local_copy` is a live, writable buffer of at least len + HDR bytes, and the
-        // handle word is a pool-owned slot (valid as long as the pool).
-        let ptr = unsafe { self.read_begin_raw(word, len, local_copy.as_mut_ptr())? };
-        Ok(ReadSection { pool: self, word, ptr, len })
+        // SAFETY: `local_copy` is a live, writable buffer of at least len + HDR bytes.
+        let ptr = unsafe { self.begin_copy(&p, local_copy.as_mut_ptr()) };
+        Ok(ReadSection { ptr, pinned: p })
     }
 
     /// Copies the object into `out` (at least its length); returns the length.
@@ -218,11 +233,10 @@ impl Pool {
         h: &'a Handle<P>,
     ) -> Result<SgSection<'a>> {
         self.same_pool(h.pool())?;
-        let word = h.slot_word();
-        let p = self.pin_object(word, None)?;
+        let p = self.pin_object(h.slot_word(), None)?;
         let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
         self.access.record_read(layout.spanning, 0);
-        Ok(SgSection { pool: self, word, layout })
+        Ok(SgSection { pool: self, layout, pinned: p })
     }
 
     fn same_pool(&self, other: &Pool) -> Result<()> {
@@ -284,18 +298,28 @@ impl Pool {
         local_copy: *mut u8,
     ) -> Result<*const u8> {
         let p = self.pin_object(h, Some(mem_len))?;
+        Ok(self.begin_copy(&p, local_copy))
+    }
+
+    /// The read-section rule of `copy` mode for a pinned object: in place when contiguous, else
+    /// header and object copied into `local_copy`, returning `local_copy + HDR`.
+    ///
+    /// # Safety
+    /// `local_copy` is writable for `p.len + HDR` bytes.
+    #[inline]
+    unsafe fn begin_copy(&self, p: &Pinned<'_>, local_copy: *mut u8) -> *const u8 {
         let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
         if !layout.spanning {
             self.access.record_read(false, 0);
             let first = layout.pieces[0];
-            return Ok(self.arena.page_ptr(first.pfn).add(first.offset));
+            return self.arena.page_ptr(first.pfn).add(first.offset);
         }
-        let hdr = self.header_word(p.zspage, p.info, p.loc.obj).load(Ordering::Acquire);
+        let hdr = p.header.load(Ordering::Acquire);
         std::ptr::copy_nonoverlapping(hdr.to_ne_bytes().as_ptr(), local_copy, HDR as usize);
         let out = std::slice::from_raw_parts_mut(local_copy.add(HDR as usize), p.len);
         self.copy_pieces_out(&layout, out);
         self.access.record_read(true, p.len as u64);
-        Ok(local_copy.add(HDR as usize))
+        local_copy.add(HDR as usize)
     }
 
     /// Ends a read section begun by `read_begin_raw` or `read_sg_begin_raw`.
@@ -454,7 +478,7 @@ impl Pool {
                 self.release_zspage(&mut st, info, s);
                 freed += u64::from(info.pages_per_zspage);
             } else {
-                let g = fullness_group(src.inuse.load(Ordering::Relaxed), info.objs_per_zspage);
+                let g = class.fullness.group(src.inuse.load(Ordering::Relaxed));
                 st.insert(&self.zspages, s, g);
             }
             if dz.inuse.load(Ordering::Relaxed) == info.objs_per_zspage {
@@ -463,8 +487,7 @@ impl Pool {
             }
         }
         if let Some(d) = dst {
-            let g =
-                fullness_group(self.zspage(d).inuse.load(Ordering::Relaxed), info.objs_per_zspage);
+            let g = class.fullness.group(self.zspage(d).inuse.load(Ordering::Relaxed));
             st.insert(&self.zspages, d, g);
         }
         freed
@@ -521,11 +544,12 @@ impl Pool {
             let pieces = [Piece { pfn: z.page(0), offset: 0, len }, Piece::default()];
             return Layout { pieces, spanning: false };
         }
+        let (shift, mask) = (self.page_shift(), page - 1);
         let start = obj as usize * info.size as usize;
-        let offset = start % page;
+        let offset = start & mask;
         let spanning = offset + HDR as usize + len > page;
         let data = start + HDR as usize;
-        let (dpage, doff) = (data / page, data % page);
+        let (dpage, doff) = (data >> shift, data & mask);
         let first = len.min(page - doff);
         let mut pieces = [Piece { pfn: z.page(dpage), offset: doff, len: first }, Piece::default()];
         if first < len {
@@ -541,8 +565,7 @@ impl Pool {
             return &z.huge_header;
         }
         let start = obj as usize * info.size as usize;
-        let page = self.page();
-        self.arena.word(z.page(start / page), start % page)
+        self.arena.word(z.page(start >> self.page_shift()), start & (self.page() - 1))
     }
 
     fn copy_pieces_out(&self, layout: &Layout, out: &mut [u8]) {
@@ -610,11 +633,11 @@ impl Pool {
         let z = self.zspage(slot);
         let obj =
             size_class::obj_malloc(z, header::encode(addr, len), |o| self.header_word(z, info, o));
-        let group = fullness_group(z.inuse.load(Ordering::Relaxed), info.objs_per_zspage);
+        let group = class.fullness.group(z.inuse.load(Ordering::Relaxed));
         if new {
             st.insert(&self.zspages, slot, group);
         } else {
-            st.fix_group(&self.zspages, slot, info.objs_per_zspage);
+            st.fix_group(&self.zspages, slot, &class.fullness);
         }
         st.obj_inuse += 1;
         st.bytes_stored += len as u64;
@@ -663,7 +686,8 @@ impl Pool {
         // concurrent read of it (`&mut Handle` in the safe layer, `write_raw`'s contract).
         unsafe { self.copy_pieces_in(&layout, data) };
         self.access.record_write(layout.spanning);
-        self.unpin_object(h, Some(data.len()))
+        p.release();
+        Ok(())
     }
 
     fn create_zspage(&self, st: &mut ClassState, pos: usize) -> Result<u32> {
@@ -750,6 +774,7 @@ impl Pool {
             },
         )?;
         let info = &self.classes[pos].info;
+        let hw = self.header_word(z, info, loc.obj);
         let checked = (|| {
             if z.live_generation() != Some(loc.generation) || z.class_pos() != pos {
                 return Err(Error::InvalidHandle("stale handle: its object was freed"));
@@ -757,7 +782,6 @@ impl Pool {
             if loc.obj >= size_class::fresh(z) {
                 return Err(Error::InvalidHandle("object was never allocated"));
             }
-            let hw = self.header_word(z, info, loc.obj);
             let len = header::begin_read(hw, addr).map_err(refusal)?;
             // A free racing with us may have released the zspage before our reader landed.
             if z.live_generation() != Some(loc.generation) {
@@ -773,7 +797,7 @@ impl Pool {
             Ok(len)
         })();
         match checked {
-            Ok(len) => Ok(Pinned { zspage: z, info, loc, len }),
+            Ok(len) => Ok(Pinned { zspage: z, info, loc, len, header: hw, owner: addr }),
             Err(e) => {
                 z.pin.unpin();
                 Err(e)
@@ -808,15 +832,14 @@ impl Pool {
 
     pub(crate) fn object_len(&self, h: &AtomicUsize) -> Result<usize> {
         let p = self.pin_object(h, None)?;
-        let len = p.len;
-        self.unpin_object(h, None)?;
-        Ok(len)
+        p.release();
+        Ok(p.len)
     }
 
     fn read_word_into(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
         let p = self.pin_object(h, None)?;
         if out.len() < p.len {
-            self.unpin_object(h, None)?;
+            p.release();
             return Err(Error::InvalidArgument(format!(
                 "buffer of {} bytes is smaller than the object ({} bytes)",
                 out.len(),
@@ -826,7 +849,7 @@ impl Pool {
         let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
         self.copy_pieces_out(&layout, &mut out[..p.len]);
         self.access.record_read(layout.spanning, if layout.spanning { p.len as u64 } else { 0 });
-        self.unpin_object(h, None)?;
+        p.release();
         Ok(p.len)
     }
 
@@ -869,7 +892,7 @@ impl Pool {
                 st.remove(&self.zspages, loc.slot);
                 self.release_zspage(&mut st, info, loc.slot);
             } else {
-                st.fix_group(&self.zspages, loc.slot, info.objs_per_zspage);
+                st.fix_group(&self.zspages, loc.slot, &class.fullness);
             }
             loc_word.store(0, Ordering::Release);
             return Ok(());
@@ -944,10 +967,8 @@ impl std::fmt::Debug for Pool {
 
 /// An open read section: the object's bytes. Dropping it ends the section.
 pub struct ReadSection<'a> {
-    pool: &'a Pool,
-    word: &'a AtomicUsize,
     ptr: *const u8,
-    len: usize,
+    pinned: Pinned<'a>,
 }
 
 impl Deref for ReadSection<'_> {
@@ -956,21 +977,21 @@ impl Deref for ReadSection<'_> {
         // SAFETY: the object is pinned until drop (no migration, no free); writes need `&mut
         // Handle`, which the section's borrow excludes; `ptr` is in the page or the local copy
         // (borrowed for the section's lifetime) and covers `len` bytes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr, self.pinned.len) }
     }
 }
 
 impl Drop for ReadSection<'_> {
     fn drop(&mut self) {
-        let _ = self.pool.unpin_object(self.word, None);
+        self.pinned.release();
     }
 }
 
 /// An open scatter-gather read section. Dropping it ends the section.
 pub struct SgSection<'a> {
     pool: &'a Pool,
-    word: &'a AtomicUsize,
     layout: Layout,
+    pinned: Pinned<'a>,
 }
 
 impl SgSection<'_> {
@@ -992,6 +1013,6 @@ impl SgSection<'_> {
 
 impl Drop for SgSection<'_> {
     fn drop(&mut self) {
-        let _ = self.pool.unpin_object(self.word, None);
+        self.pinned.release();
     }
 }

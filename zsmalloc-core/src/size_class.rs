@@ -10,18 +10,20 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::class_table::ClassInfo;
 use crate::header;
-use crate::zspage::{fullness_group, Zspage, ZspageTable, GROUPS, NIL};
+use crate::zspage::{Fullness, Zspage, ZspageTable, GROUPS, NIL};
 
 /// One class of the pool. Padded so neighbouring classes' locks do not share a cache line.
 #[repr(align(128))]
 pub struct SizeClass {
     pub info: ClassInfo,
+    pub fullness: Fullness,
     state: Mutex<ClassState>,
 }
 
 impl SizeClass {
     pub fn new(info: ClassInfo) -> Self {
-        SizeClass { info, state: Mutex::new(ClassState::default()) }
+        let fullness = Fullness::new(info.objs_per_zspage);
+        SizeClass { info, fullness, state: Mutex::new(ClassState::default()) }
     }
 
     /// Takes the class lock. A panic while holding it cannot leave lists half-linked (no code
@@ -84,9 +86,9 @@ impl ClassState {
     }
 
     /// Moves a listed zspage to the head of its new group if its group changed.
-    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, objs: u32) {
+    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, fullness: &Fullness) {
         let z = zs(t, slot);
-        let new = fullness_group(z.inuse.load(Relaxed), objs);
+        let new = fullness.group(z.inuse.load(Relaxed));
         if new != z.group.load(Relaxed) as usize {
             self.remove(t, slot);
             self.insert(t, slot, new);
@@ -149,7 +151,8 @@ pub fn obj_malloc<'a>(z: &'a Zspage, hdr: u64, word: impl Fn(u32) -> &'a AtomicU
         z.fresh.store(obj + 1, Release);
         obj
     };
-    z.inuse.fetch_add(1, Relaxed);
+    // Under the class lock: a plain load and store, not a locked read-modify-write.
+    z.inuse.store(z.inuse.load(Relaxed) + 1, Relaxed);
     obj
 }
 
@@ -157,7 +160,7 @@ pub fn obj_malloc<'a>(z: &'a Zspage, hdr: u64, word: impl Fn(u32) -> &'a AtomicU
 /// previous head (written by `header::try_free` or by migration). Caller holds the class lock.
 pub fn obj_freed(z: &Zspage, obj: u32) {
     z.free_head.store(obj + 1, Relaxed);
-    z.inuse.fetch_sub(1, Relaxed);
+    z.inuse.store(z.inuse.load(Relaxed) - 1, Relaxed);
 }
 
 /// The current freelist head (for building the link of an object about to be freed).

@@ -3,8 +3,8 @@
 //! Store/free counters live in each class's locked state; read counters are sharded per thread
 //! (cache-line padded) so concurrent readers never share a counter line. Both are summed on demand.
 
-use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Mutex;
 
 /// Pool-wide counters (SPEC §6 `zs_pool_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -60,7 +60,10 @@ pub struct ClassStats {
     pub bytes_stored: u64,
 }
 
-const SHARDS: usize = 32;
+/// Shards owned by one thread each (updated with plain loads and stores, no locked RMW).
+const OWNED_SHARDS: usize = 64;
+/// Shards shared by threads beyond the first `OWNED_SHARDS` live ones (atomic RMW).
+const SHARED_SHARDS: usize = 8;
 
 #[repr(align(128))]
 #[derive(Default)]
@@ -71,46 +74,87 @@ struct Shard {
     writes_spanning: AtomicU64,
 }
 
-/// Read and write counters sharded by thread.
+impl Shard {
+    /// Adds `n` to `c`. An owned shard has a single writer, so a load and a store suffice.
+    #[inline]
+    fn add(c: &AtomicU64, n: u64, owned: bool) {
+        if owned {
+            c.store(c.load(Relaxed) + n, Relaxed);
+        } else {
+            c.fetch_add(n, Relaxed);
+        }
+    }
+}
+
+/// A small per-thread id, recycled when the thread exits. Ids below `OWNED_SHARDS` own a shard
+/// in every pool; the mutex orders one owner's last update before the next owner's first.
+struct ThreadSlot(usize);
+
+static FREE_SLOTS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+static NEXT_SLOT: AtomicUsize = AtomicUsize::new(0);
+
+impl ThreadSlot {
+    fn acquire() -> ThreadSlot {
+        let reused = FREE_SLOTS.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        ThreadSlot(reused.unwrap_or_else(|| NEXT_SLOT.fetch_add(1, Relaxed)))
+    }
+}
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        FREE_SLOTS.lock().unwrap_or_else(|e| e.into_inner()).push(self.0);
+    }
+}
+
+thread_local!(static THREAD_SLOT: ThreadSlot = ThreadSlot::acquire());
+
+/// (shard index, owned by this thread).
+#[inline]
+fn shard_of_thread() -> (usize, bool) {
+    THREAD_SLOT
+        .try_with(|s| {
+            if s.0 < OWNED_SHARDS {
+                (s.0, true)
+            } else {
+                (OWNED_SHARDS + s.0 % SHARED_SHARDS, false)
+            }
+        })
+        // During thread teardown the slot may be gone: use a shared shard.
+        .unwrap_or((OWNED_SHARDS, false))
+}
+
+/// Read and write counters, sharded by thread so readers never share a counter line.
 pub(crate) struct AccessCounters {
     shards: Box<[Shard]>,
 }
 
-fn shard_index() -> usize {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    thread_local!(static SHARD: Cell<usize> = const { Cell::new(usize::MAX) });
-    SHARD.with(|s| {
-        if s.get() == usize::MAX {
-            s.set(NEXT.fetch_add(1, Relaxed) % SHARDS);
-        }
-        s.get()
-    })
-}
-
 impl AccessCounters {
     pub fn new() -> Self {
-        AccessCounters { shards: (0..SHARDS).map(|_| Shard::default()).collect() }
+        AccessCounters {
+            shards: (0..OWNED_SHARDS + SHARED_SHARDS).map(|_| Shard::default()).collect(),
+        }
     }
 
     #[inline]
     pub fn record_read(&self, spanning: bool, copied: u64) {
-        let s = &self.shards[shard_index()];
-        s.reads.fetch_add(1, Relaxed);
+        let (i, owned) = shard_of_thread();
+        let s = &self.shards[i];
+        Shard::add(&s.reads, 1, owned);
         if spanning {
-            s.spanning.fetch_add(1, Relaxed);
+            Shard::add(&s.spanning, 1, owned);
         }
         if copied != 0 {
-            s.copy_bytes.fetch_add(copied, Relaxed);
+            Shard::add(&s.copy_bytes, copied, owned);
         }
     }
 
     #[inline]
     pub fn record_write(&self, spanning: bool) {
         if spanning {
-            self.shards[shard_index()].writes_spanning.fetch_add(1, Relaxed);
+            let (i, owned) = shard_of_thread();
+            Shard::add(&self.shards[i].writes_spanning, 1, owned);
         }
     }
-
     /// (reads, spanning reads, bytes copied, spanning writes).
     pub fn sum(&self) -> (u64, u64, u64, u64) {
         self.shards.iter().fold((0, 0, 0, 0), |(r, s, c, w), sh| {
@@ -121,5 +165,26 @@ impl AccessCounters {
                 w + sh.writes_spanning.load(Relaxed),
             )
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_from_many_threads_add_up() {
+        let c = AccessCounters::new();
+        std::thread::scope(|s| {
+            for _ in 0..100 {
+                s.spawn(|| {
+                    for i in 0..1000 {
+                        c.record_read(i % 2 == 0, 3);
+                        c.record_write(true);
+                    }
+                });
+            }
+        });
+        assert_eq!(c.sum(), (100_000, 50_000, 300_000, 100_000));
     }
 }

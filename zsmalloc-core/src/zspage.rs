@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 
 use crate::arena::Pfn;
+use crate::chunked::ChunkedTable;
 use crate::config::MAX_CHAIN_SIZE;
 use crate::handle::MAX_ZSPAGE_SLOTS;
 use crate::pin::PinWord;
@@ -25,8 +26,8 @@ pub const GROUP_FULL: usize = 11;
 /// Null link of the fullness lists.
 pub const NIL: u32 = u32::MAX;
 
-/// Mainline `get_fullness_group()`.
-#[inline]
+/// Mainline `get_fullness_group()` (the reference `Fullness::group` is tested against).
+#[cfg(test)]
 pub fn fullness_group(inuse: u32, objs: u32) -> usize {
     if inuse == 0 {
         GROUP_EMPTY
@@ -34,6 +35,32 @@ pub fn fullness_group(inuse: u32, objs: u32) -> usize {
         GROUP_FULL
     } else {
         (100 * inuse as usize / objs as usize) / 10 + 1
+    }
+}
+
+/// `fullness_group` for one class without a division on the hot path: `ratio = 100*inuse/objs`
+/// by multiplying with `ceil(2^64 / objs)`, exact for 32-bit operands (Lemire, Kaser, Kurz 2019).
+#[derive(Debug, Clone, Copy)]
+pub struct Fullness {
+    objs: u32,
+    magic: u64,
+}
+
+impl Fullness {
+    pub fn new(objs: u32) -> Self {
+        Fullness { objs, magic: if objs > 1 { u64::MAX / u64::from(objs) + 1 } else { 0 } }
+    }
+
+    #[inline]
+    pub fn group(&self, inuse: u32) -> usize {
+        if inuse == 0 {
+            GROUP_EMPTY
+        } else if inuse == self.objs {
+            GROUP_FULL
+        } else {
+            let ratio = ((u128::from(self.magic) * u128::from(100 * inuse)) >> 64) as usize;
+            ratio / 10 + 1
+        }
     }
 }
 
@@ -118,15 +145,15 @@ impl Zspage {
     }
 }
 
-/// Address-stable zspage metadata slots, reused through a free list.
+/// Address-stable zspage metadata slots (4096 per chunk, 2^24 in all), reused through a free list.
 pub struct ZspageTable {
-    slots: boxcar::Vec<Zspage>,
+    slots: ChunkedTable<Zspage, 12, 4096>,
     free: Mutex<Vec<u32>>,
 }
 
 impl ZspageTable {
     pub fn new() -> Self {
-        ZspageTable { slots: boxcar::Vec::new(), free: Mutex::new(Vec::new()) }
+        ZspageTable { slots: ChunkedTable::new(), free: Mutex::new(Vec::new()) }
     }
 
     #[inline]
@@ -139,10 +166,8 @@ impl ZspageTable {
         if let Some(s) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             return Some(s);
         }
-        let idx = self.slots.push(Zspage::default());
-        if idx as u32 >= MAX_ZSPAGE_SLOTS {
-            return None; // never reused: handle words cannot name it
-        }
+        let (idx, _) = self.slots.push()?;
+        debug_assert!(idx < MAX_ZSPAGE_SLOTS as usize);
         Some(idx as u32)
     }
 
@@ -153,7 +178,7 @@ impl ZspageTable {
 
     /// Heap bytes of metadata (for the overhead report).
     pub fn heap_bytes(&self) -> usize {
-        self.slots.count() * std::mem::size_of::<Zspage>()
+        self.slots.heap_bytes()
     }
 }
 
@@ -168,5 +193,15 @@ mod tests {
         assert_eq!(fullness_group(1, 10), 2);
         assert_eq!(fullness_group(1, 117), 1);
         assert_eq!(fullness_group(116, 117), 10);
+    }
+
+    #[test]
+    fn fast_fullness_equals_the_division() {
+        for objs in (1..=2048).chain([4095, 4096, 32767, 32768]) {
+            let f = Fullness::new(objs);
+            for inuse in 0..=objs {
+                assert_eq!(f.group(inuse), fullness_group(inuse, objs), "{inuse}/{objs}");
+            }
+        }
     }
 }
