@@ -39,20 +39,29 @@ impl Instant {
 /// repeat, over the objects `data` cut into `lengths`:
 ///
 /// - `store`: safe `Pool::store` of each object (handles kept in a `Vec`);
+/// - `store_vecs`: as `store`, from objects in separate heap buffers (as a list of `bytes` is);
 /// - `store_raw`: `store_raw` into a packed array of handle words (what `store_many` does);
 /// - `read`: safe `Pool::read_to_vec` of each object (a new buffer each, all kept, like the
 ///   list of `bytes` of `read_many`);
 /// - `read_into`: safe `Pool::read_into` back to back into one buffer;
 /// - `read_raw`: `read_begin_raw` + copy + `read_end_raw` of each raw handle into a buffer;
 /// - `free`: dropping the safe handles.
+///
+/// `ops` limits the timed operations to those named (the setup they need still runs), so a
+/// caller can time one Rust operation right next to its Python counterpart.
 #[pyfunction]
-#[pyo3(signature = (data, lengths, repeats = 5))]
+#[pyo3(signature = (data, lengths, repeats = 5, ops = None))]
 pub fn rust_bench(
     py: Python<'_>,
     data: &Bound<'_, PyAny>,
     lengths: Vec<usize>,
     repeats: usize,
+    ops: Option<Vec<String>>,
 ) -> PyResult<HashMap<&'static str, f64>> {
+    let wanted = |op: &str| ops.as_ref().map_or(true, |o| o.iter().any(|x| x == op));
+    let safe = ["store", "read", "read_into", "free"].iter().any(|o| wanted(o));
+    let raw = ["store_raw", "read_raw"].iter().any(|o| wanted(o));
+    let vecs = wanted("store_vecs");
     let data = BytesArg::get(data)?;
     let data = data.as_slice();
     if lengths.iter().sum::<usize>() != data.len() {
@@ -68,6 +77,9 @@ pub fn rust_bench(
     py.allow_threads(|| {
         let mut best: HashMap<&'static str, f64> = HashMap::new();
         let mut note = |k: &'static str, t: Instant| {
+            if !wanted(k) {
+                return;
+            }
             let ns = t.elapsed_ns() as f64 / n;
             let e = best.entry(k).or_insert(f64::INFINITY);
             *e = e.min(ns);
@@ -76,6 +88,9 @@ pub fn rust_bench(
         let mut out = vec![1u8; data.len()];
         let mut local = vec![1u8; 65536 + HANDLE_SIZE];
         for _ in 0..repeats.max(1) {
+            if !safe {
+                break;
+            }
             // Safe layer.
             let pool = Pool::new(PoolConfig::default())?;
             let mut hs: Vec<Handle<&Pool>> = Vec::with_capacity(offs.len());
@@ -102,7 +117,27 @@ pub fn rust_bench(
             let t = Instant::now();
             drop(hs);
             note("free", t);
-
+        }
+        for _ in 0..repeats.max(1) {
+            if !vecs {
+                break;
+            }
+            // Sources in separate heap buffers, as a list of `bytes` objects is.
+            let sources: Vec<Vec<u8>> =
+                offs.iter().map(|&(o, l)| data[o..o + l].to_vec()).collect();
+            let pool = Pool::new(PoolConfig::default())?;
+            let mut hs: Vec<Handle<&Pool>> = Vec::with_capacity(offs.len());
+            let t = Instant::now();
+            for src in &sources {
+                hs.push(pool.store(src)?);
+            }
+            note("store_vecs", t);
+            drop(hs);
+        }
+        for _ in 0..repeats.max(1) {
+            if !raw {
+                break;
+            }
             // Raw layer with a packed array of handle words.
             let pool = Pool::new(PoolConfig::default())?;
             let words: Box<[AtomicUsize]> = offs.iter().map(|_| AtomicUsize::new(0)).collect();

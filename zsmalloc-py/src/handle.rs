@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyList, PyMemoryView, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 use zsmalloc_core::{Error, Pool as CorePool, HANDLE_SIZE};
 
-use crate::buffers::{new_bytes, Exported};
+use crate::buffers::{list_of, new_bytes, Exported};
 use crate::errors::{buffer_error, zs_error, PyRes};
 use crate::pool::{Pool, GIL_RELEASE_BYTES};
 use crate::raw::copy_object;
@@ -234,30 +234,65 @@ impl Handle {
     }
 }
 
+/// Bytes per chunk of a bulk read into new `bytes` objects: a chunk is allocated with the GIL,
+/// then filled without it while its memory is still in cache.
+const READ_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Reads `n` objects (lengths `len_of(i)`) into new bytes objects: chunk by chunk, allocation
+/// with the GIL, copies with the GIL released (`copy(first, dsts)` fills objects
+/// `first..first + dsts.len()`; an empty handle is `Err(None)`).
+fn read_into_new_bytes<'py>(
+    py: Python<'py>,
+    n: usize,
+    len_of: impl Fn(usize) -> usize,
+    copy: impl Fn(usize, &[usize]) -> Result<(), Option<Error>> + Sync,
+) -> PyResult<Bound<'py, PyList>> {
+    let mut out = Vec::with_capacity(n);
+    let mut dsts: Vec<usize> = Vec::new();
+    let mut i = 0;
+    while i < n {
+        let start = i;
+        let mut bytes = 0;
+        dsts.clear();
+        while i < n && (i == start || bytes < READ_CHUNK_BYTES) {
+            let len = len_of(i);
+            let (b, p) = new_bytes(py, len)?;
+            out.push(b);
+            dsts.push(p as usize);
+            bytes += len;
+            i += 1;
+        }
+        let dsts = &dsts;
+        let copy = &copy;
+        py.allow_threads(move || copy(start, dsts))
+            .map_err(|e: Option<Error>| e.map_or_else(freed_error, crate::errors::to_py))?;
+    }
+    list_of(py, out)
+}
+
 /// Reads `handles` (all of `pool`) into new bytes objects, with the GIL released for the copies.
 pub(crate) fn read_handles<'py>(
     py: Python<'py>,
     pool: &CorePool,
     handles: &[&Handle],
 ) -> PyResult<Bound<'py, PyList>> {
-    let mut out = Vec::with_capacity(handles.len());
-    let mut dsts = Vec::with_capacity(handles.len());
-    for h in handles {
-        let (b, p) = new_bytes(py, h.len)?;
-        out.push(b);
-        dsts.push(p as usize);
-    }
-    py.allow_threads(|| {
-        for (h, &dst) in handles.iter().zip(&dsts) {
-            let _g = h.gate.read().unwrap_or_else(PoisonError::into_inner);
-            // SAFETY: each `dst` is its own new bytes object's `len` bytes; `h.word` lives as
-            // long as `h`, which the caller holds.
-            unsafe { copy_object(pool, &h.word, h.len, dst as *mut u8, None) }?;
-        }
-        Ok(())
-    })
-    .py()?;
-    Ok(PyList::new_bound(py, out))
+    read_into_new_bytes(
+        py,
+        handles.len(),
+        |i| handles[i].len,
+        |first, dsts| {
+            for (h, &dst) in handles[first..].iter().zip(dsts) {
+                let _g = h.gate.read().unwrap_or_else(PoisonError::into_inner);
+                if !h.live() {
+                    return Err(None);
+                }
+                // SAFETY: `dst` is its own new, unshared bytes object of `h.len` bytes; `h.word`
+                // lives as long as `h`, which the caller holds.
+                unsafe { copy_object(pool, &h.word, h.len, dst as *mut u8, None) }.map_err(Some)?;
+            }
+            Ok(())
+        },
+    )
 }
 
 /// Reads `handles` back to back into `out`; returns the bytes written.
@@ -295,6 +330,35 @@ fn check_out(out: &Exported, total: usize) -> PyResult<()> {
     Ok(())
 }
 
+/// Bytes of sources per chunk of `store_many(items)` (see `Handles::store_items`).
+const STORE_CHUNK_BYTES: usize = 256 * 1024;
+
+/// Stores `spans[i]` (address, length) into `words[i]`. Returns how many were stored; on error
+/// also the error (the caller frees what was stored).
+fn store_spans(
+    pool: &CorePool,
+    words: &[AtomicUsize],
+    spans: &[(usize, usize)],
+) -> Result<usize, (usize, Error)> {
+    for (i, (w, &(ptr, len))) in words.iter().zip(spans).enumerate() {
+        // SAFETY: each span is the bytes of a source the caller keeps alive (a referenced
+        // `bytes` object, which is immutable, or a held buffer export) for this call.
+        let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        // SAFETY: `words` belongs to a boxed slice that moves into a `Handles` (heap contents
+        // never move), which frees every object before it is dropped.
+        unsafe { pool.store_raw(w, data) }.map_err(|e| (i, e))?;
+    }
+    Ok(words.len())
+}
+
+/// Frees the objects of `words` (the undo of a failed bulk store).
+fn free_words(pool: &CorePool, words: &[AtomicUsize]) {
+    for w in words {
+        // SAFETY: words just filled by `store_spans`.
+        let _ = unsafe { pool.free_raw(w) };
+    }
+}
+
 /// A packed array of stored objects (`pool.store_many`): one `struct zs_handle` word and one
 /// length per object, not one Python object each. Dropping it frees every live object.
 #[pyclass(frozen, weakref, module = "zsmalloc._zsmalloc")]
@@ -319,111 +383,141 @@ impl Handles {
         items: &Bound<'_, PyAny>,
         lengths: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Handles> {
-        let py = pool_obj.py();
-        let pool = pool_obj.get().core();
-        // Every source stays alive (held by `_sources`) and exported (`_exports`) while the GIL
-        // is released; `spans` are their bytes.
-        let mut _exports: Vec<Exported> = Vec::new();
-        let (_sources, spans): (Bound<'_, PyAny>, Vec<(usize, usize)>) = match lengths {
-            None => {
-                // tuple(items): one owning, immutable container (a list could change meanwhile).
-                // SAFETY: `items` is a live object; the result is a new reference or NULL with an
-                // exception set, which `from_owned_ptr_or_err` turns into the error.
-                let tuple = unsafe {
-                    Bound::from_owned_ptr_or_err(py, ffi::PySequence_Tuple(items.as_ptr()))
-                }?
-                .downcast_into::<PyTuple>()?;
-                let mut spans = Vec::with_capacity(tuple.len());
-                for item in tuple.iter() {
-                    match item.downcast::<PyBytes>() {
-                        Ok(b) => {
-                            let s = b.as_bytes();
-                            spans.push((s.as_ptr() as usize, s.len()));
-                        }
-                        Err(_) => {
-                            let e = Exported::get(&item, false)?;
-                            let s = e.as_slice();
-                            spans.push((s.as_ptr() as usize, s.len()));
-                            _exports.push(e);
-                        }
-                    }
-                }
-                (tuple.into_any(), spans)
-            }
-            Some(lengths) => {
-                let data = Exported::get(items, false)?;
-                let lens: Vec<usize> = lengths.extract()?;
-                let total: usize = lens.iter().sum();
-                let have = data.len();
-                if total != have {
-                    return Err(PyValueError::new_err(format!(
-                        "lengths add up to {total} bytes but the buffer holds {have}"
-                    )));
-                }
-                let base = data.as_slice().as_ptr() as usize;
-                let mut off = 0;
-                let spans = lens
-                    .iter()
-                    .map(|&l| {
-                        off += l;
-                        (base + off - l, l)
-                    })
-                    .collect();
-                _exports.push(data);
-                (items.clone(), spans)
-            }
+        let (words, lens) = match lengths {
+            None => Self::store_items(pool_obj, items)?,
+            Some(lengths) => Self::store_packed(pool_obj, items, lengths)?,
         };
-        let page = pool.config().page_size as usize;
-        if let Some(&(_, l)) = spans.iter().find(|p| p.1 > page) {
-            return Err(Error::TooLarge { len: l, max: page }).py();
-        }
-        let words: Box<[AtomicUsize]> = spans.iter().map(|_| AtomicUsize::new(0)).collect();
-        let lens: Box<[u32]> = spans.iter().map(|p| p.1 as u32).collect();
-        py.allow_threads(|| {
-            for (i, &(ptr, len)) in spans.iter().enumerate() {
-                // SAFETY: each span is the bytes of a `bytes` object held by the tuple (immutable)
-                // or of a buffer export held in `_exports`, both alive until after this closure.
-                let data = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-                // SAFETY: `words` is a boxed slice that moves into the Handles (heap contents
-                // never move) and frees every object before it is dropped.
-                if let Err(e) = unsafe { pool.store_raw(&words[i], data) } {
-                    for w in &words[..i] {
-                        // SAFETY: words this call just filled.
-                        let _ = unsafe { pool.free_raw(w) };
-                    }
-                    return Err(e);
-                }
-            }
-            Ok(())
-        })
-        .py()?;
         Ok(Handles { words, lens, gate: RwLock::new(()), pool: pool_obj.clone().unbind() })
     }
 
-    pub(crate) fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let mut out = Vec::with_capacity(self.lens.len());
-        let mut dsts = Vec::with_capacity(self.lens.len());
-        for &l in self.lens.iter() {
-            let (b, p) = new_bytes(py, l as usize)?;
-            out.push(b);
-            dsts.push(p as usize);
-        }
-        let pool = self.core();
-        py.allow_threads(|| {
-            let _g = self.gate.read().unwrap_or_else(PoisonError::into_inner);
-            for (i, (&dst, &len)) in dsts.iter().zip(self.lens.iter()).enumerate() {
-                let word = &self.words[i];
-                if word.load(Ordering::Acquire) == 0 {
-                    return Err(None);
+    /// Stores each bytes-like item of a list, tuple or other iterable, chunk by chunk: a chunk's
+    /// sources are taken (and referenced) with the GIL, stored without it while their memory is
+    /// still in cache, and let go. All or nothing.
+    fn store_items(
+        pool_obj: &Bound<'_, Pool>,
+        items: &Bound<'_, PyAny>,
+    ) -> PyResult<(Box<[AtomicUsize]>, Box<[u32]>)> {
+        let py = pool_obj.py();
+        let pool = pool_obj.get().core();
+        let seq = if items.is_instance_of::<PyList>() || items.is_instance_of::<PyTuple>() {
+            items.clone()
+        } else {
+            // SAFETY: `items` is a live object; the result is a new reference or NULL with an
+            // exception set, which `from_owned_ptr_or_err` turns into the error.
+            unsafe { Bound::from_owned_ptr_or_err(py, ffi::PySequence_Tuple(items.as_ptr())) }?
+        };
+        let (list, tuple) = (seq.downcast::<PyList>().ok(), seq.downcast::<PyTuple>().ok());
+        let n = seq.len()?;
+        let words: Box<[AtomicUsize]> = (0..n).map(|_| AtomicUsize::new(0)).collect();
+        let mut lens: Vec<u32> = Vec::with_capacity(n);
+        let mut stored = 0;
+        let mut run = || -> PyResult<()> {
+            while stored < n {
+                // The chunk's sources: referenced (so they outlive the GIL-free stores even if
+                // the list changes meanwhile) and exported when they are not `bytes`.
+                let mut refs: Vec<Bound<'_, PyAny>> = Vec::new();
+                let mut exports: Vec<Exported> = Vec::new();
+                let mut spans: Vec<(usize, usize)> = Vec::new();
+                let (first, mut bytes) = (stored, 0);
+                while first + spans.len() < n && (spans.is_empty() || bytes < STORE_CHUNK_BYTES) {
+                    let i = first + spans.len();
+                    let item = match (list, tuple) {
+                        (Some(l), _) => l.get_item(i)?,
+                        (_, Some(t)) => t.get_item(i)?,
+                        _ => unreachable!("a list or a tuple"),
+                    };
+                    let span = match item.downcast::<PyBytes>() {
+                        Ok(b) => {
+                            let s = b.as_bytes();
+                            (s.as_ptr() as usize, s.len())
+                        }
+                        Err(_) => {
+                            let e = Exported::get(&item, false)?;
+                            let span = (e.as_slice().as_ptr() as usize, e.len());
+                            exports.push(e);
+                            span
+                        }
+                    };
+                    lens.push(span.1.min(u32::MAX as usize) as u32);
+                    bytes += span.1;
+                    spans.push(span);
+                    refs.push(item);
                 }
-                // SAFETY: `dst` is its own new, unshared bytes object of `len` bytes.
-                unsafe { copy_object(pool, word, len as usize, dst as *mut u8, None) }
-                    .map_err(Some)?;
+                let chunk = &words[first..first + spans.len()];
+                let done = py.allow_threads(|| store_spans(pool, chunk, &spans));
+                stored += done.as_ref().map_or_else(|(k, _)| *k, |k| *k);
+                done.map_err(|(_, e)| crate::errors::to_py(e))?;
+                drop(exports);
+                drop(refs);
             }
             Ok(())
-        })
-        .map_err(|e| e.map_or_else(freed_error, crate::errors::to_py))?;
-        Ok(PyList::new_bound(py, out))
+        };
+        if let Err(e) = run() {
+            free_words(pool, &words[..stored]);
+            return Err(e);
+        }
+        Ok((words, lens.into_boxed_slice()))
+    }
+
+    /// Stores consecutive pieces of one buffer. All or nothing.
+    fn store_packed(
+        pool_obj: &Bound<'_, Pool>,
+        data: &Bound<'_, PyAny>,
+        lengths: &Bound<'_, PyAny>,
+    ) -> PyResult<(Box<[AtomicUsize]>, Box<[u32]>)> {
+        let py = pool_obj.py();
+        let pool = pool_obj.get().core();
+        let data = Exported::get(data, false)?;
+        let lens: Vec<usize> = lengths.extract()?;
+        let total: usize = lens.iter().sum();
+        if total != data.len() {
+            return Err(PyValueError::new_err(format!(
+                "lengths add up to {total} bytes but the buffer holds {}",
+                data.len()
+            )));
+        }
+        let page = pool.config().page_size as usize;
+        if let Some(&l) = lens.iter().find(|&&l| l > page) {
+            return Err(Error::TooLarge { len: l, max: page }).py();
+        }
+        let base = data.as_slice().as_ptr() as usize;
+        let mut off = 0;
+        let spans: Vec<(usize, usize)> = lens
+            .iter()
+            .map(|&l| {
+                off += l;
+                (base + off - l, l)
+            })
+            .collect();
+        let words: Box<[AtomicUsize]> = spans.iter().map(|_| AtomicUsize::new(0)).collect();
+        if let Err((stored, e)) = py.allow_threads(|| store_spans(pool, &words, &spans)) {
+            free_words(pool, &words[..stored]);
+            return Err(e).py();
+        }
+        drop(data);
+        Ok((words, lens.iter().map(|&l| l as u32).collect()))
+    }
+
+    pub(crate) fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let pool = self.core();
+        read_into_new_bytes(
+            py,
+            self.lens.len(),
+            |i| self.lens[i] as usize,
+            |first, dsts| {
+                let _g = self.gate.read().unwrap_or_else(PoisonError::into_inner);
+                let words = self.words[first..].iter().zip(&self.lens[first..]);
+                for ((word, &len), &dst) in words.zip(dsts) {
+                    if word.load(Ordering::Acquire) == 0 {
+                        return Err(None);
+                    }
+                    // SAFETY: `dst` is its own new, unshared bytes object of `len` bytes.
+                    unsafe { copy_object(pool, word, len as usize, dst as *mut u8, None) }
+                        .map_err(Some)?;
+                }
+                Ok(())
+            },
+        )
     }
 
     pub(crate) fn read_all_into(&self, py: Python<'_>, out: &Exported) -> PyResult<usize> {
@@ -433,22 +527,30 @@ impl Handles {
         let pool = self.core();
         py.allow_threads(|| {
             let _g = self.gate.read().unwrap_or_else(PoisonError::into_inner);
-            // Last object first: a spanning object is copied with its 8-byte header just before
-            // its destination, over bytes of earlier objects that are written afterwards.
-            let mut end = total;
-            for (word, &len) in self.words.iter().zip(self.lens.iter()).rev() {
+            // In store order (hardware prefetch follows the pages). A spanning object is copied
+            // with its 8-byte header just before its destination: those 8 bytes of the previous
+            // object are saved and put back, so each object is copied once.
+            let mut off = 0;
+            for (word, &len) in self.words.iter().zip(self.lens.iter()) {
                 let len = len as usize;
-                let off = end - len;
-                end = off;
                 if word.load(Ordering::Acquire) == 0 {
                     return Err(None);
                 }
                 let dst = (base + off) as *mut u8;
-                let local = (off >= HANDLE_SIZE).then(|| (base + off - HANDLE_SIZE) as *mut u8);
-                // SAFETY: `dst .. dst+len` lies in the export; `local`, when given, covers the
-                // 8 bytes before `dst` (not yet written: lower offsets are filled later) and the
-                // object's own range.
-                unsafe { copy_object(pool, word, len, dst, local) }.map_err(Some)?;
+                if off >= HANDLE_SIZE {
+                    let before = (base + off - HANDLE_SIZE) as *mut [u8; HANDLE_SIZE];
+                    // SAFETY: `before .. dst + len` lies in the export (total checked above);
+                    // the read section writes at most the header there and the object at `dst`.
+                    unsafe {
+                        let saved = before.read_unaligned();
+                        copy_object(pool, word, len, dst, Some(before as *mut u8)).map_err(Some)?;
+                        before.write_unaligned(saved);
+                    }
+                } else {
+                    // SAFETY: `dst .. dst + len` lies in the export.
+                    unsafe { copy_object(pool, word, len, dst, None) }.map_err(Some)?;
+                }
+                off += len;
             }
             Ok(())
         })
