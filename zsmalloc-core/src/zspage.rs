@@ -64,23 +64,26 @@ impl Fullness {
     }
 }
 
+/// Laid out for readers: everything a read section touches (pin, state, class, `fresh`, the
+/// huge header and the first ten pages) shares the first cache line; lock-held list fields follow.
+#[repr(C, align(64))]
 pub struct Zspage {
     pub pin: PinWord,
     /// `generation << 1 | live`.
     state: AtomicU32,
     class_pos: AtomicU32,
-    pub inuse: AtomicU32,
     /// Objects `fresh..objs` were never handed out; they follow the freed ones on the freelist.
     pub fresh: AtomicU32,
+    /// Header word of a huge zspage's single object (huge objects carry no in-object header).
+    pub huge_header: AtomicU64,
+    pages: [AtomicU32; MAX_CHAIN_SIZE as usize],
+    pub inuse: AtomicU32,
     /// Most recently freed object + 1 (0: none); the rest of the LIFO is linked through the
     /// free objects' header words.
     pub free_head: AtomicU32,
     pub group: AtomicU32,
     pub prev: AtomicU32,
     pub next: AtomicU32,
-    /// Header word of a huge zspage's single object (huge objects carry no in-object header).
-    pub huge_header: AtomicU64,
-    pages: [AtomicU32; MAX_CHAIN_SIZE as usize],
 }
 
 impl Default for Zspage {
