@@ -3,7 +3,7 @@
 Per-object cost of the Python API against the pure-Rust cost of the same operations, measured
 in the same process and build (``zsmalloc._zsmalloc.rust_bench``):
 
-    python zsmalloc-py/bench/speed.py                  # 100k objects, best of 5
+    python zsmalloc-py/bench/speed.py                  # 100k objects, 11 rounds
     python zsmalloc-py/bench/speed.py -n 20000 -r 3 --json
 
 Objects: sizes from normal(694, 474) rounded and clipped to 1..4096 (seeded), random bytes.
@@ -177,7 +177,7 @@ def measure(n: int = 100_000, repeats: int = 5, seed: int = 694) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-n", "--objects", type=int, default=100_000)
-    ap.add_argument("-r", "--repeats", type=int, default=5)
+    ap.add_argument("-r", "--repeats", type=int, default=11)
     ap.add_argument("--seed", type=int, default=694)
     ap.add_argument("--json", action="store_true", help="print JSON instead of a table")
     args = ap.parse_args(argv)

@@ -64,6 +64,24 @@ fn freed_error() -> PyErr {
     zs_error(Error::InvalidHandle("").errno(), "invalid handle: its object was freed")
 }
 
+/// Why a gated operation was refused. Built with the GIL released (while the gate is held) and
+/// turned into an exception once the gate is let go.
+enum Refused {
+    Freed,
+    ViewOpen,
+    Core(Error),
+}
+
+impl From<Refused> for PyErr {
+    fn from(r: Refused) -> PyErr {
+        match r {
+            Refused::Freed => freed_error(),
+            Refused::ViewOpen => busy_error(),
+            Refused::Core(e) => crate::errors::to_py(e),
+        }
+    }
+}
+
 fn busy_error() -> PyErr {
     zs_error(
         Error::Busy.errno(),
@@ -152,26 +170,28 @@ impl Handle {
         let (pool, word, views) = (self.core(), &*self.word, &self.views);
         exclusive(py, &self.gate, data.len() >= GIL_RELEASE_BYTES, move || {
             if views.load(Ordering::Acquire) != 0 {
-                return Err(busy_error());
+                return Err(Refused::ViewOpen);
             }
             // SAFETY: the exclusive gate excludes every other read of this object through this
             // handle, and no view is open; C readers of `h.address` must not overlap (C ABI).
-            unsafe { pool.write_raw(word, data) }.py()
+            unsafe { pool.write_raw(word, data) }.map_err(Refused::Core)
         })
+        .map_err(PyErr::from)
     }
 
     pub(crate) fn free_now(&self, py: Python<'_>) -> PyResult<()> {
         let (pool, word, views) = (self.core(), &*self.word, &self.views);
         exclusive(py, &self.gate, false, move || {
             if word.load(Ordering::Acquire) == 0 {
-                return Err(freed_error());
+                return Err(Refused::Freed);
             }
             if views.load(Ordering::Acquire) != 0 {
-                return Err(busy_error());
+                return Err(Refused::ViewOpen);
             }
             // SAFETY: this handle's own word.
-            unsafe { pool.free_raw(word) }.py()
+            unsafe { pool.free_raw(word) }.map_err(Refused::Core)
         })
+        .map_err(PyErr::from)
     }
 }
 
@@ -330,6 +350,9 @@ fn check_out(out: &Exported, total: usize) -> PyResult<()> {
     Ok(())
 }
 
+/// What a bulk store made: the handle words and the objects' lengths.
+type Stored = (Box<[AtomicUsize]>, Box<[u32]>);
+
 /// Bytes of sources per chunk of `store_many(items)` (see `Handles::store_items`).
 const STORE_CHUNK_BYTES: usize = 256 * 1024;
 
@@ -393,10 +416,7 @@ impl Handles {
     /// Stores each bytes-like item of a list, tuple or other iterable, chunk by chunk: a chunk's
     /// sources are taken (and referenced) with the GIL, stored without it while their memory is
     /// still in cache, and let go. All or nothing.
-    fn store_items(
-        pool_obj: &Bound<'_, Pool>,
-        items: &Bound<'_, PyAny>,
-    ) -> PyResult<(Box<[AtomicUsize]>, Box<[u32]>)> {
+    fn store_items(pool_obj: &Bound<'_, Pool>, items: &Bound<'_, PyAny>) -> PyResult<Stored> {
         let py = pool_obj.py();
         let pool = pool_obj.get().core();
         let seq = if items.is_instance_of::<PyList>() || items.is_instance_of::<PyTuple>() {
@@ -464,7 +484,7 @@ impl Handles {
         pool_obj: &Bound<'_, Pool>,
         data: &Bound<'_, PyAny>,
         lengths: &Bound<'_, PyAny>,
-    ) -> PyResult<(Box<[AtomicUsize]>, Box<[u32]>)> {
+    ) -> PyResult<Stored> {
         let py = pool_obj.py();
         let pool = pool_obj.get().core();
         let data = Exported::get(data, false)?;
@@ -651,10 +671,10 @@ impl Handles {
         let (pool, word) = (self.core(), &self.words[i]);
         shared(py, &self.gate, len >= GIL_RELEASE_BYTES, move || {
             if word.load(Ordering::Acquire) == 0 {
-                return Err(freed_error());
+                return Err(Refused::Freed);
             }
             // SAFETY: `dst` is the new, unshared bytes object's `len` bytes.
-            unsafe { copy_object(pool, word, len, dst as *mut u8, None) }.py()
+            unsafe { copy_object(pool, word, len, dst as *mut u8, None) }.map_err(Refused::Core)
         })?;
         Ok(bytes)
     }
@@ -666,10 +686,10 @@ impl Handles {
         let (pool, from) = (self.core(), &self.words[i]);
         exclusive(py, &self.gate, false, || {
             if from.load(Ordering::Acquire) == 0 {
-                return Err(freed_error());
+                return Err(Refused::Freed);
             }
             // SAFETY: `to` is a fresh heap word that moves into the new Handle (stable address).
-            unsafe { pool.handle_move_raw(from, &to) }.py()
+            unsafe { pool.handle_move_raw(from, &to) }.map_err(Refused::Core)
         })?;
         Ok(Handle::new(self.pool.clone_ref(py), to, self.lens[i] as usize))
     }

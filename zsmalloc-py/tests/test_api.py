@@ -393,3 +393,14 @@ def test_package_metadata():
     assert zsmalloc.HANDLE_SIZE == 8
     assert zsmalloc.library_path().endswith(".so")
     assert issubclass(zsmalloc.ZsError, OSError)
+
+
+def test_an_abandoned_view_ends_its_section_when_collected(pool):
+    h = pool.store(b"abandoned")
+    view = pool.view(h)
+    mv = view.__enter__()  # never exited: the view and its memoryview refer to each other
+    assert bytes(mv) == b"abandoned"
+    del view, mv
+    gc.collect()
+    pool.free(h)  # not EBUSY: the read section ended
+    assert pool.total_pages == 0
