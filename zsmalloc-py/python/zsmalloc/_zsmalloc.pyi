@@ -2,13 +2,12 @@
 
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Literal, TypedDict, final
+from typing import Literal, TypedDict, final, overload
 
 from typing_extensions import Buffer
 
 HANDLE_SIZE: int
 __version__: str
-__file__: str
 
 ChainPolicy = str | Callable[[int, int, int], int]
 
@@ -73,17 +72,17 @@ class ZsError(OSError):
 class Pool:
     """A zsmalloc pool; safe to share between threads."""
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         name: str = "pool",
         *,
         page_size: int = 4096,
         chain_size: int = 8,
         class_delta: int = 0,
-        chain_policy: ChainPolicy | None = "classic",
+        chain_policy: ChainPolicy | None = None,  # None: "classic"
         read_mode: Literal["copy"] | str = "copy",
         mem_limit_pages: int = 0,
-    ) -> None: ...
+    ) -> Pool: ...
     @classmethod
     def from_env(cls, name: str = "pool") -> Pool: ...
     @classmethod
@@ -117,9 +116,10 @@ class Pool:
     def store_many(
         self, items: Iterable[Buffer] | Buffer, lengths: Iterable[int] | None = None
     ) -> Handles: ...
-    def read_many(
-        self, handles: Handles | Iterable[Handle], out: Buffer | None = None
-    ) -> Any: ...
+    @overload
+    def read_many(self, handles: Handles | Iterable[Handle], out: None = None) -> list[bytes]: ...
+    @overload
+    def read_many(self, handles: Handles | Iterable[Handle], out: Buffer) -> int: ...
     def read_raw(self, handle_address: int) -> bytes: ...
 
 @final
@@ -183,9 +183,11 @@ def class_table(
     page_size: int = 4096,
     chain_size: int = 8,
     class_delta: int = 0,
-    chain_policy: ChainPolicy | None = "classic",
+    chain_policy: ChainPolicy | None = None,  # None: "classic"
     read_mode: str = "copy",
     mem_limit_pages: int = 0,
 ) -> list[ClassTableRow]: ...
-def rust_bench(data: Buffer, lengths: list[int], repeats: int = 5) -> dict[str, float]: ...
+def rust_bench(
+    data: Buffer, lengths: list[int], repeats: int = 5, ops: list[str] | None = None
+) -> dict[str, float]: ...
 def _c_abi_symbols() -> dict[str, int]: ...

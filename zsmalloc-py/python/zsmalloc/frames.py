@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from . import _zsmalloc
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd
+    import pandas as pd  # type: ignore[import-untyped]
 
     from ._zsmalloc import Pool
 
@@ -46,9 +46,9 @@ def class_stats(pool: "Pool") -> "pd.DataFrame":
     """``pool.class_stats()`` as a DataFrame indexed by class index, with the 12 fullness
     groups as columns ``fullness_0 .. fullness_11`` and ``tail_waste_pct`` added."""
     pd = require_pandas()
-    rows = []
-    for r in pool.class_stats():
-        r = dict(r)
+    rows: list[dict[str, Any]] = []
+    for stats in pool.class_stats():
+        r: dict[str, Any] = dict(stats)
         for g, count in enumerate(r.pop("fullness")):
             r[f"fullness_{g}"] = count
         rows.append(r)
@@ -66,7 +66,7 @@ def class_table(*, by_index: bool = False, **config: Any) -> "pd.DataFrame":
     two configurations with the same page size and delta line up row by row.
     """
     pd = require_pandas()
-    rows = _zsmalloc.class_table(**config)
+    rows: list[dict[str, Any]] = [dict(r) for r in _zsmalloc.class_table(**config)]
     page = config.get("page_size", 4096)
     if by_index:
         delta = config.get("class_delta") or page >> 8
@@ -102,9 +102,10 @@ def results(
     numeric column, rounded to one decimal like the kernel's reports.
     """
     pd = require_pandas()
-    if not isinstance(runs, Mapping):
-        runs = {i: r for i, r in enumerate(runs)}
-    df = pd.DataFrame([dict(v) for v in runs.values()], index=list(runs.keys()))
+    labelled: Mapping[Any, Mapping[str, Any]] = (
+        runs if isinstance(runs, Mapping) else dict(enumerate(runs))
+    )
+    df = pd.DataFrame([dict(v) for v in labelled.values()], index=list(labelled.keys()))
     if base is not None:
         # Integer counts and one-decimal deltas side by side: keep each cell as it is.
         df = df.astype(object)
