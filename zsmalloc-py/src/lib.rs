@@ -10,6 +10,7 @@
 // pyo3 0.22's #[pymethods] expansion converts `PyErr` into itself for every fallible method,
 // which newer clippy flags at each method (fixed in pyo3 0.23).
 #![allow(clippy::useless_conversion)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
