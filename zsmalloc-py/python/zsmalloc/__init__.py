@@ -50,14 +50,6 @@ __all__ = [
 
 __version__: str = _zsmalloc.__version__
 
-# Present the classes as members of the public package.
-for _cls in (Handle, Handles, Pool, View, ZsError):
-    try:
-        _cls.__module__ = "zsmalloc"
-    except (AttributeError, TypeError):  # immutable extension types
-        pass
-del _cls
-
 
 def library_path() -> str:
     """Path of a shared library exporting the C ABI over this very allocator instance.
@@ -99,8 +91,11 @@ def kernel_test(
     stored = 0
     for size in sizes:
         # Distinct content per object: byte j of object i is (i * 31 + j) & 0xff.
-        base = bytes(range(256)) * (size // 256 + 2)
-        data = b"".join(base[(i * 31) & 0xFF : ((i * 31) & 0xFF) + size] for i in range(n))
+        if verify:
+            base = bytes(range(256)) * (size // 256 + 2)
+            data = b"".join(base[(i * 31) & 0xFF : ((i * 31) & 0xFF) + size] for i in range(n))
+        else:
+            data = bytes(size * n)
         arrays.append((size, data, pool.store_many(data, [size] * n)))
         stored += size * n
     pages = pool.total_pages
