@@ -124,13 +124,21 @@ def test_concurrent_frees_of_one_handle_free_it_once(pool):
 @pytest.mark.parametrize("call", ["store_many", "read_many", "compact"])
 def test_heavy_calls_release_the_gil(call):
     """With a long switch interval, another Python thread can only run during a call if the
-    call itself released the GIL."""
-    pool = zsmalloc.Pool()
+    call itself released the GIL. (A few attempts: on a loaded machine the OS may not schedule
+    the observing thread inside one short call.)"""
     items = [bytes([i & 0xFF]) * 700 for i in range(150_000)]
+    for _ in range(5):
+        if _ran_during(call, items):
+            return
+    pytest.fail(f"{call} held the GIL for its whole run, 5 times")
+
+
+def _ran_during(call, items):
+    pool = zsmalloc.Pool()
     hs = pool.store_many(items) if call != "store_many" else None
+    kept = []
     if call == "compact":
-        hs.take(0)
-        kept = [hs.take(i) for i in range(1, len(items), 40)]
+        kept = [(i, hs.take(i)) for i in range(1, len(items), 40)]
         hs.free()
     started, in_call, done = threading.Event(), threading.Event(), threading.Event()
     ran_during_call = []
@@ -143,7 +151,7 @@ def test_heavy_calls_release_the_gil(call):
         elif call == "read_many":
             pool.read_many(hs)
         else:
-            pool.compact()
+            assert pool.compact() > 0
         done.set()
 
     old = sys.getswitchinterval()
@@ -160,6 +168,5 @@ def test_heavy_calls_release_the_gil(call):
         t.join()
     finally:
         sys.setswitchinterval(old)
-    assert ran_during_call, f"{call} held the GIL for its whole run"
-    if call == "compact":
-        assert all(pool.read(h) for h in kept)
+    assert all(pool.read(h) == items[i] for i, h in kept)  # moved by compaction, intact
+    return bool(ran_during_call)
