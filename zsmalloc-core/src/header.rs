@@ -68,6 +68,12 @@ pub fn readers(word: u64) -> u64 {
     (word & READER_MASK) >> READER_SHIFT
 }
 
+/// `word` with its reader count cleared.
+#[inline]
+pub fn without_readers(word: u64) -> u64 {
+    word & !READER_MASK
+}
+
 /// A free slot's word linking to the next free object (`None` = end of list).
 #[inline]
 pub fn free_link(next: Option<u32>) -> u64 {

@@ -501,7 +501,10 @@ impl Pool {
         debug_assert!(src_gen.is_some());
         for obj in 0..size_class::fresh(src) {
             let word = self.header_word(src, info, obj);
-            let hdr = word.load(Ordering::Acquire);
+            // Reader bits on a zspage locked for migration belong to a reader that raced a free
+            // and a page reuse and is backing out (it holds no pin here, and fails its own
+            // generation check): the moved copy starts with none, so none can leak.
+            let hdr = header::without_readers(word.load(Ordering::Acquire));
             if !header::is_allocated(hdr) {
                 continue;
             }
