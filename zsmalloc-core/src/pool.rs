@@ -322,6 +322,15 @@ impl Pool {
         local_copy.add(HDR as usize)
     }
 
+    /// Copies the object of `h` into `out` (at least its length) in one call: a read section
+    /// begun and ended without handing out a pointer. Returns the length.
+    ///
+    /// # Safety
+    /// As [`Pool::free_raw`].
+    pub unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
+        self.read_word_into(h, out)
+    }
+
     /// Ends a read section begun by `read_begin_raw` or `read_sg_begin_raw`.
     ///
     /// # Safety
