@@ -125,48 +125,8 @@ pub struct CorpusFacts {
     pub read_time_s: Option<f64>,
 }
 
-/// One class's row of a run (debugfs `classes` plus layout facts).
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
-pub struct ClassRow {
-    pub index: u32,
-    pub size: u32,
-    pub pages_per_zspage: u32,
-    pub objs_per_zspage: u32,
-    pub huge: bool,
-    /// Zspages per fullness group: 0 empty, 1..=10 by tenths of use, 11 full.
-    pub fullness: [u64; 12],
-    pub obj_allocated: u64,
-    pub obj_used: u64,
-    pub pages_used: u64,
-    pub freeable: u64,
-    pub spanning_per_zspage: u32,
-    pub tail_waste: u32,
-    pub worst_merge_waste: u32,
-    pub first_index: u32,
-    pub bytes_stored: u64,
-}
-
-impl From<&ClassStats> for ClassRow {
-    fn from(c: &ClassStats) -> Self {
-        ClassRow {
-            index: c.index,
-            size: c.size,
-            pages_per_zspage: c.pages_per_zspage,
-            objs_per_zspage: c.objs_per_zspage,
-            huge: c.huge,
-            fullness: c.fullness,
-            obj_allocated: c.obj_allocated,
-            obj_used: c.obj_used,
-            pages_used: c.pages_used,
-            freeable: c.freeable,
-            spanning_per_zspage: c.spanning_per_zspage,
-            tail_waste: c.tail_waste,
-            worst_merge_waste: c.worst_merge_waste,
-            first_index: c.first_index,
-            bytes_stored: c.bytes_stored,
-        }
-    }
-}
+/// One class's row of a run: the core's row (debugfs `classes` plus layout facts), serialisable.
+pub type ClassRow = ClassStats;
 
 /// Everything one run of one workload on one configuration measured.
 #[derive(Debug, Clone, Serialize)]

@@ -7,7 +7,7 @@ use super::config::{ConfigDesc, ConfigSpec};
 use super::driver::Driver;
 use super::error::LabResult;
 use super::progress::{Progress, ProgressSink};
-use super::result::{utilization_permille, ClassRow, RunResult};
+use super::result::{utilization_permille, RunResult};
 use super::trace_format::TraceWriter;
 use super::workload::Workload;
 use crate::Pool;
@@ -93,7 +93,7 @@ pub fn run_one(
         wall_time_s: opts.timing.then(|| (wall.as_secs_f64() * 1e3).round() / 1e3),
         kernel_test: extra.kernel_test,
         corpus: extra.corpus,
-        classes: opts.per_class.then(|| class_stats.iter().map(ClassRow::from).collect()),
+        classes: opts.per_class.then(|| class_stats.clone()),
         class_stats,
         timeline: outcome.samples,
     })
