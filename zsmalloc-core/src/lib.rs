@@ -15,6 +15,8 @@
 //! Two handle layers: the safe [`Handle`] (pool-owned slot, freed on drop) and the raw layer
 //! (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own records.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
