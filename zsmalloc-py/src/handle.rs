@@ -129,7 +129,7 @@ impl Handle {
         shared(py, &self.gate, len >= GIL_RELEASE_BYTES, move || {
             // SAFETY: `dst` is the new, unshared bytes object's `len` bytes; `word` is this
             // handle's word, alive as long as `self`.
-            unsafe { copy_object(pool, word, len, dst as *mut u8, None) }
+            unsafe { copy_object(pool, word, len, dst as *mut u8) }
         })
         .py()?;
         Ok(bytes)
@@ -150,7 +150,7 @@ impl Handle {
         let (pool, word, len) = (self.core(), &*self.word, self.len);
         shared(py, &self.gate, len >= GIL_RELEASE_BYTES, move || {
             // SAFETY: `dst` is a writable export of at least `len` bytes, held by the caller.
-            unsafe { copy_object(pool, word, len, dst as *mut u8, None) }
+            unsafe { copy_object(pool, word, len, dst as *mut u8) }
         })
         .py()?;
         Ok(self.len)
@@ -308,7 +308,7 @@ pub(crate) fn read_handles<'py>(
                 }
                 // SAFETY: `dst` is its own new, unshared bytes object of `h.len` bytes; `h.word`
                 // lives as long as `h`, which the caller holds.
-                unsafe { copy_object(pool, &h.word, h.len, dst as *mut u8, None) }.map_err(Some)?;
+                unsafe { copy_object(pool, &h.word, h.len, dst as *mut u8) }.map_err(Some)?;
             }
             Ok(())
         },
@@ -330,7 +330,7 @@ pub(crate) fn read_handles_into(
         for h in handles {
             let _g = h.gate.read().unwrap_or_else(PoisonError::into_inner);
             // SAFETY: `base + off .. + len` lies within the export (total checked above).
-            unsafe { copy_object(pool, &h.word, h.len, (base + off) as *mut u8, None) }?;
+            unsafe { copy_object(pool, &h.word, h.len, (base + off) as *mut u8) }?;
             off += h.len;
         }
         Ok(())
@@ -564,7 +564,7 @@ impl Handles {
                         return Err(None);
                     }
                     // SAFETY: `dst` is its own new, unshared bytes object of `len` bytes.
-                    unsafe { copy_object(pool, word, len as usize, dst as *mut u8, None) }
+                    unsafe { copy_object(pool, word, len as usize, dst as *mut u8) }
                         .map_err(Some)?;
                 }
                 Ok(())
@@ -579,9 +579,7 @@ impl Handles {
         let pool = self.core();
         py.allow_threads(|| {
             let _g = self.gate.read().unwrap_or_else(PoisonError::into_inner);
-            // In store order (hardware prefetch follows the pages). A spanning object is copied
-            // with its 8-byte header just before its destination: those 8 bytes of the previous
-            // object are saved and put back, so each object is copied once.
+            // In store order (hardware prefetch follows the pages); each object copied once.
             let mut off = 0;
             for (word, &len) in self.words.iter().zip(self.lens.iter()) {
                 let len = len as usize;
@@ -589,19 +587,8 @@ impl Handles {
                     return Err(None);
                 }
                 let dst = (base + off) as *mut u8;
-                if off >= HANDLE_SIZE {
-                    let before = (base + off - HANDLE_SIZE) as *mut [u8; HANDLE_SIZE];
-                    // SAFETY: `before .. dst + len` lies in the export (total checked above);
-                    // the read section writes at most the header there and the object at `dst`.
-                    unsafe {
-                        let saved = before.read_unaligned();
-                        copy_object(pool, word, len, dst, Some(before as *mut u8)).map_err(Some)?;
-                        before.write_unaligned(saved);
-                    }
-                } else {
-                    // SAFETY: `dst .. dst + len` lies in the export.
-                    unsafe { copy_object(pool, word, len, dst, None) }.map_err(Some)?;
-                }
+                // SAFETY: `dst .. dst + len` lies in the export (total checked above).
+                unsafe { copy_object(pool, word, len, dst) }.map_err(Some)?;
                 off += len;
             }
             Ok(())
@@ -706,7 +693,7 @@ impl Handles {
                 return Err(Refused::Freed);
             }
             // SAFETY: `dst` is the new, unshared bytes object's `len` bytes.
-            unsafe { copy_object(pool, word, len, dst as *mut u8, None) }.map_err(Refused::Core)
+            unsafe { copy_object(pool, word, len, dst as *mut u8) }.map_err(Refused::Core)
         })?;
         Ok(bytes)
     }

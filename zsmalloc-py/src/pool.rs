@@ -372,7 +372,7 @@ impl Pool {
         let copy = move || {
             // SAFETY: `dst` is the new bytes object's `len` bytes (owned, unshared); `word` as
             // above. A length changed meanwhile (freed and re-stored) is refused by the core.
-            unsafe { raw::copy_object(pool, word, len, dst as *mut u8, None) }
+            unsafe { raw::copy_object(pool, word, len, dst as *mut u8) }
         };
         if len >= GIL_RELEASE_BYTES { py.allow_threads(copy) } else { copy() }.py()?;
         Ok(bytes)
