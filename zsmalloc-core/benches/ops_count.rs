@@ -35,21 +35,21 @@ fn main() {
         "safe" => {
             let pool = common::pool();
             let mut m = SafeModel::fill(&pool, &w);
-            m.run(&w, &mut at, ops);
+            timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
         "raw" => {
             let pool = common::pool();
             let mut m = RawModel::fill(&pool, &w);
-            m.run(&w, &mut at, ops);
+            timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
         "malloc" => {
             let mut m = MallocModel::fill(&w);
-            m.run(&w, &mut at, ops);
+            timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
-        "read-safe" | "read-raw" | "read-malloc" => {
+        m if m.starts_with("read-") => {
             // The non-spanning objects, from a safe-layer pool (placement is deterministic).
             let pool = common::pool();
             let safe = SafeModel::fill(&pool, &w);
@@ -57,24 +57,45 @@ fn main() {
             let order = w.read_order(|i| !flags[i]);
             let (mut local, mut out) = common::read_buffers();
             match mode {
-                "read-safe" => common::read_safe(&safe, &order, &mut at, ops, &mut local, &mut out),
+                "read-safe" => timed(ops, || {
+                    common::read_safe(&safe, &order, &mut at, ops, &mut local, &mut out)
+                }),
+                m if m.starts_with("read-probe") => {
+                    let mode: u32 = m[10..].parse().unwrap();
+                    drop(safe);
+                    let pool = common::pool();
+                    let raw = RawModel::fill(&pool, &w);
+                    timed(ops, || common::read_probe(&raw, &order, &mut at, ops, &mut out, mode));
+                    done();
+                }
                 "read-raw" => {
                     drop(safe);
                     let pool = common::pool();
                     let raw = RawModel::fill(&pool, &w);
-                    common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out);
+                    timed(ops, || common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out));
                     done();
                 }
                 _ => {
                     drop(safe);
                     let base = MallocModel::fill(&w);
-                    common::read_malloc(&base, &order, &mut at, ops, &mut out);
+                    timed(ops, || common::read_malloc(&base, &order, &mut at, ops, &mut out));
                     done();
                 }
             }
             done();
         }
         _ => panic!("{USAGE}"),
+    }
+}
+
+/// Runs the operations; with `OPS_TIME=1` prints their wall time per operation to stderr (a quick
+/// check while changing code; the figures of record come from criterion).
+fn timed(ops: u64, f: impl FnOnce()) {
+    let start = std::time::Instant::now();
+    f();
+    if std::env::var_os("OPS_TIME").is_some() {
+        let ns = start.elapsed().as_nanos() as f64 / ops.max(1) as f64;
+        eprintln!("{ns:.1} ns/op");
     }
 }
 

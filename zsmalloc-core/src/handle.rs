@@ -1,17 +1,26 @@
 //! Handles: the word that names an object's location, and the safe layer's pool-owned slots.
 //!
+//! Handles: the word that names an object's location, and the safe layer's pool-owned slots.
+//!
 //! Handle word (never 0 for a live object; 0 = empty):
 //!
 //! ```text
-//!  63      56 55              32 31          16 15            0
-//! +----------+------------------+--------------+---------------+
-//! | pool tag |   zspage slot    |  generation  | object idx + 1|
-//! +----------+------------------+--------------+---------------+
+//!  63  61 60  57 56              33 32                            0
+//! +------+------+------------------+-------------------------------+
+//! | tag  | page |   zspage slot    | header position (arena offset/8)|
+//! +------+------+------------------+-------------------------------+
 //! ```
 //!
-//! The word alone proves nothing: a handle is accepted only if its zspage slot is live with that
-//! generation and the object's header names this very handle word's address as its owner. That
-//! one check refuses handles of another pool, garbage, stale copies and double frees.
+//! The header position lets a reader start loading the object's header (and payload) from the
+//! word alone, while the zspage's metadata is still on its way: the two cache misses overlap
+//! instead of following each other. `page` is the header's page within its zspage; `tag` (1..=7,
+//! never 0) is the pool's. A huge object's position is its payload's (its header lives in the
+//! zspage's metadata).
+//!
+//! The word alone proves nothing: a handle is accepted only if its zspage slot is live, its page
+//! and position are an object start of that zspage's class that was handed out, and the
+//! object's header names this very handle word's address as its owner. That one check refuses
+//! handles of another pool, garbage, stale copies and double frees.
 
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -21,37 +30,61 @@ use crate::error::Result;
 use crate::pool::Pool;
 
 pub(crate) const MAX_ZSPAGE_SLOTS: u32 = 1 << 24;
+const POS_BITS: u32 = 33;
+const SLOT_SHIFT: u32 = POS_BITS;
+const PAGE_SHIFT: u32 = SLOT_SHIFT + 24;
+const TAG_SHIFT: u32 = PAGE_SHIFT + 4;
+/// Pool tags are 1..=7.
+pub(crate) const TAG_MAX: u8 = 7;
 
 /// A decoded handle word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Location {
     pub tag: u8,
     pub slot: u32,
-    pub generation: u16,
-    pub obj: u32,
+    /// Index of the header's page within the zspage.
+    pub page: u32,
+    /// Arena byte offset of the header (huge objects: of the payload) divided by 8.
+    pub pos: u64,
 }
 
 impl Location {
     #[inline]
     pub fn encode(self) -> usize {
-        debug_assert!(self.slot < MAX_ZSPAGE_SLOTS && self.obj < 0xffff);
-        ((self.tag as usize) << 56)
-            | ((self.slot as usize) << 32)
-            | ((self.generation as usize) << 16)
-            | (self.obj as usize + 1)
+        debug_assert!((1..=TAG_MAX).contains(&self.tag));
+        debug_assert!(self.slot < MAX_ZSPAGE_SLOTS && self.page < 16 && self.pos < 1 << POS_BITS);
+        ((self.tag as usize) << TAG_SHIFT)
+            | ((self.page as usize) << PAGE_SHIFT)
+            | ((self.slot as usize) << SLOT_SHIFT)
+            | self.pos as usize
     }
 
-    /// Decodes a non-zero word; `None` if its object index field is 0 (never produced).
+    /// Decodes a word; `None` for 0 or a tag field of 0 (never produced).
     #[inline]
     pub fn decode(word: usize) -> Option<Location> {
-        let obj = (word & 0xffff) as u32;
-        (obj != 0).then_some(Location {
-            tag: (word >> 56) as u8,
-            slot: ((word >> 32) & 0xff_ffff) as u32,
-            generation: (word >> 16) as u16,
-            obj: obj - 1,
+        let tag = (word >> TAG_SHIFT) as u8;
+        (tag != 0).then_some(Location {
+            tag,
+            page: ((word >> PAGE_SHIFT) & 0xf) as u32,
+            slot: ((word >> SLOT_SHIFT) & 0xff_ffff) as u32,
+            pos: (word & ((1 << POS_BITS) - 1)) as u64,
         })
     }
+
+    /// Arena byte offset of the header (huge: payload).
+    #[inline]
+    pub fn offset(self) -> usize {
+        (self.pos as usize) << 3
+    }
+}
+
+/// Where an object is, for diagnostics and tests: its zspage (table slot and the generation of
+/// that slot's current zspage) and its object index within the zspage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ObjectLocation {
+    pub zspage: u32,
+    pub generation: u16,
+    pub index: u32,
 }
 
 /// The safe layer's handle words: address-stable slots owned by the pool.
@@ -143,6 +176,11 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot)
     }
 
+    /// Where the object is now (see [`ObjectLocation`]); compaction may move it at any time.
+    pub fn location(&self) -> Result<ObjectLocation> {
+        self.pool.locate_word(self.slot_word())
+    }
+
     /// Length of the stored object in bytes.
     pub fn len(&self) -> usize {
         self.pool.object_len(self.slot_word()).unwrap_or(0)
@@ -186,8 +224,11 @@ mod tests {
 
     #[test]
     fn location_round_trips() {
-        let loc = Location { tag: 0xa5, slot: 0xff_fffe, generation: 0xbeef, obj: 32767 };
+        let loc = Location { tag: 5, slot: 0xff_fffe, page: 15, pos: (1 << 33) - 1 };
         assert_eq!(Location::decode(loc.encode()), Some(loc));
+        let low = Location { tag: 1, slot: 0, page: 0, pos: 0 };
+        assert_ne!(low.encode(), 0);
+        assert_eq!(Location::decode(low.encode()), Some(low));
         assert_eq!(Location::decode(0x1234_0000), None);
     }
 

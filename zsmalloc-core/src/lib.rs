@@ -41,7 +41,7 @@ pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyR
 pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{PoolConfig, ReadMode};
 pub use error::{Error, Result};
-pub use handle::Handle;
+pub use handle::{Handle, ObjectLocation};
 pub use pool::{Pool, ReadSection, SgSection};
 pub use stats::{ClassStats, PoolStats};
 

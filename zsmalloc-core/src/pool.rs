@@ -8,8 +8,12 @@
 //! - Readers take no lock: they pin the zspage (`pin.rs`), then register on the object's header
 //!   (`header.rs`). A pinned zspage is neither migrated nor released; an object with readers is
 //!   not freed (`Error::Busy`).
-//! - A store reserves its slot and writes the header under the class lock, pins the zspage, then
-//!   copies the payload and publishes the handle word outside the lock.
+//! - Migration and release both need the zspage's migration lock (`try_lock_migration`: no
+//!   pins). A free that empties a pinned zspage leaves it listed as empty; it is released by
+//!   the next free or compaction of its class that can lock it (mainline's deferred free when
+//!   `trylock_zspage` fails). Single-threaded, a zspage is never pinned when it empties.
+//! - A store allocates, writes header and payload, and publishes the handle word, all under the
+//!   class lock: the object is reachable only once complete, and nothing can move it meanwhile.
 //! - Compaction moves objects only out of zspages it could lock for migration (no pins), and
 //!   rewrites each moved object's handle word (Release) before unlocking the source.
 //! - Every owner address in a header is a live handle word: the safe layer's slots live as long
@@ -22,12 +26,12 @@ use crate::arena::{PageArena, Pfn};
 use crate::class_table::{ClassInfo, ClassTable, HDR};
 use crate::config::PoolConfig;
 use crate::error::{Error, Result};
-use crate::handle::{Handle, HandleSlots, Location};
+use crate::handle::{Handle, HandleSlots, Location, ObjectLocation, TAG_MAX};
 use crate::header::{self, Refusal};
 use crate::pin;
 use crate::size_class::{self, ClassState, SizeClass};
 use crate::stats::{AccessCounters, ClassStats, PoolStats};
-use crate::zspage::{Zspage, ZspageTable, GROUP_FULL};
+use crate::zspage::{Zspage, ZspageTable, GROUP_EMPTY, GROUP_FULL};
 
 /// One piece of an object's payload: page, offset in it, bytes.
 #[derive(Debug, Clone, Copy, Default)]
@@ -51,7 +55,8 @@ struct Layout {
 struct Pinned<'a> {
     zspage: &'a Zspage,
     info: &'a ClassInfo,
-    loc: Location,
+    slot: u32,
+    obj: u32,
     len: usize,
     header: &'a AtomicU64,
     owner: usize,
@@ -85,7 +90,7 @@ pub struct Pool {
     access: AccessCounters,
 }
 
-static NEXT_TAG: AtomicU8 = AtomicU8::new(0x5a);
+static NEXT_TAG: AtomicU8 = AtomicU8::new(0);
 
 impl Pool {
     /// A pool with `config` (validated; the environment is not read).
@@ -99,7 +104,7 @@ impl Pool {
         let classes = table.classes().iter().cloned().map(SizeClass::new).collect();
         Ok(Pool {
             name: name.to_owned(),
-            tag: NEXT_TAG.fetch_add(0x3b, Ordering::Relaxed),
+            tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) % TAG_MAX + 1,
             arena: PageArena::new(config.page_size),
             config,
             table,
@@ -234,7 +239,7 @@ impl Pool {
     ) -> Result<SgSection<'a>> {
         self.same_pool(h.pool())?;
         let p = self.pin_object(h.slot_word(), None)?;
-        let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
+        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
         self.access.record_read(layout.spanning, 0);
         Ok(SgSection { pool: self, layout, pinned: p })
     }
@@ -308,7 +313,7 @@ impl Pool {
     /// `local_copy` is writable for `p.len + HDR` bytes.
     #[inline]
     unsafe fn begin_copy(&self, p: &Pinned<'_>, local_copy: *mut u8) -> *const u8 {
-        let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
+        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
         if !layout.spanning {
             self.access.record_read(false, 0);
             let first = layout.pieces[0];
@@ -345,7 +350,7 @@ impl Pool {
     /// The segments are valid until `read_end_raw`; they must not be written.
     pub unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.pin_object(h, Some(mem_len))?;
-        let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
+        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
         self.access.record_read(layout.spanning, 0);
         Ok(self.sg_segments(&layout))
     }
@@ -356,6 +361,15 @@ impl Pool {
     /// `to` obeys the contract of [`Pool::store_raw`] from now on.
     pub unsafe fn handle_move_raw(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
         self.move_word(from, to)
+    }
+
+    /// Where the object of `h` is now (zspage slot and generation, object index): for tests,
+    /// tools and diagnostics; compaction may move it at any time.
+    ///
+    /// # Safety
+    /// As [`Pool::free_raw`].
+    pub unsafe fn location_raw(&self, h: &AtomicUsize) -> Result<ObjectLocation> {
+        self.locate_word(h)
     }
 
     /// Length of the object of `h`.
@@ -460,6 +474,7 @@ impl Pool {
         let class = &self.classes[pos];
         let info = &class.info;
         let mut st = class.lock();
+        self.release_deferred(&mut st, class);
         let mut freed = 0;
         let mut dst: Option<u32> = None;
         while st.can_compact(info) > 0 {
@@ -482,11 +497,11 @@ impl Pool {
             st.remove(&self.zspages, s);
             let (src, dz) = (self.zspage(s), self.zspage(d));
             self.migrate(info, src, d, dz, buf);
-            src.pin.unlock_migration();
             if src.inuse.load(Ordering::Relaxed) == 0 {
-                self.release_zspage(&mut st, info, s);
+                self.release_zspage(&mut st, info, s); // still locked for migration
                 freed += u64::from(info.pages_per_zspage);
             } else {
+                src.pin.unlock_migration();
                 let g = class.fullness.group(src.inuse.load(Ordering::Relaxed));
                 st.insert(&self.zspages, s, g);
             }
@@ -505,14 +520,12 @@ impl Pool {
     /// Moves live objects of `src` (locked for migration) into `dst`, in increasing object
     /// index, until `dst` is full or `src` is empty (mainline `migrate_zspage`).
     fn migrate(&self, info: &ClassInfo, src: &Zspage, d: u32, dst: &Zspage, buf: &mut [u8]) {
-        let src_gen = src.live_generation();
-        let dst_gen = dst.live_generation().expect("destination zspage is live");
-        debug_assert!(src_gen.is_some());
+        debug_assert!(src.is_live() && dst.is_live());
         for obj in 0..size_class::fresh(src) {
             let word = self.header_word(src, info, obj);
-            // Reader bits on a zspage locked for migration belong to a reader that raced a free
-            // and a page reuse and is backing out (it holds no pin here, and fails its own
-            // generation check): the moved copy starts with none, so none can leak.
+            // Reader bits on a zspage locked for migration belong to a reader that found the
+            // object freed and is backing out (a reader registers only while it pins): the moved
+            // copy starts with none, so none can leak.
             let hdr = header::without_readers(word.load(Ordering::Acquire));
             if !header::is_allocated(hdr) {
                 continue;
@@ -525,7 +538,7 @@ impl Pool {
             // SAFETY: `new_obj` was just taken from dst's freelist under the class lock and is not
             // yet reachable by any handle; the range lies within its object.
             unsafe { self.copy_pieces_in(&to, &buf[..len]) };
-            let moved = Location { tag: self.tag, slot: d, generation: dst_gen, obj: new_obj };
+            let moved = self.locate(d, dst, info, new_obj);
             // SAFETY: the header's owner is a live handle word (pool invariant, see module doc);
             // it is 8-aligned (checked at store) and only accessed atomically.
             let handle = unsafe { &*(header::owner(hdr) as *const AtomicUsize) };
@@ -621,9 +634,9 @@ impl Pool {
         Ok(())
     }
 
-    /// Allocates an object of `len` bytes owned by `h` and writes its header. Returns the pinned
-    /// zspage and the object's location; the caller copies the payload, publishes, unpins.
-    fn reserve(&self, h: &AtomicUsize, len: usize) -> Result<(&Zspage, &ClassInfo, Location)> {
+    /// Allocates an object of `len` bytes owned by `h`, copies `data` into it (if given) and
+    /// publishes it in `h`, all under the class lock.
+    fn alloc_publish(&self, h: &AtomicUsize, len: usize, data: Option<&[u8]>) -> Result<()> {
         self.check_len(len)?;
         let addr = h as *const AtomicUsize as usize;
         if addr >= header::ADDR_LIMIT {
@@ -653,47 +666,35 @@ impl Pool {
         }
         st.obj_inuse += 1;
         st.bytes_stored += len as u64;
-        // No migration can hold this zspage: compaction of this class needs the lock we hold.
-        z.pin.pin_wait();
-        drop(st);
-        let generation = z.live_generation().expect("zspage just used is live");
-        Ok((z, info, Location { tag: self.tag, slot, generation, obj }))
-    }
-
-    /// Publishes a reserved object in `h` and unpins; undoes the reservation if `h` was filled
-    /// concurrently by another thread.
-    fn publish(&self, h: &AtomicUsize, z: &Zspage, loc: Location) -> Result<()> {
-        let published = h.compare_exchange(0, loc.encode(), Ordering::AcqRel, Ordering::Acquire);
-        if published.is_err() {
-            // The header names `h` as owner; free through a word that carries the location.
-            // Still pinned, so compaction cannot move the object (and rewrite `h`) meanwhile.
-            let located = AtomicUsize::new(loc.encode());
-            let undone = self.free_located(h, &located);
-            z.pin.unpin();
-            undone?;
+        if let Some(data) = data {
+            let layout = self.layout(z, info, obj, len);
+            // SAFETY: the object was just taken from the freelist under the class lock; no handle
+            // names it yet and compaction of this class needs the lock we hold.
+            unsafe { self.copy_pieces_in(&layout, data) };
+            self.access.record_write(layout.spanning);
+        }
+        let loc = self.locate(slot, z, info, obj);
+        if h.compare_exchange(0, loc.encode(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // Another thread filled `h` meanwhile: give the object back.
+            let hw = self.header_word(z, info, obj);
+            hw.store(header::free_link(size_class::free_head(z)), Ordering::Release);
+            self.object_freed(&mut st, class, slot, z, obj, len);
             return Err(Error::HandleInUse);
         }
-        z.pin.unpin();
         Ok(())
     }
 
     fn store_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        let (z, info, loc) = self.reserve(h, data.len())?;
-        let layout = self.layout(z, info, loc.obj, data.len());
-        // SAFETY: the object was just reserved for `h`, is pinned and not yet published.
-        unsafe { self.copy_pieces_in(&layout, data) };
-        self.access.record_write(layout.spanning);
-        self.publish(h, z, loc)
+        self.alloc_publish(h, data.len(), Some(data))
     }
 
     fn alloc_word(&self, h: &AtomicUsize, len: usize) -> Result<()> {
-        let (z, _info, loc) = self.reserve(h, len)?;
-        self.publish(h, z, loc)
+        self.alloc_publish(h, len, None)
     }
 
     fn write_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         let p = self.pin_object(h, Some(data.len()))?;
-        let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
+        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
         // SAFETY: the object is pinned (not migrated, not freed); the caller guarantees no
         // concurrent read of it (`&mut Handle` in the safe layer, `write_raw`'s contract).
         unsafe { self.copy_pieces_in(&layout, data) };
@@ -737,10 +738,12 @@ impl Pool {
         Ok(slot)
     }
 
-    /// Releases an empty, unlisted zspage (mainline `free_zspage`). Caller holds the class lock.
+    /// Releases an empty, unlisted zspage (mainline `free_zspage`). Caller holds the class lock
+    /// and the zspage's migration lock, which this releases once the zspage is dead.
     fn release_zspage(&self, st: &mut ClassState, info: &ClassInfo, slot: u32) {
         let z = self.zspage(slot);
         z.retire();
+        z.pin.unlock_migration();
         let mut pages = [0 as Pfn; crate::config::MAX_CHAIN_SIZE as usize];
         let n = info.pages_per_zspage as usize;
         for (i, p) in pages[..n].iter_mut().enumerate() {
@@ -753,79 +756,144 @@ impl Pool {
         st.zspages -= 1;
     }
 
-    /// Decodes and checks a handle word without pinning: the tag, the slot, its generation.
-    fn resolve(&self, word: usize) -> Result<(Location, &Zspage, usize)> {
+    /// Releases the empty zspages a free had to leave because readers pinned them.
+    fn release_deferred(&self, st: &mut ClassState, class: &SizeClass) {
+        while let Some(slot) = st.find_in(&self.zspages, std::iter::once(GROUP_EMPTY), |z| {
+            z.pin.try_lock_migration()
+        }) {
+            st.remove(&self.zspages, slot);
+            self.release_zspage(st, &class.info, slot);
+        }
+    }
+
+    /// Bookkeeping once object `obj` of zspage `slot` is free (its header word already links
+    /// the freelist): counters, fullness group, release of an emptied zspage. Caller holds the
+    /// class lock.
+    fn object_freed(
+        &self,
+        st: &mut ClassState,
+        class: &SizeClass,
+        slot: u32,
+        z: &Zspage,
+        obj: u32,
+        len: usize,
+    ) {
+        size_class::obj_freed(z, obj);
+        st.obj_inuse -= 1;
+        st.bytes_stored -= len as u64;
+        if z.inuse.load(Ordering::Relaxed) != 0 {
+            st.fix_group(&self.zspages, slot, &class.fullness);
+        } else if z.pin.try_lock_migration() {
+            st.remove(&self.zspages, slot);
+            self.release_zspage(st, &class.info, slot);
+        } else {
+            st.fix_group(&self.zspages, slot, &class.fullness); // to the empty group, deferred
+        }
+    }
+
+    /// The handle word of object `obj` of zspage `slot`.
+    #[inline]
+    fn locate(&self, slot: u32, z: &Zspage, info: &ClassInfo, obj: u32) -> Location {
+        let shift = self.page_shift();
+        let start = if info.huge { 0 } else { obj as usize * info.size as usize };
+        let page = start >> shift;
+        let offset = ((z.page(page) as usize) << shift) | (start & (self.page() - 1));
+        Location { tag: self.tag, slot, page: page as u32, pos: (offset >> 3) as u64 }
+    }
+
+    /// Decodes a handle word and finds its zspage, and starts loading the object's header and
+    /// payload so that the metadata and object misses overlap. Checks nothing else.
+    #[inline]
+    fn resolve(&self, word: usize) -> Result<(Location, &Zspage)> {
+        if word == 0 {
+            return Err(Error::InvalidHandle("empty handle"));
+        }
         let loc = Location::decode(word).ok_or(Error::InvalidHandle("not a handle word"))?;
         if loc.tag != self.tag {
             return Err(Error::InvalidHandle("handle belongs to another pool (or is garbage)"));
         }
+        self.arena.prefetch(loc.offset());
         let z = self.zspages.get(loc.slot).ok_or(Error::InvalidHandle("no such zspage"))?;
-        if z.live_generation() != Some(loc.generation) {
+        Ok((loc, z))
+    }
+
+    /// Checks that `loc` is an object start in zspage `z` (live) that was handed out at least
+    /// once, so its header word is one the pool wrote, never stray bytes. Returns the class
+    /// position and the object index. Stable while `z` is pinned or its class lock is held.
+    #[inline]
+    fn check_place(&self, z: &Zspage, loc: Location) -> Result<(usize, u32)> {
+        if !z.is_live() {
             return Err(Error::InvalidHandle("stale handle: its object was freed"));
         }
         let pos = z.class_pos();
-        let info = &self.classes.get(pos).ok_or(Error::InvalidHandle("no such class"))?.info;
-        if loc.obj >= info.objs_per_zspage {
-            return Err(Error::InvalidHandle("object index out of range"));
+        let class = self.classes.get(pos).ok_or(Error::InvalidHandle("no such class"))?;
+        let info = &class.info;
+        let shift = self.page_shift();
+        let offset = loc.offset();
+        if loc.page >= info.pages_per_zspage
+            || (offset >> shift) != z.page(loc.page as usize) as usize
+        {
+            return Err(Error::InvalidHandle("stale handle: its object was freed"));
         }
-        Ok((loc, z, pos))
+        let start = ((loc.page as usize) << shift) | (offset & (self.page() - 1));
+        let obj = if info.huge { 0 } else { class.by_size.div(start as u32) };
+        if obj as usize * info.size as usize != start || obj >= info.objs_per_zspage {
+            return Err(Error::InvalidHandle("not an object of its zspage"));
+        }
+        if obj >= size_class::fresh(z) {
+            return Err(Error::InvalidHandle("object was never allocated"));
+        }
+        Ok((pos, obj))
+    }
+
+    /// The header word of the object at `loc` (checked by `check_place`).
+    #[inline]
+    fn header_at<'a>(&'a self, z: &'a Zspage, info: &ClassInfo, loc: Location) -> &'a AtomicU64 {
+        if info.huge {
+            &z.huge_header
+        } else {
+            self.arena.word_at(loc.offset())
+        }
     }
 
     /// Pins the object of `h` for reading: zspage pin plus a header reader. Checks the stored
     /// length against `mem_len` when given.
     fn pin_object(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<Pinned<'_>> {
         let addr = h as *const AtomicUsize as usize;
-        let (_, (loc, z, pos), _) = pin::pin_current(
+        let (_, (loc, z), _) = pin::pin_current(
             || h.load(Ordering::Acquire),
             |word| {
-                if word == 0 {
-                    return Err(Error::InvalidHandle("empty handle"));
-                }
-                let (loc, z, pos) = self.resolve(word)?;
-                Ok(((loc, z, pos), &z.pin))
+                let (loc, z) = self.resolve(word)?;
+                Ok(((loc, z), &z.pin))
             },
         )?;
-        let info = &self.classes[pos].info;
-        let hw = self.header_word(z, info, loc.obj);
-        let checked = (|| {
-            if z.live_generation() != Some(loc.generation) || z.class_pos() != pos {
-                return Err(Error::InvalidHandle("stale handle: its object was freed"));
-            }
-            if loc.obj >= size_class::fresh(z) {
-                return Err(Error::InvalidHandle("object was never allocated"));
-            }
+        // Pinned with the word unchanged: `z` is neither released nor migrated meanwhile, so
+        // what `check_place` finds stays true until `unpin`.
+        let pinned = (|| {
+            let (pos, obj) = self.check_place(z, loc)?;
+            let info = &self.classes[pos].info;
+            let hw = self.header_at(z, info, loc);
             let len = header::begin_read(hw, addr).map_err(refusal)?;
-            // A free racing with us may have released the zspage before our reader landed.
-            if z.live_generation() != Some(loc.generation) {
-                let _ = header::end_read(hw, addr);
-                return Err(Error::InvalidHandle("stale handle: its object was freed"));
-            }
             if let Some(m) = mem_len.filter(|&m| m != len) {
                 let _ = header::end_read(hw, addr);
                 return Err(Error::InvalidArgument(format!(
                     "read length {m} differs from the stored length {len}"
                 )));
             }
-            Ok(len)
+            Ok(Pinned { zspage: z, info, slot: loc.slot, obj, len, header: hw, owner: addr })
         })();
-        match checked {
-            Ok(len) => Ok(Pinned { zspage: z, info, loc, len, header: hw, owner: addr }),
-            Err(e) => {
-                z.pin.unpin();
-                Err(e)
-            }
+        if pinned.is_err() {
+            z.pin.unpin();
         }
+        pinned
     }
 
     /// Ends a read of the object of `h` begun by `pin_object`.
     fn unpin_object(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
         let addr = h as *const AtomicUsize as usize;
-        let word = h.load(Ordering::Acquire);
-        if word == 0 {
-            return Err(Error::InvalidHandle("empty handle"));
-        }
-        let (loc, z, pos) = self.resolve(word)?;
-        let hw = self.header_word(z, &self.classes[pos].info, loc.obj);
+        let (loc, z) = self.resolve(h.load(Ordering::Acquire))?;
+        let (pos, _) = self.check_place(z, loc)?;
+        let hw = self.header_at(z, &self.classes[pos].info, loc);
         if let Some(m) = mem_len {
             let len = header::len(hw.load(Ordering::Acquire));
             if m != len {
@@ -840,6 +908,18 @@ impl Pool {
         })?;
         z.pin.unpin();
         Ok(())
+    }
+
+    /// Where the object of `h` is.
+    pub(crate) fn locate_word(&self, h: &AtomicUsize) -> Result<ObjectLocation> {
+        let p = self.pin_object(h, None)?;
+        let generation = p.zspage.live_generation();
+        p.release();
+        Ok(ObjectLocation {
+            zspage: p.slot,
+            generation: generation.expect("a pinned zspage holding an object is live"),
+            index: p.obj,
+        })
     }
 
     pub(crate) fn object_len(&self, h: &AtomicUsize) -> Result<usize> {
@@ -858,7 +938,7 @@ impl Pool {
                 p.len
             )));
         }
-        let layout = self.layout(p.zspage, p.info, p.loc.obj, p.len);
+        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
         self.copy_pieces_out(&layout, &mut out[..p.len]);
         self.access.record_read(layout.spanning, if layout.spanning { p.len as u64 } else { 0 });
         p.release();
@@ -877,38 +957,48 @@ impl Pool {
             if word == 0 {
                 return Ok(());
             }
-            let (loc, z, pos) = match self.resolve(word) {
+            let (loc, z, class) = match self.resolve_class(word) {
                 Ok(r) => r,
                 // Compaction moved the object and released the old zspage since the load.
                 Err(_) if loc_word.load(Ordering::Acquire) != word => continue,
                 Err(e) => return Err(e),
             };
-            let class = &self.classes[pos];
-            let info = &class.info;
             let mut st = class.lock();
             if loc_word.load(Ordering::Acquire) != word {
                 continue; // compaction moved it before we took the lock
             }
-            if z.live_generation() != Some(loc.generation) || z.class_pos() != pos {
-                return Err(Error::InvalidHandle("stale handle: its object was freed"));
-            }
-            if loc.obj >= size_class::fresh(z) {
-                return Err(Error::InvalidHandle("object was never allocated"));
-            }
-            let hw = self.header_word(z, info, loc.obj);
+            let (obj, hw) = self.check_locked(z, loc, class)?;
             let len = header::try_free(hw, addr, size_class::free_head(z)).map_err(refusal)?;
-            size_class::obj_freed(z, loc.obj);
-            st.obj_inuse -= 1;
-            st.bytes_stored -= len as u64;
-            if z.inuse.load(Ordering::Relaxed) == 0 {
-                st.remove(&self.zspages, loc.slot);
-                self.release_zspage(&mut st, info, loc.slot);
-            } else {
-                st.fix_group(&self.zspages, loc.slot, &class.fullness);
+            self.object_freed(&mut st, class, loc.slot, z, obj, len);
+            if st.counts[GROUP_EMPTY] != 0 {
+                self.release_deferred(&mut st, class);
             }
             loc_word.store(0, Ordering::Release);
             return Ok(());
         }
+    }
+
+    /// `resolve` plus the class the zspage belonged to when looked at (to be locked, then
+    /// confirmed by `check_locked`).
+    fn resolve_class(&self, word: usize) -> Result<(Location, &Zspage, &SizeClass)> {
+        let (loc, z) = self.resolve(word)?;
+        let class = self.classes.get(z.class_pos()).ok_or(Error::InvalidHandle("no such class"))?;
+        Ok((loc, z, class))
+    }
+
+    /// `check_place` under the lock of `class`, which must still be the zspage's class. Returns
+    /// the object index and its header word.
+    fn check_locked<'a>(
+        &'a self,
+        z: &'a Zspage,
+        loc: Location,
+        class: &SizeClass,
+    ) -> Result<(u32, &'a AtomicU64)> {
+        let (pos, obj) = self.check_place(z, loc)?;
+        if !std::ptr::eq(&self.classes[pos], class) {
+            return Err(Error::InvalidHandle("stale handle: its object was freed"));
+        }
+        Ok((obj, self.header_at(z, &class.info, loc)))
     }
 
     fn move_word(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
@@ -924,24 +1014,17 @@ impl Pool {
         }
         loop {
             let word = from.load(Ordering::Acquire);
-            if word == 0 {
-                return Err(Error::InvalidHandle("empty handle"));
-            }
-            let (loc, z, pos) = match self.resolve(word) {
+            let (loc, z, class) = match self.resolve_class(word) {
                 Ok(r) => r,
                 // Compaction moved the object and released the old zspage since the load.
-                Err(_) if from.load(Ordering::Acquire) != word => continue,
+                Err(_) if word != 0 && from.load(Ordering::Acquire) != word => continue,
                 Err(e) => return Err(e),
             };
-            let class = &self.classes[pos];
             let _class_lock = class.lock();
             if from.load(Ordering::Acquire) != word {
                 continue;
             }
-            if loc.obj >= size_class::fresh(z) {
-                return Err(Error::InvalidHandle("object was never allocated"));
-            }
-            let hw = self.header_word(z, &class.info, loc.obj);
+            let (_, hw) = self.check_locked(z, loc, class)?;
             let cur = hw.load(Ordering::Acquire);
             header::check_owner(cur, from_addr).map_err(refusal)?;
             if header::readers(cur) != 0 {

@@ -10,20 +10,23 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::class_table::ClassInfo;
 use crate::header;
-use crate::zspage::{Fullness, Zspage, ZspageTable, GROUPS, NIL};
+use crate::zspage::{Fullness, Reciprocal, Zspage, ZspageTable, GROUPS, NIL};
 
 /// One class of the pool. Padded so neighbouring classes' locks do not share a cache line.
 #[repr(align(128))]
 pub struct SizeClass {
     pub info: ClassInfo,
     pub fullness: Fullness,
+    /// Divides an offset within a zspage by the class size (the object index of a handle).
+    pub by_size: Reciprocal,
     state: Mutex<ClassState>,
 }
 
 impl SizeClass {
     pub fn new(info: ClassInfo) -> Self {
         let fullness = Fullness::new(info.objs_per_zspage);
-        SizeClass { info, fullness, state: Mutex::new(ClassState::default()) }
+        let by_size = Reciprocal::new(info.size);
+        SizeClass { info, fullness, by_size, state: Mutex::new(ClassState::default()) }
     }
 
     /// Takes the class lock. A panic while holding it cannot leave lists half-linked (no code

@@ -38,17 +38,35 @@ pub fn fullness_group(inuse: u32, objs: u32) -> usize {
     }
 }
 
-/// `fullness_group` for one class without a division on the hot path: `ratio = 100*inuse/objs`
-/// by multiplying with `ceil(2^64 / objs)`, exact for 32-bit operands (Lemire, Kaser, Kurz 2019).
+/// Exact division of 32-bit numerators by a fixed divisor `d >= 2` with one multiplication:
+/// `n / d = (ceil(2^64 / d) * n) >> 64` (Lemire, Kaser, Kurz 2019). Used where a hot path would
+/// otherwise divide by a class's size or object count.
+#[derive(Debug, Clone, Copy)]
+pub struct Reciprocal {
+    magic: u64,
+}
+
+impl Reciprocal {
+    pub fn new(d: u32) -> Self {
+        Reciprocal { magic: if d > 1 { u64::MAX / u64::from(d) + 1 } else { 0 } }
+    }
+
+    #[inline]
+    pub fn div(&self, n: u32) -> u32 {
+        ((u128::from(self.magic) * u128::from(n)) >> 64) as u32
+    }
+}
+
+/// `fullness_group` for one class without a division on the hot path.
 #[derive(Debug, Clone, Copy)]
 pub struct Fullness {
     objs: u32,
-    magic: u64,
+    by_objs: Reciprocal,
 }
 
 impl Fullness {
     pub fn new(objs: u32) -> Self {
-        Fullness { objs, magic: if objs > 1 { u64::MAX / u64::from(objs) + 1 } else { 0 } }
+        Fullness { objs, by_objs: Reciprocal::new(objs) }
     }
 
     #[inline]
@@ -58,8 +76,8 @@ impl Fullness {
         } else if inuse == self.objs {
             GROUP_FULL
         } else {
-            let ratio = ((u128::from(self.magic) * u128::from(100 * inuse)) >> 64) as usize;
-            ratio / 10 + 1
+            // objs > 1 here (0 < inuse < objs), so the reciprocal is exact.
+            self.by_objs.div(100 * inuse) as usize / 10 + 1
         }
     }
 }
@@ -105,6 +123,11 @@ impl Default for Zspage {
 }
 
 impl Zspage {
+    #[inline]
+    pub fn is_live(&self) -> bool {
+        self.state.load(Ordering::Acquire) & 1 == 1
+    }
+
     /// The generation if the zspage is live.
     #[inline]
     pub fn live_generation(&self) -> Option<u16> {
@@ -141,7 +164,8 @@ impl Zspage {
         generation as u16
     }
 
-    /// Marks the zspage dead; stale handles naming it are refused from now on.
+    /// Marks the zspage dead; stale handles naming it are refused from now on. Caller holds the
+    /// zspage's migration lock, so no reader has it pinned.
     pub fn retire(&self) {
         let s = self.state.load(Relaxed);
         self.state.store(s & !1, Ordering::Release);
@@ -196,6 +220,16 @@ mod tests {
         assert_eq!(fullness_group(1, 10), 2);
         assert_eq!(fullness_group(1, 117), 1);
         assert_eq!(fullness_group(116, 117), 10);
+    }
+
+    #[test]
+    fn reciprocal_divides_exactly() {
+        for d in [2u32, 3, 7, 32, 48, 694, 1120, 4096, 65536] {
+            let r = Reciprocal::new(d);
+            for n in (0..(16 << 16)).step_by(97).chain([d - 1, d, d + 1, 16 * 65536 - 1]) {
+                assert_eq!(r.div(n), n / d, "{n}/{d}");
+            }
+        }
     }
 
     #[test]

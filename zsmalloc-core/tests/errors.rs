@@ -258,7 +258,7 @@ fn garbage_words_are_refused_and_never_dereferenced() {
     let mut k = populated(&p);
     let i = k.store(1, 500);
     let real = k.word(i).load(Ordering::Relaxed);
-    let tag = real & (0xff << 56);
+    let tag = real & (0b111 << 61);
     let stats = p.stats();
     let mut garbage = vec![
         1,
@@ -268,12 +268,14 @@ fn garbage_words_are_refused_and_never_dereferenced() {
         usize::MAX,
         0xdead_beef,
         0x8000_0000_0000_0000,
-        tag | 0xffff,                // slot 0, generation 0, object 65534
-        tag | (0xff_ffff << 32) | 1, // slot out of range
-        real ^ (1 << 16),            // wrong generation
-        real + 100,                  // object index never allocated in that zspage
-        (real & !0xffff) | 0xfffe,   // object index beyond the zspage
-        real ^ (0x5a << 56),         // another tag
+        tag | 0xffff,                // slot 0, page 0, a position in no page of it
+        tag | (0xff_ffff << 33) | 1, // slot out of range
+        real ^ (1 << 16),            // another position: not in this zspage's page
+        real + 100 / 8,              // a position inside the object, not an object start
+        real + 4096 / 8,             // a position in another page
+        real ^ (1 << 57),            // another page index of the zspage
+        real ^ (0b011 << 61),        // another tag
+        real ^ (1 << 33),            // another zspage slot
     ];
     // Every other live object's word: right tag, slot, generation and index, but not owned by
     // the word that presents it.
@@ -322,7 +324,7 @@ fn foreign_handles_are_refused_even_with_the_same_pool_tag() {
     let kb = populated(&b);
     let tag = |p: &Pool| {
         let h = p.store(b"x").unwrap();
-        h.word() >> 56
+        h.word() >> 61
     };
     // Safe layer: a handle of `b` given to `a`.
     let hb = b.store(&pattern(3, 900)).unwrap();
@@ -337,7 +339,7 @@ fn foreign_handles_are_refused_even_with_the_same_pool_tag() {
     drop(hb_mut);
     // Raw layer: b's words presented to a (by the owning word itself and by copies).
     let mut pools = vec![];
-    // Find a third pool sharing a's tag (tags cycle through 256 values), so only the ownership
+    // Find a third pool sharing a's tag (tags cycle through 7 values), so only the ownership
     // check can tell the pools apart.
     let twin = loop {
         let c = pool(PoolConfig::default());

@@ -197,8 +197,7 @@ impl Obj<'_> {
     }
 }
 
-/// Where the pool says an object is: the handle word's object index (documented layout:
-/// `tag:8 | zspage slot:24 | generation:16 | object index + 1:16`) and its class's geometry.
+/// Where the pool says an object is: its object index (`location`) and its class's geometry.
 #[derive(Debug, Clone, Copy)]
 struct Place {
     /// Kernel rule: a non-huge object spans when `offset + HDR + len > page`.
@@ -223,11 +222,16 @@ struct Model<'p> {
 }
 
 impl<'p> Model<'p> {
-    fn place(&self, word: usize, len: usize) -> Place {
+    fn place(&self, o: &Obj<'_>, len: usize) -> Place {
         let t = self.pool.class_table();
         let info = &t.classes()[t.position(len + HANDLE_SIZE)];
-        assert!(word & 0xffff != 0, "live handle word {word:#x} has object field 0");
-        let obj = (word & 0xffff) - 1;
+        let obj = match &o.owner {
+            Owner::Safe(h) => h.location(),
+            // SAFETY: the model's own word, holding an object of this pool.
+            Owner::Raw(w) => unsafe { self.pool.location_raw(w) },
+        }
+        .expect("location of a live object")
+        .index as usize;
         assert!(obj < info.objs_per_zspage as usize, "object index {obj} beyond {info:?}");
         if info.huge {
             return Place { spanning: false, split: false };
@@ -260,7 +264,7 @@ impl<'p> Model<'p> {
             Owner::Safe(self.pool.store(&data).expect("store"))
         };
         let obj = Obj { owner, data };
-        if self.place(obj.word(), len).spanning {
+        if self.place(&obj, len).spanning {
             self.writes_spanning += 1;
         }
         self.objs.push(obj);
@@ -283,7 +287,7 @@ impl<'p> Model<'p> {
             Owner::Safe(h)
         };
         let obj = Obj { owner, data };
-        if self.place(obj.word(), len).spanning {
+        if self.place(&obj, len).spanning {
             self.writes_spanning += 1;
         }
         self.objs.push(obj);
@@ -298,7 +302,7 @@ impl<'p> Model<'p> {
             // SAFETY: the model's own boxed word; no read section of it is open.
             Owner::Raw(w) => unsafe { pool.write_raw(w, &data) }.expect("write_raw"),
         }
-        if self.place(self.objs[i].word(), len).spanning {
+        if self.place(&self.objs[i], len).spanning {
             self.writes_spanning += 1;
         }
         self.objs[i].data = data;
@@ -326,7 +330,7 @@ impl<'p> Model<'p> {
         let pool = self.pool;
         let obj = &self.objs[i];
         let len = obj.data.len();
-        let place = self.place(obj.word(), len);
+        let place = self.place(&obj, len);
         let mut local = vec![0u8; len + HANDLE_SIZE];
         let (copied, sg) = match (&obj.owner, how) {
             (Owner::Safe(h), ReadHow::Section) => {
@@ -417,7 +421,7 @@ impl<'p> Model<'p> {
         let len = self.objs[i].data.len();
         let mut local = vec![0u8; len + HANDLE_SIZE];
         let word = self.objs[i].word();
-        let spanning = self.place(word, len).spanning;
+        let spanning = self.place(&self.objs[i], len).spanning;
         match &self.objs[i].owner {
             Owner::Safe(h) => {
                 let sec = pool.read(h, &mut local).expect("read");

@@ -1,6 +1,6 @@
 //! The faithfulness guard: a reference model of mainline zsmalloc placement (Linux 6.4+), written
 //! here from SPEC §3 independently of the pool's code, driven by random single-threaded operation
-//! sequences. After every step each live object's handle word must decode to the model's
+//! sequences. After every step each live object's location must be the model's
 //! (zspage, object index), and the per-class rows (fullness counts, obj_allocated, obj_used,
 //! pages, freeable) must equal the model's.
 //!
@@ -12,10 +12,10 @@
 //! from groups 10..1, source from groups 1..10 (pinned sources skipped), objects moved in
 //! increasing index, source put back (or released), destination put back when full.
 //!
-//! Handle words are decoded with their documented layout:
-//! `pool tag:8 | zspage slot:24 | generation:16 | object index + 1:16`. Zspage slots are an
-//! implementation detail, so the model only requires a consistent one-to-one mapping between its
-//! live zspages and the pool's live (slot, generation) pairs.
+//! Objects are located with `Handle::location` / `Pool::location_raw` (zspage slot, generation,
+//! object index). Zspage slots are an implementation detail, so the model only requires a
+//! consistent one-to-one mapping between its live zspages and the pool's live (slot, generation)
+//! pairs.
 //!
 //! Cases: 128 + 64 by default (a few seconds in release); `PROPTEST_CASES=n` for more.
 
@@ -25,7 +25,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use zsmalloc_core::{
-    ClassStats, Classic, Fixed, Handle, Heuristic, PolicyRef, Pool, PoolConfig, SgSection,
+    ClassStats, Classic, Fixed, Handle, Heuristic, ObjectLocation, PolicyRef, Pool, PoolConfig,
+    SgSection,
 };
 
 const HDR: u32 = 8;
@@ -476,6 +477,15 @@ impl Owner<'_> {
             Owner::Raw(w) => w.load(Ordering::Acquire),
         }
     }
+
+    fn location(&self, pool: &Pool) -> ObjectLocation {
+        match self {
+            Owner::Safe(h) => h.location(),
+            // SAFETY: the harness's own word, holding an object of this pool.
+            Owner::Raw(w) => unsafe { pool.location_raw(w) },
+        }
+        .expect("location of a live object")
+    }
 }
 
 struct Harness<'p> {
@@ -488,16 +498,6 @@ struct Harness<'p> {
     to_pool: HashMap<u64, (u32, u16)>,
     tag: Option<usize>,
     step: usize,
-}
-
-fn decode(word: usize) -> (usize, u32, u16, u32) {
-    assert_ne!(word & 0xffff, 0, "live handle word {word:#x} with object field 0");
-    (
-        (word >> 56),
-        ((word >> 32) & 0xff_ffff) as u32,
-        (word >> 16) as u16,
-        (word & 0xffff) as u32 - 1,
-    )
 }
 
 impl<'p> Harness<'p> {
@@ -590,7 +590,8 @@ impl<'p> Harness<'p> {
             seen.insert(p, *zs);
         }
         for (key, owner, _) in &self.live {
-            let (tag, slot, generation, obj) = decode(owner.word());
+            let tag = owner.word() >> 61;
+            let ObjectLocation { zspage: slot, generation, index: obj } = owner.location(self.pool);
             assert_eq!(*self.tag.get_or_insert(tag), tag, "one pool tag");
             let (zs, idx) = self.model.objects[key];
             assert_eq!(obj, idx, "step {}: object {key} index (model zspage {zs})", self.step);
@@ -815,8 +816,11 @@ fn lifo_reuse_head_insertion_and_compaction_order() {
     let info = t.classes()[t.position(3264)].clone();
     assert_eq!((info.size, info.pages_per_zspage, info.objs_per_zspage), (3264, 4, 5));
     let len = 3256; // + 8 = 3264
-    let obj = |h: &Handle<&Pool>| decode(h.word()).3;
-    let zs = |h: &Handle<&Pool>| (decode(h.word()).1, decode(h.word()).2);
+    let obj = |h: &Handle<&Pool>| h.location().unwrap().index;
+    let zs = |h: &Handle<&Pool>| {
+        let l = h.location().unwrap();
+        (l.zspage, l.generation)
+    };
     let mut a: Vec<_> = (0..5).map(|_| pool.store(&vec![1; len]).unwrap()).collect();
     assert_eq!(a.iter().map(obj).collect::<Vec<_>>(), [0, 1, 2, 3, 4], "fresh objects in order");
     let b: Vec<_> = (0..5).map(|_| pool.store(&vec![2; len]).unwrap()).collect();
