@@ -49,7 +49,7 @@ fn main() {
             timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
-        m if m.starts_with("read-") => {
+        "read-safe" | "read-raw" | "read-malloc" => {
             // The non-spanning objects, from a safe-layer pool (placement is deterministic).
             let pool = common::pool();
             let safe = SafeModel::fill(&pool, &w);
@@ -60,19 +60,13 @@ fn main() {
                 "read-safe" => timed(ops, || {
                     common::read_safe(&safe, &order, &mut at, ops, &mut local, &mut out)
                 }),
-                m if m.starts_with("read-probe") => {
-                    let mode: u32 = m[10..].parse().unwrap();
-                    drop(safe);
-                    let pool = common::pool();
-                    let raw = RawModel::fill(&pool, &w);
-                    timed(ops, || common::read_probe(&raw, &order, &mut at, ops, &mut out, mode));
-                    done();
-                }
                 "read-raw" => {
                     drop(safe);
                     let pool = common::pool();
                     let raw = RawModel::fill(&pool, &w);
-                    timed(ops, || common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out));
+                    timed(ops, || {
+                        common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out)
+                    });
                     done();
                 }
                 _ => {

@@ -155,11 +155,15 @@ impl HandleSlots {
 pub struct Handle<P: Deref<Target = Pool>> {
     pool: P,
     slot: u32,
+    /// The slot's word when the object was stored: only a hint (compaction may have changed the
+    /// word since) that lets the object's header be loaded alongside the slot word.
+    hint: usize,
 }
 
 impl<P: Deref<Target = Pool>> Handle<P> {
     pub(crate) fn new(pool: P, slot: u32) -> Self {
-        Handle { pool, slot }
+        let hint = pool.slots().word(slot).load(Ordering::Relaxed);
+        Handle { pool, slot, hint }
     }
 
     /// The pool holding the object.
@@ -172,7 +176,10 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot).load(Ordering::Acquire)
     }
 
+    /// The slot word, with the hinted object already on its way into the cache.
+    #[inline]
     pub(crate) fn slot_word(&self) -> &AtomicUsize {
+        self.pool.prefetch_word(self.hint);
         self.pool.slots().word(self.slot)
     }
 

@@ -57,6 +57,8 @@ struct Pinned<'a> {
     info: &'a ClassInfo,
     slot: u32,
     obj: u32,
+    /// The handle's location: header page index and arena offset.
+    loc: Location,
     len: usize,
     header: &'a AtomicU64,
     owner: usize,
@@ -239,7 +241,7 @@ impl Pool {
     ) -> Result<SgSection<'a>> {
         self.same_pool(h.pool())?;
         let p = self.pin_object(h.slot_word(), None)?;
-        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
+        let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(SgSection { pool: self, layout, pinned: p })
     }
@@ -313,7 +315,7 @@ impl Pool {
     /// `local_copy` is writable for `p.len + HDR` bytes.
     #[inline]
     unsafe fn begin_copy(&self, p: &Pinned<'_>, local_copy: *mut u8) -> *const u8 {
-        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
+        let layout = self.pinned_layout(p);
         if !layout.spanning {
             self.access.record_read(false, 0);
             let first = layout.pieces[0];
@@ -350,7 +352,7 @@ impl Pool {
     /// The segments are valid until `read_end_raw`; they must not be written.
     pub unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.pin_object(h, Some(mem_len))?;
-        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
+        let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(self.sg_segments(&layout))
     }
@@ -583,6 +585,25 @@ impl Pool {
         Layout { pieces, spanning }
     }
 
+    /// `layout` of a pinned object from its handle's location: the zspage's page list is read
+    /// only when the payload continues on the next page.
+    #[inline]
+    fn pinned_layout(&self, p: &Pinned<'_>) -> Layout {
+        let (page, offset, len) = (self.page(), p.loc.offset(), p.len);
+        let pfn = (offset >> self.page_shift()) as Pfn;
+        let in_page = offset & (page - 1);
+        if p.info.huge {
+            let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
+            return Layout { pieces, spanning: false };
+        }
+        let spanning = in_page + HDR as usize + len > page;
+        if !spanning {
+            let pieces = [Piece { pfn, offset: in_page + HDR as usize, len }, Piece::default()];
+            return Layout { pieces, spanning };
+        }
+        self.layout(p.zspage, p.info, p.obj, len)
+    }
+
     /// The header word of object `obj` (in the page, or in the zspage for huge classes).
     #[inline]
     fn header_word<'a>(&'a self, z: &'a Zspage, info: &ClassInfo, obj: u32) -> &'a AtomicU64 {
@@ -694,7 +715,7 @@ impl Pool {
 
     fn write_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         let p = self.pin_object(h, Some(data.len()))?;
-        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
+        let layout = self.pinned_layout(&p);
         // SAFETY: the object is pinned (not migrated, not freed); the caller guarantees no
         // concurrent read of it (`&mut Handle` in the safe layer, `write_raw`'s contract).
         unsafe { self.copy_pieces_in(&layout, data) };
@@ -758,9 +779,9 @@ impl Pool {
 
     /// Releases the empty zspages a free had to leave because readers pinned them.
     fn release_deferred(&self, st: &mut ClassState, class: &SizeClass) {
-        while let Some(slot) = st.find_in(&self.zspages, std::iter::once(GROUP_EMPTY), |z| {
-            z.pin.try_lock_migration()
-        }) {
+        while let Some(slot) =
+            st.find_in(&self.zspages, std::iter::once(GROUP_EMPTY), |z| z.pin.try_lock_migration())
+        {
             st.remove(&self.zspages, slot);
             self.release_zspage(st, &class.info, slot);
         }
@@ -801,6 +822,15 @@ impl Pool {
         Location { tag: self.tag, slot, page: page as u32, pos: (offset >> 3) as u64 }
     }
 
+    /// Starts loading the object a handle word names, if it looks like one of this pool's (a
+    /// prefetch only: nothing is checked or read).
+    #[inline]
+    pub(crate) fn prefetch_word(&self, word: usize) {
+        if let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) {
+            self.arena.prefetch(loc.offset());
+        }
+    }
+
     /// Decodes a handle word and finds its zspage, and starts loading the object's header and
     /// payload so that the metadata and object misses overlap. Checks nothing else.
     #[inline]
@@ -808,12 +838,16 @@ impl Pool {
         if word == 0 {
             return Err(Error::InvalidHandle("empty handle"));
         }
-        let loc = Location::decode(word).ok_or(Error::InvalidHandle("not a handle word"))?;
+        let Some(loc) = Location::decode(word) else {
+            return Err(Error::InvalidHandle("not a handle word"));
+        };
         if loc.tag != self.tag {
             return Err(Error::InvalidHandle("handle belongs to another pool (or is garbage)"));
         }
         self.arena.prefetch(loc.offset());
-        let z = self.zspages.get(loc.slot).ok_or(Error::InvalidHandle("no such zspage"))?;
+        let Some(z) = self.zspages.get(loc.slot) else {
+            return Err(Error::InvalidHandle("no such zspage"));
+        };
         Ok((loc, z))
     }
 
@@ -826,7 +860,9 @@ impl Pool {
             return Err(Error::InvalidHandle("stale handle: its object was freed"));
         }
         let pos = z.class_pos();
-        let class = self.classes.get(pos).ok_or(Error::InvalidHandle("no such class"))?;
+        let Some(class) = self.classes.get(pos) else {
+            return Err(Error::InvalidHandle("no such class"));
+        };
         let info = &class.info;
         let shift = self.page_shift();
         let offset = loc.offset();
@@ -880,7 +916,7 @@ impl Pool {
                     "read length {m} differs from the stored length {len}"
                 )));
             }
-            Ok(Pinned { zspage: z, info, slot: loc.slot, obj, len, header: hw, owner: addr })
+            Ok(Pinned { zspage: z, info, slot: loc.slot, obj, loc, len, header: hw, owner: addr })
         })();
         if pinned.is_err() {
             z.pin.unpin();
@@ -938,7 +974,7 @@ impl Pool {
                 p.len
             )));
         }
-        let layout = self.layout(p.zspage, p.info, p.obj, p.len);
+        let layout = self.pinned_layout(&p);
         self.copy_pieces_out(&layout, &mut out[..p.len]);
         self.access.record_read(layout.spanning, if layout.spanning { p.len as u64 } else { 0 });
         p.release();
@@ -982,7 +1018,9 @@ impl Pool {
     /// confirmed by `check_locked`).
     fn resolve_class(&self, word: usize) -> Result<(Location, &Zspage, &SizeClass)> {
         let (loc, z) = self.resolve(word)?;
-        let class = self.classes.get(z.class_pos()).ok_or(Error::InvalidHandle("no such class"))?;
+        let Some(class) = self.classes.get(z.class_pos()) else {
+            return Err(Error::InvalidHandle("no such class"));
+        };
         Ok((loc, z, class))
     }
 
@@ -1109,5 +1147,47 @@ impl SgSection<'_> {
 impl Drop for SgSection<'_> {
     fn drop(&mut self) {
         self.pinned.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A free that empties a zspage some reader still pins keeps the zspage (listed as empty)
+    /// instead of releasing pages the reader may touch; the next free or compaction of the class
+    /// releases it once unpinned.
+    #[test]
+    fn release_of_a_pinned_empty_zspage_is_deferred() {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let len = 3000;
+        let h = pool.store(&vec![7; len]).unwrap();
+        let pages = pool.total_pages();
+        let word = h.word();
+        let loc = Location::decode(word).unwrap();
+        let z = pool.zspage(loc.slot);
+        let pos = z.class_pos();
+        assert!(z.pin.try_pin(), "a reader pins the zspage before registering");
+        drop(h);
+        assert_eq!(pool.total_pages(), pages, "pinned: pages kept");
+        assert_eq!(pool.classes[pos].lock().counts[GROUP_EMPTY], 1, "listed as empty");
+        z.pin.unpin();
+        let other = pool.store(&vec![8; len]).unwrap();
+        assert_eq!(
+            other.location().unwrap().zspage,
+            loc.slot,
+            "a store of the class reuses the empty zspage (the last group it looks at)"
+        );
+        drop(other);
+        assert_eq!(pool.total_pages(), 0, "unpinned: the emptying free releases it");
+        let h = pool.store(&vec![9; len]).unwrap();
+        let z = pool.zspage(Location::decode(h.word()).unwrap().slot);
+        assert!(z.pin.try_pin());
+        drop(h);
+        z.pin.unpin();
+        assert_eq!(pool.total_pages(), pages, "still listed after the unpin");
+        pool.compact();
+        assert_eq!(pool.total_pages(), 0, "compaction releases deferred zspages");
+        assert_eq!(pool.class_stats().iter().map(|c| c.fullness[GROUP_EMPTY]).sum::<u64>(), 0);
     }
 }

@@ -330,7 +330,7 @@ impl<'p> Model<'p> {
         let pool = self.pool;
         let obj = &self.objs[i];
         let len = obj.data.len();
-        let place = self.place(&obj, len);
+        let place = self.place(obj, len);
         let mut local = vec![0u8; len + HANDLE_SIZE];
         let (copied, sg) = match (&obj.owner, how) {
             (Owner::Safe(h), ReadHow::Section) => {
