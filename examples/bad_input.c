@@ -331,7 +331,7 @@ static void test_foreign_garbage_stale(struct zs_pool *pool)
         EXPECT_ERR(zs_obj_read_end(pool, &g, 200, local_copy), EINVAL);
         CHECK(g.obj == garbage[k], "garbage word left as it was");
     }
-    /* Near misses of a live word: another object index, generation, zspage slot. */
+    /* Near misses of a live word: other header positions, another zspage slot. */
     static const uintptr_t flips[] = {1, 2, 1u << 16, (uintptr_t)1 << 32, (uintptr_t)1 << 56};
     for (size_t k = 0; k < sizeof(flips) / sizeof(flips[0]); k++) {
         g.obj = h.obj ^ flips[k];
