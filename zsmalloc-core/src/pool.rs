@@ -72,6 +72,15 @@ impl Pinned<'_> {
     }
 }
 
+/// Who owns the handle word a store publishes in.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Word {
+    /// A safe-layer slot just taken by this thread: nobody else writes it.
+    Slot,
+    /// A caller's raw word: another thread may (wrongly) store into it at the same time.
+    Caller,
+}
+
 /// Segments of a scatter-gather read: one or two `(address, length)` pairs.
 pub type SgSegments = ([(*const u8, usize); 2], usize);
 
@@ -161,7 +170,7 @@ impl Pool {
     /// `store` for any pointer to a pool, e.g. `Arc<Pool>`, so the handle keeps the pool alive.
     pub fn store_in<P: Deref<Target = Pool>>(pool: P, data: &[u8]) -> Result<Handle<P>> {
         let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
-        match pool.store_word(pool.slots.word(slot), data) {
+        match pool.alloc_publish(pool.slots.word(slot), data.len(), Some(data), Word::Slot) {
             Ok(()) => Ok(Handle::new(pool, slot)),
             Err(e) => {
                 pool.slots.give_back(slot);
@@ -178,7 +187,7 @@ impl Pool {
     /// `malloc` for any pointer to a pool.
     pub fn malloc_in<P: Deref<Target = Pool>>(pool: P, len: usize) -> Result<Handle<P>> {
         let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
-        match pool.alloc_word(pool.slots.word(slot), len) {
+        match pool.alloc_publish(pool.slots.word(slot), len, None, Word::Slot) {
             Ok(()) => Ok(Handle::new(pool, slot)),
             Err(e) => {
                 pool.slots.give_back(slot);
@@ -263,7 +272,7 @@ impl Pool {
     /// [`Pool::handle_move_raw`]: compaction rewrites it from other threads. It may be read
     /// meanwhile but written only through this pool.
     pub unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        self.store_word(h, data)
+        self.alloc_publish(h, data.len(), Some(data), Word::Caller)
     }
 
     /// Allocates an object of `len` bytes for `h`, to be filled by [`Pool::write_raw`].
@@ -271,7 +280,7 @@ impl Pool {
     /// # Safety
     /// As [`Pool::store_raw`].
     pub unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
-        self.alloc_word(h, len)
+        self.alloc_publish(h, len, None, Word::Caller)
     }
 
     /// Writes the whole object of `h`.
@@ -657,7 +666,13 @@ impl Pool {
 
     /// Allocates an object of `len` bytes owned by `h`, copies `data` into it (if given) and
     /// publishes it in `h`, all under the class lock.
-    fn alloc_publish(&self, h: &AtomicUsize, len: usize, data: Option<&[u8]>) -> Result<()> {
+    fn alloc_publish(
+        &self,
+        h: &AtomicUsize,
+        len: usize,
+        data: Option<&[u8]>,
+        word: Word,
+    ) -> Result<()> {
         self.check_len(len)?;
         let addr = h as *const AtomicUsize as usize;
         if addr >= header::ADDR_LIMIT {
@@ -694,8 +709,10 @@ impl Pool {
             unsafe { self.copy_pieces_in(&layout, data) };
             self.access.record_write(layout.spanning);
         }
-        let loc = self.locate(slot, z, info, obj);
-        if h.compare_exchange(0, loc.encode(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+        let loc = self.locate(slot, z, info, obj).encode();
+        if word == Word::Slot {
+            h.store(loc, Ordering::Release);
+        } else if h.compare_exchange(0, loc, Ordering::AcqRel, Ordering::Acquire).is_err() {
             // Another thread filled `h` meanwhile: give the object back.
             let hw = self.header_word(z, info, obj);
             hw.store(header::free_link(size_class::free_head(z)), Ordering::Release);
@@ -703,14 +720,6 @@ impl Pool {
             return Err(Error::HandleInUse);
         }
         Ok(())
-    }
-
-    fn store_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        self.alloc_publish(h, data.len(), Some(data))
-    }
-
-    fn alloc_word(&self, h: &AtomicUsize, len: usize) -> Result<()> {
-        self.alloc_publish(h, len, None)
     }
 
     fn write_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
