@@ -22,6 +22,7 @@
 //! object's header names this very handle word's address as its owner. That one check refuses
 //! handles of another pool, garbage, stale copies and double frees.
 
+use std::cell::Cell;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -91,16 +92,57 @@ pub struct ObjectLocation {
 ///
 /// Slots are never moved or deallocated while the pool lives (16384 words per chunk, 2^26 in
 /// all). Free slots form a lock-free stack; the link is kept in the free slot's own word and the
-/// stack head carries a tag against ABA.
+/// stack head carries a tag against ABA. Each thread also keeps the slot it freed last (of one
+/// pool at a time) aside, so a free followed by a store, the steady-state step, touches the
+/// shared stack not at all. A thread that exits, or moves on to another pool, while keeping a
+/// slot leaves that one slot unused.
 pub(crate) struct HandleSlots {
     words: ChunkedTable<AtomicUsize, 14, 4096>,
     /// Low 32 bits: top slot + 1 (0 = empty); high 32 bits: ABA tag.
     free_top: AtomicU64,
+    /// Never reused by another table, so a thread's kept slot is matched to its table exactly.
+    id: u64,
+}
+
+static NEXT_TABLE_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// (table id, slot) of the slot this thread freed last; table id 0: none.
+    static KEPT: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
 }
 
 impl HandleSlots {
     pub fn new() -> Self {
-        HandleSlots { words: ChunkedTable::new(), free_top: AtomicU64::new(0) }
+        HandleSlots {
+            words: ChunkedTable::new(),
+            free_top: AtomicU64::new(0),
+            id: NEXT_TABLE_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// The slot this thread kept aside for this table, taken out of the keep.
+    #[inline]
+    fn take_kept(&self) -> Option<u32> {
+        KEPT.try_with(|k| {
+            let (id, slot) = k.get();
+            (id == self.id).then(|| {
+                k.set((0, 0));
+                slot
+            })
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// Keeps `slot` aside for this thread; returns the slot it displaces, if it was this
+    /// table's (or `slot` itself when the thread cannot keep it).
+    #[inline]
+    fn keep(&self, slot: u32) -> Option<u32> {
+        KEPT.try_with(|k| {
+            let (id, old) = k.replace((self.id, slot));
+            (id == self.id).then_some(old)
+        })
+        .unwrap_or(Some(slot))
     }
 
     #[inline]
@@ -110,6 +152,9 @@ impl HandleSlots {
 
     /// Takes an empty slot; `None` when all 2^26 slots are live.
     pub fn take(&self) -> Option<u32> {
+        if let Some(slot) = self.take_kept() {
+            return Some(slot);
+        }
         let mut top = self.free_top.load(Ordering::Acquire);
         loop {
             let Some(slot) = (top as u32).checked_sub(1) else {
@@ -130,6 +175,7 @@ impl HandleSlots {
 
     /// Returns an empty slot.
     pub fn give_back(&self, slot: u32) {
+        let Some(slot) = self.keep(slot) else { return };
         let mut top = self.free_top.load(Ordering::Acquire);
         loop {
             self.word(slot).store((top as u32) as usize, Ordering::Relaxed);

@@ -491,7 +491,7 @@ impl Pool {
         while st.can_compact(info) > 0 {
             let d = match dst {
                 Some(d) => d,
-                None => match st.first_in((1..GROUP_FULL).rev()) {
+                None => match st.fullest_in(1, GROUP_FULL) {
                     Some(d) => {
                         st.remove(&self.zspages, d);
                         dst = Some(d);
@@ -687,7 +687,7 @@ impl Pool {
         let class = &self.classes[pos];
         let info = &class.info;
         let mut st = class.lock();
-        let (slot, new) = match st.first_in((0..GROUP_FULL).rev()) {
+        let (slot, new) = match st.fullest_in(0, GROUP_FULL) {
             Some(s) => (s, false),
             None => (self.create_zspage(&mut st, pos)?, true),
         };

@@ -44,6 +44,8 @@ impl SizeClass {
 pub struct ClassState {
     /// List heads as `slot + 1` (0 = empty list), so that `Default` means "all lists empty".
     heads: [u32; GROUPS],
+    /// Bit g set: group g's list is not empty.
+    nonempty: u16,
     pub counts: [u64; GROUPS],
     pub obj_allocated: u64,
     pub obj_inuse: u64,
@@ -71,6 +73,7 @@ impl ClassState {
         }
         z.group.store(group as u32, Relaxed);
         self.set_head(group, slot);
+        self.nonempty |= 1 << group;
         self.counts[group] += 1;
     }
 
@@ -81,6 +84,9 @@ impl ClassState {
         let (prev, next) = (z.prev.load(Relaxed), z.next.load(Relaxed));
         if prev == NIL {
             self.set_head(group, next);
+            if next == NIL {
+                self.nonempty &= !(1 << group);
+            }
         } else {
             zs(t, prev).next.store(next, Relaxed);
         }
@@ -100,9 +106,11 @@ impl ClassState {
         }
     }
 
-    /// Head of the first non-empty group among `groups`, in that order.
-    pub fn first_in(&self, groups: impl Iterator<Item = usize>) -> Option<u32> {
-        groups.map(|g| self.head(g)).find(|&h| h != NIL)
+    /// Head of the fullest non-empty group among `lo..hi` (mainline scans from the fullest down).
+    #[inline]
+    pub fn fullest_in(&self, lo: usize, hi: usize) -> Option<u32> {
+        let mask = self.nonempty & (((1u32 << hi) - (1u32 << lo)) as u16);
+        (mask != 0).then(|| self.head(15 - mask.leading_zeros() as usize))
     }
 
     /// First zspage (groups in order, each list from its head) that `accept` takes.
