@@ -990,26 +990,22 @@ impl Pool {
         Ok(p.len)
     }
 
+    /// Frees the object of `h`, then empties `h` (an empty `h`: nothing to do).
     pub(crate) fn free_word(&self, h: &AtomicUsize) -> Result<()> {
-        self.free_located(h, h)
-    }
-
-    /// Frees the object that `loc_word` locates and `owner` owns, then empties `loc_word`.
-    fn free_located(&self, owner: &AtomicUsize, loc_word: &AtomicUsize) -> Result<()> {
-        let addr = owner as *const AtomicUsize as usize;
+        let addr = h as *const AtomicUsize as usize;
         loop {
-            let word = loc_word.load(Ordering::Acquire);
+            let word = h.load(Ordering::Acquire);
             if word == 0 {
                 return Ok(());
             }
             let (loc, z, class) = match self.resolve_class(word) {
                 Ok(r) => r,
                 // Compaction moved the object and released the old zspage since the load.
-                Err(_) if loc_word.load(Ordering::Acquire) != word => continue,
+                Err(_) if h.load(Ordering::Acquire) != word => continue,
                 Err(e) => return Err(e),
             };
             let mut st = class.lock();
-            if loc_word.load(Ordering::Acquire) != word {
+            if h.load(Ordering::Acquire) != word {
                 continue; // compaction moved it before we took the lock
             }
             let (obj, hw) = self.check_locked(z, loc, class)?;
@@ -1018,7 +1014,7 @@ impl Pool {
             if st.counts[GROUP_EMPTY] != 0 {
                 self.release_deferred(&mut st, class);
             }
-            loc_word.store(0, Ordering::Release);
+            h.store(0, Ordering::Release);
             return Ok(());
         }
     }
