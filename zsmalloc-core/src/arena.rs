@@ -106,6 +106,18 @@ struct FreePages {
     released: Vec<Pfn>,
 }
 
+/// Starts loading the cache line at `p` (a hint: never faults, whatever the address).
+#[inline]
+pub fn prefetch_line(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetching has no architectural effect besides caching and never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast())
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Simulated pages of one pool.
 pub struct PageArena {
     page_size: usize,

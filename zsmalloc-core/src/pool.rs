@@ -837,6 +837,9 @@ impl Pool {
     pub(crate) fn prefetch_word(&self, word: usize) {
         if let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) {
             self.arena.prefetch(loc.offset());
+            if let Some(z) = self.zspages.get(loc.slot) {
+                crate::arena::prefetch_line(z as *const Zspage as *const u8);
+            }
         }
     }
 
