@@ -246,6 +246,33 @@ impl PageArena {
         let _ = offset;
     }
 
+    /// Starts loading the cache lines of `len` bytes at arena byte `offset`, up to the end of
+    /// its page, for reading or (`write`) for writing. A prefetch only, as `prefetch`.
+    #[inline]
+    pub fn prefetch_range(&self, offset: usize, len: usize, write: bool) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(range) = &self.range {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0};
+            let end = (offset + len).min((offset | (self.page_size - 1)) + 1);
+            let base = range.base.as_ptr();
+            let mut line = offset & !63;
+            while line < end {
+                let p = base.wrapping_add(line).cast::<i8>();
+                // SAFETY: as `prefetch`: a prefetch never faults, whatever the address.
+                unsafe {
+                    if write {
+                        _mm_prefetch::<_MM_HINT_ET0>(p)
+                    } else {
+                        _mm_prefetch::<_MM_HINT_T0>(p)
+                    }
+                };
+                line += 64;
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (offset, len, write);
+    }
+
     /// The 8-byte word at arena byte `offset` (a page's offset plus an offset within it).
     #[inline]
     pub fn word_at(&self, offset: usize) -> &AtomicU64 {

@@ -201,15 +201,18 @@ impl HandleSlots {
 pub struct Handle<P: Deref<Target = Pool>> {
     pool: P,
     slot: u32,
+    /// The object's length, which never changes while the handle owns it.
+    len: u32,
     /// The slot's word when the object was stored: only a hint (compaction may have changed the
-    /// word since) that lets the object's header be loaded alongside the slot word.
+    /// word since) that lets the object be loaded alongside the slot word.
     hint: usize,
 }
 
 impl<P: Deref<Target = Pool>> Handle<P> {
-    pub(crate) fn new(pool: P, slot: u32) -> Self {
+    pub(crate) fn new(pool: P, slot: u32, len: usize) -> Self {
         let hint = pool.slots().word(slot).load(Ordering::Relaxed);
-        Handle { pool, slot, hint }
+        // Lengths are at most a page (65536 bytes), checked before any object is stored.
+        Handle { pool, slot, len: len as u32, hint }
     }
 
     /// The pool holding the object.
@@ -222,10 +225,18 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot).load(Ordering::Acquire)
     }
 
-    /// The slot word, with the hinted object already on its way into the cache.
+    /// The slot word, with the hinted object's header already on its way into the cache.
     #[inline]
     pub(crate) fn slot_word(&self) -> &AtomicUsize {
-        self.pool.prefetch_word(self.hint);
+        self.pool.prefetch_word(self.hint, 0);
+        self.pool.slots().word(self.slot)
+    }
+
+    /// The slot word, with the whole hinted object on its way into the cache (for reads and
+    /// writes of its bytes).
+    #[inline]
+    pub(crate) fn slot_word_for_bytes(&self) -> &AtomicUsize {
+        self.pool.prefetch_word(self.hint, self.len as usize);
         self.pool.slots().word(self.slot)
     }
 
@@ -236,7 +247,7 @@ impl<P: Deref<Target = Pool>> Handle<P> {
 
     /// Length of the stored object in bytes.
     pub fn len(&self) -> usize {
-        self.pool.object_len(self.slot_word()).unwrap_or(0)
+        self.len as usize
     }
 
     /// Never true for a handle returned by the pool (objects are 1..=page bytes).

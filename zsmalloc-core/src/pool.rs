@@ -171,7 +171,7 @@ impl Pool {
     pub fn store_in<P: Deref<Target = Pool>>(pool: P, data: &[u8]) -> Result<Handle<P>> {
         let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
         match pool.alloc_publish(pool.slots.word(slot), data.len(), Some(data), Word::Slot) {
-            Ok(()) => Ok(Handle::new(pool, slot)),
+            Ok(()) => Ok(Handle::new(pool, slot, data.len())),
             Err(e) => {
                 pool.slots.give_back(slot);
                 Err(e)
@@ -188,7 +188,7 @@ impl Pool {
     pub fn malloc_in<P: Deref<Target = Pool>>(pool: P, len: usize) -> Result<Handle<P>> {
         let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
         match pool.alloc_publish(pool.slots.word(slot), len, None, Word::Slot) {
-            Ok(()) => Ok(Handle::new(pool, slot)),
+            Ok(()) => Ok(Handle::new(pool, slot, len)),
             Err(e) => {
                 pool.slots.give_back(slot);
                 Err(e)
@@ -199,7 +199,7 @@ impl Pool {
     /// Writes the whole object of a handle from `malloc` (`data.len()` must equal its length).
     pub fn write<P: Deref<Target = Pool>>(&self, h: &mut Handle<P>, data: &[u8]) -> Result<()> {
         self.same_pool(h.pool())?;
-        self.write_word(h.slot_word(), data)
+        self.write_word(h.slot_word_for_bytes(), data)
     }
 
     /// Begins a read section: the object's bytes, in place when contiguous, otherwise copied
@@ -210,7 +210,7 @@ impl Pool {
         local_copy: &'a mut [u8],
     ) -> Result<ReadSection<'a>> {
         self.same_pool(h.pool())?;
-        let p = self.pin_object(h.slot_word(), None)?;
+        let p = self.pin_object(h.slot_word_for_bytes(), None)?;
         if local_copy.len() < p.len + HDR as usize {
             p.release();
             return Err(Error::InvalidArgument(format!(
@@ -231,15 +231,14 @@ impl Pool {
         out: &mut [u8],
     ) -> Result<usize> {
         self.same_pool(h.pool())?;
-        self.read_word_into(h.slot_word(), out)
+        self.read_word_into(h.slot_word_for_bytes(), out)
     }
 
     /// The object's bytes as a new vector.
     pub fn read_to_vec<P: Deref<Target = Pool>>(&self, h: &Handle<P>) -> Result<Vec<u8>> {
         self.same_pool(h.pool())?;
-        let len = self.object_len(h.slot_word())?;
-        let mut v = vec![0; len];
-        self.read_word_into(h.slot_word(), &mut v)?;
+        let mut v = vec![0; h.len()];
+        self.read_word_into(h.slot_word_for_bytes(), &mut v)?;
         Ok(v)
     }
 
@@ -249,7 +248,7 @@ impl Pool {
         h: &'a Handle<P>,
     ) -> Result<SgSection<'a>> {
         self.same_pool(h.pool())?;
-        let p = self.pin_object(h.slot_word(), None)?;
+        let p = self.pin_object(h.slot_word_for_bytes(), None)?;
         let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(SgSection { pool: self, layout, pinned: p })
@@ -686,6 +685,10 @@ impl Pool {
         let pos = self.table.position(len + HDR as usize);
         let class = &self.classes[pos];
         let info = &class.info;
+        let next = class.next_obj.load(Ordering::Relaxed);
+        if next != 0 {
+            self.arena.prefetch_range(next, len + HDR as usize, true);
+        }
         let mut st = class.lock();
         let (slot, new) = match st.fullest_in(0, GROUP_FULL) {
             Some(s) => (s, false),
@@ -702,6 +705,7 @@ impl Pool {
         }
         st.obj_inuse += 1;
         st.bytes_stored += len as u64;
+        class.next_obj.store(self.next_object(&st, info), Ordering::Relaxed);
         if let Some(data) = data {
             let layout = self.layout(z, info, obj, len);
             // SAFETY: the object was just taken from the freelist under the class lock; no handle
@@ -821,6 +825,18 @@ impl Pool {
         }
     }
 
+    /// Arena offset of the object the class's next store will take if nothing changes
+    /// meanwhile (0: it will create a zspage). Caller holds the class lock.
+    #[inline]
+    fn next_object(&self, st: &ClassState, info: &ClassInfo) -> usize {
+        let Some(slot) = st.fullest_in(0, GROUP_FULL) else {
+            return 0;
+        };
+        let z = self.zspage(slot);
+        let obj = size_class::free_head(z).unwrap_or_else(|| z.fresh.load(Ordering::Relaxed));
+        self.locate(slot, z, info, obj).offset()
+    }
+
     /// The handle word of object `obj` of zspage `slot`.
     #[inline]
     fn locate(&self, slot: u32, z: &Zspage, info: &ClassInfo, obj: u32) -> Location {
@@ -831,15 +847,17 @@ impl Pool {
         Location { tag: self.tag, slot, page: page as u32, pos: (offset >> 3) as u64 }
     }
 
-    /// Starts loading the object a handle word names, if it looks like one of this pool's (a
-    /// prefetch only: nothing is checked or read).
+    /// Starts loading the object a handle word names, if it looks like one of this pool's: its
+    /// header and `len` payload bytes (at least two lines) and its zspage's metadata. A prefetch
+    /// only: nothing is checked or read.
     #[inline]
-    pub(crate) fn prefetch_word(&self, word: usize) {
+    pub(crate) fn prefetch_word(&self, word: usize, len: usize) {
         if let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) {
-            self.arena.prefetch(loc.offset());
+            // The metadata line first: the section's first locked instruction waits for it.
             if let Some(z) = self.zspages.get(loc.slot) {
                 crate::arena::prefetch_line(z as *const Zspage as *const u8);
             }
+            self.arena.prefetch_range(loc.offset(), (len + HDR as usize).max(128), false);
         }
     }
 

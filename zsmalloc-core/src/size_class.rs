@@ -6,8 +6,8 @@
 
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 use spin::relax::Yield;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 
 use crate::class_table::ClassInfo;
 use crate::header;
@@ -20,6 +20,10 @@ pub struct SizeClass {
     pub fullness: Fullness,
     /// Divides an offset within a zspage by the class size (the object index of a handle).
     pub by_size: Reciprocal,
+    /// Arena offset of the object the class's next store will most likely take (0: none): a
+    /// store prefetches it for writing before it takes the lock. Written under the lock, read
+    /// without it; a stale value only prefetches the wrong lines.
+    pub next_obj: AtomicUsize,
     state: SpinMutex<ClassState, Yield>,
 }
 
@@ -27,7 +31,13 @@ impl SizeClass {
     pub fn new(info: ClassInfo) -> Self {
         let fullness = Fullness::new(info.objs_per_zspage);
         let by_size = Reciprocal::new(info.size);
-        SizeClass { info, fullness, by_size, state: SpinMutex::new(ClassState::default()) }
+        SizeClass {
+            info,
+            fullness,
+            by_size,
+            next_obj: AtomicUsize::new(0),
+            state: SpinMutex::new(ClassState::default()),
+        }
     }
 
     /// Takes the class lock: a spin lock, as the kernel's `class->lock`, whose waiters yield the
