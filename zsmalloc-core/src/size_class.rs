@@ -20,9 +20,10 @@ pub struct SizeClass {
     pub fullness: Fullness,
     /// Divides an offset within a zspage by the class size (the object index of a handle).
     pub by_size: Reciprocal,
-    /// Arena offset of the object the class's next store will most likely take (0: none): a
-    /// store prefetches it for writing before it takes the lock. Written under the lock, read
-    /// without it; a stale value only prefetches the wrong lines.
+    /// Arena offset of the object the class's next store will most likely take (0: none, which
+    /// also skips the prefetch of the arena's very first object): a store prefetches it for
+    /// writing before it takes the lock. Written under the lock, read without it; a stale value
+    /// only prefetches the wrong lines.
     pub next_obj: AtomicUsize,
     state: SpinMutex<ClassState, Yield>,
 }
