@@ -1,23 +1,13 @@
 //! Every error path of the pool, and that the pool is intact after each one: same counters, same
 //! pages, every earlier object still reads back its bytes, and new stores still work.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::pattern;
 use zsmalloc_core::config::ReadMode;
 use zsmalloc_core::{Error, Fixed, FnPolicy, PolicyRef, Pool, PoolConfig, HANDLE_SIZE};
-
-/// Deterministic, position- and seed-dependent bytes (never all one value).
-fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
 
 /// Objects kept in a pool through the raw layer (boxed words: stable addresses), with their bytes.
 struct Kept<'p> {

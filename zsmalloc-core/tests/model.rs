@@ -11,9 +11,12 @@
 //!
 //! Cases: 256 + 8 by default (the file runs in a few seconds in release); `PROPTEST_CASES=n` for more.
 
+mod common;
+
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::pattern;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use zsmalloc_core::{
@@ -164,19 +167,6 @@ fn op() -> impl Strategy<Value = Op> {
 
 // ------------------------------------------------------------------------------------ model
 
-/// Deterministic bytes for object number `seed`.
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0xa076_1d64_78bd_642f;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 enum Owner<'p> {
     Safe(Handle<&'p Pool>),
     /// A caller-owned handle word at a stable (boxed) address.
@@ -246,7 +236,7 @@ impl<'p> Model<'p> {
 
     fn fresh_bytes(&mut self, len: usize) -> Vec<u8> {
         self.next_seed += 1;
-        bytes(self.next_seed, len)
+        pattern(self.next_seed, len)
     }
 
     fn pick(&self, victim: usize) -> Option<usize> {

@@ -9,10 +9,13 @@
 //!
 //! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use common::pattern;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{Error, Handle, Pool, PoolConfig, HANDLE_SIZE};
@@ -22,19 +25,6 @@ fn duration(default_ms: u64) -> Duration {
         Some(s) => Duration::from_secs_f64(s),
         None => Duration::from_millis(default_ms),
     }
-}
-
-/// The bytes of object `seed` (unique per object).
-fn bytes(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x2545_f491_4f6c_dd1d;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// Lengths: mostly zram-like (normal around 700), some large, some tiny, some a full page.
@@ -92,10 +82,10 @@ fn safe_worker(
                     next += 1;
                     let len = length(&mut rng, page);
                     let h = if rng.gen_bool(0.8) {
-                        pool.store(&bytes(next, len)).expect("store")
+                        pool.store(&pattern(next, len)).expect("store")
                     } else {
                         let mut h = pool.malloc(len).expect("malloc");
-                        pool.write(&mut h, &bytes(next, len)).expect("write");
+                        pool.write(&mut h, &pattern(next, len)).expect("write");
                         h
                     };
                     let last_word = h.word();
@@ -113,13 +103,13 @@ fn safe_worker(
                     let i = rng.gen_range(0..own.len());
                     next += 1;
                     let o = &mut own[i];
-                    pool.write(&mut o.h, &bytes(next, o.len)).expect("rewrite");
+                    pool.write(&mut o.h, &pattern(next, o.len)).expect("rewrite");
                     o.seed = next;
                 }
                 60..=84 if !own.is_empty() => {
                     let i = rng.gen_range(0..own.len());
                     let o = &mut own[i];
-                    let want = bytes(o.seed, o.len);
+                    let want = pattern(o.seed, o.len);
                     let word = o.h.word();
                     if word != o.last_word {
                         t.add(&t.moves_seen, 1);
@@ -158,7 +148,7 @@ fn safe_worker(
                         shared_words[i] = word;
                     }
                     let sec = pool.read(h, &mut local).expect("shared read");
-                    assert_eq!(&sec[..], &bytes(*seed, *len)[..], "shared object {seed}");
+                    assert_eq!(&sec[..], &pattern(*seed, *len)[..], "shared object {seed}");
                     t.add(&t.reads, 1);
                 }
             }
@@ -166,7 +156,7 @@ fn safe_worker(
     }
     // Everything still reads back, then goes.
     for o in own {
-        assert_eq!(pool.read_to_vec(&o.h).unwrap(), bytes(o.seed, o.len), "final {}", o.seed);
+        assert_eq!(pool.read_to_vec(&o.h).unwrap(), pattern(o.seed, o.len), "final {}", o.seed);
     }
 }
 
@@ -186,7 +176,7 @@ fn raw_worker(pool: &Pool, id: u64, stop: &AtomicBool, t: &Tally) {
                     let len = length(&mut rng, page);
                     let w = Box::new(AtomicUsize::new(0));
                     // SAFETY: the word is boxed and kept in `own` until freed below.
-                    unsafe { pool.store_raw(&w, &bytes(next, len)) }.expect("store_raw");
+                    unsafe { pool.store_raw(&w, &pattern(next, len)) }.expect("store_raw");
                     let word = w.load(Ordering::Acquire);
                     own.push((w, next, len, word));
                 }
@@ -208,7 +198,7 @@ fn raw_worker(pool: &Pool, id: u64, stop: &AtomicBool, t: &Tally) {
                 _ if !own.is_empty() => {
                     let i = rng.gen_range(0..own.len());
                     let (w, seed, len, last) = &mut own[i];
-                    let want = bytes(*seed, *len);
+                    let want = pattern(*seed, *len);
                     let word = w.load(Ordering::Acquire);
                     if word != *last {
                         t.add(&t.moves_seen, 1);
@@ -251,7 +241,7 @@ fn raw_worker(pool: &Pool, id: u64, stop: &AtomicBool, t: &Tally) {
         // SAFETY: our own word.
         unsafe {
             let p = pool.read_begin_raw(&w, len, local.as_mut_ptr()).expect("final read");
-            assert_eq!(std::slice::from_raw_parts(p, len), &bytes(seed, len)[..]);
+            assert_eq!(std::slice::from_raw_parts(p, len), &pattern(seed, len)[..]);
             pool.read_end_raw(&w, Some(len)).unwrap();
             pool.free_raw(&w).unwrap();
         }
@@ -276,7 +266,7 @@ fn shared_objects(pool: &Pool) -> Vec<(Handle<&Pool>, u64, usize)> {
     let mut fillers = Vec::new();
     for k in 0..3000u64 {
         let len = length(&mut rng, page);
-        let h = pool.store(&bytes(k, len)).unwrap();
+        let h = pool.store(&pattern(k, len)).unwrap();
         if k % 4 == 0 {
             shared.push((h, k, len));
         } else {
@@ -343,7 +333,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
     // Shared objects survived everything; then the pool empties completely.
     assert_eq!(st.objs_inuse, shared.len() as u64);
     for (h, seed, len) in &shared {
-        assert_eq!(pool.read_to_vec(h).unwrap(), bytes(*seed, *len));
+        assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*seed, *len));
     }
     drop(shared);
     let st = pool.stats();
@@ -388,17 +378,17 @@ fn contended_handle_two_freers() {
 fn contended_handle(freers: usize, secs: Duration) {
     let pool = Pool::new(PoolConfig::default()).unwrap();
     let word = Box::new(AtomicUsize::new(0));
-    // Object version v: 8 bytes of v, then bytes(v, len - 8), len depends on v.
+    // Object version v: 8 bytes of v, then pattern(v, len - 8), len depends on v.
     let object = |v: u64| {
         let len = 16 + (v as usize * 97) % 3000;
         let mut d = v.to_le_bytes().to_vec();
-        d.extend(bytes(v, len - 8));
+        d.extend(pattern(v, len - 8));
         d
     };
     // Neighbours in the same classes so that zspages are shared and compaction has work.
     let mut rng = SmallRng::seed_from_u64(5);
     let mut neighbours: Vec<_> = (0..2000u64)
-        .map(|k| (pool.store(&bytes(k, 16 + (k as usize * 97) % 3000)).unwrap(), k))
+        .map(|k| (pool.store(&pattern(k, 16 + (k as usize * 97) % 3000)).unwrap(), k))
         .collect();
     // SAFETY: `word` is boxed and outlives every use; it is freed at the end.
     unsafe { pool.store_raw(&word, &object(1)) }.unwrap();
@@ -462,7 +452,7 @@ fn contended_handle(freers: usize, secs: Duration) {
                 let i = rng.gen_range(0..neighbours.len());
                 k += 1;
                 let len = 16 + (k as usize * 97) % 3000;
-                neighbours[i] = (pool.store(&bytes(k, len)).unwrap(), k);
+                neighbours[i] = (pool.store(&pattern(k, len)).unwrap(), k);
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -479,7 +469,7 @@ fn contended_handle(freers: usize, secs: Duration) {
     assert!(ok_reads.load(Ordering::Relaxed) > 0);
     assert!(versions.load(Ordering::Relaxed) > 1, "the freer never got through");
     for (h, k) in &neighbours {
-        assert_eq!(pool.read_to_vec(h).unwrap(), bytes(*k, 16 + (*k as usize * 97) % 3000));
+        assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*k, 16 + (*k as usize * 97) % 3000));
     }
     // Every read section has ended: the object must be freeable (a Busy here is a reader count
     // left on its header by a read that did not end its registration).
