@@ -110,6 +110,15 @@ for n in ns:
     targets += [(f"non-spanning read+copy, safe layer, N={n}", rs, 1.5),
                 (f"non-spanning read+copy, raw layer, N={n}", rr, 1.5)]
 
+print("\nread floor (information): the same copy out of malloc'd blocks whose 8-byte header each read")
+print("registers on with one locked add and one locked sub, the least a read that a free can see needs")
+print(f"{'N':>9} {'malloc':>9} {'registered':>11} {'reg/mall':>9} {'raw/reg':>8} {'safe/reg':>9}")
+for n in ns:
+    b, f = est("read", "malloc", n), est("read", "malloc_registered", n)
+    s, r = est("read", "pool_safe", n), est("read", "pool_raw", n)
+    print(f"{n:>9} {fmt(b):>9} {fmt(f):>11} {fmt(ratio(f, b), '{:.2f}x'):>9} {fmt(ratio(r, f), '{:.2f}x'):>8} "
+          f"{fmt(ratio(s, f), '{:.2f}x'):>9}")
+
 print("\nspanning read (information): ns per spanning read section + copy out")
 print(f"{'N':>9} {'malloc':>9} {'pool_safe':>10} {'safe/mall':>10}")
 for n in ns:

@@ -6,6 +6,8 @@
 //! ops_count <mode> <N> <ops>
 //!   mode: safe | raw | malloc                 store+free steps
 //!         read-safe | read-raw | read-malloc  non-spanning read + copy out
+//!         read-registered                     the same on malloc'd blocks with a registered
+//!                                             header: the floor of a read (`RegisteredModel`)
 //! ```
 //!
 //! `scripts/bench-callgrind.sh` runs it under `valgrind --tool=callgrind` and prints the table.
@@ -13,9 +15,10 @@
 
 mod common;
 
-use common::{MallocModel, Model, RawModel, SafeModel, Workload};
+use common::{MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 
-const USAGE: &str = "usage: ops_count <safe|raw|malloc|read-safe|read-raw|read-malloc> <N> <ops>";
+const USAGE: &str =
+    "usage: ops_count <safe|raw|malloc|read-safe|read-raw|read-malloc|read-registered> <N> <ops>";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -49,7 +52,7 @@ fn main() {
             timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
-        "read-safe" | "read-raw" | "read-malloc" => {
+        "read-safe" | "read-raw" | "read-malloc" | "read-registered" => {
             // The non-spanning objects, from a safe-layer pool (placement is deterministic).
             let pool = common::pool();
             let safe = SafeModel::fill(&pool, &w);
@@ -67,6 +70,12 @@ fn main() {
                     timed(ops, || {
                         common::read_raw(&raw, &order, &mut at, ops, &mut local, &mut out)
                     });
+                    done();
+                }
+                "read-registered" => {
+                    drop(safe);
+                    let floor = RegisteredModel::fill(&w);
+                    timed(ops, || common::read_registered(&floor, &order, &mut at, ops, &mut out));
                     done();
                 }
                 _ => {

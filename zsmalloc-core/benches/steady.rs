@@ -19,7 +19,7 @@ mod common;
 use std::cell::OnceCell;
 use std::time::{Duration, Instant};
 
-use common::{MallocModel, Model, RawModel, SafeModel, Workload};
+use common::{MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use zsmalloc_core::Pool;
 
@@ -213,6 +213,16 @@ fn read(c: &mut Criterion) {
                     timed(|| common::read_malloc(m, order, &mut at, iters, &mut out))
                 });
             });
+            let mut at = 0;
+            let floor: OnceCell<RegisteredModel> = OnceCell::new();
+            g.bench_function(BenchmarkId::new("malloc_registered", n), |b| {
+                let order = &orders().plain;
+                let m = floor.get_or_init(|| RegisteredModel::fill(&w));
+                b.iter_custom(|iters| {
+                    timed(|| common::read_registered(m, order, &mut at, iters, &mut out))
+                });
+            });
+            drop(floor);
             let mut at = 0;
             g.bench_function(BenchmarkId::new("spanning_malloc", n), |b| {
                 let order = &orders().spanning;

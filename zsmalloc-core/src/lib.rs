@@ -10,6 +10,7 @@
 //! - `arena`: simulated pages carved from large mappings;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists;
 //! - `header`, `pin`, [`handle`]: object headers, the read/migration protocol, handles;
+//!   `open_section`: what a raw read section's begin proved, kept for its end;
 //! - [`pool`]: store, free, read sections, compaction; [`stats`]: counters.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned slot, freed on drop) and the raw layer
@@ -30,6 +31,7 @@ pub mod handle;
 mod header;
 #[cfg(feature = "lab")]
 pub mod lab;
+mod open_section;
 pub mod pin;
 pub mod pool;
 mod size_class;

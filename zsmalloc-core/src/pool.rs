@@ -28,6 +28,7 @@ use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::handle::{Handle, HandleSlots, Location, ObjectLocation, TAG_MAX};
 use crate::header::{self, Refusal};
+use crate::open_section::{self, OpenSection};
 use crate::pin;
 use crate::size_class::{self, ClassState, SizeClass};
 use crate::stats::{AccessCounters, ClassStats, PoolStats};
@@ -88,6 +89,8 @@ pub type SgSegments = ([(*const u8, usize); 2], usize);
 pub struct Pool {
     name: String,
     tag: u8,
+    /// Unique among all pools ever created (the open-section records name pools by it).
+    id: u64,
     config: PoolConfig,
     table: ClassTable,
     classes: Box<[SizeClass]>,
@@ -102,6 +105,7 @@ pub struct Pool {
 }
 
 static NEXT_TAG: AtomicU8 = AtomicU8::new(0);
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Pool {
     /// A pool with `config` (validated; the environment is not read).
@@ -116,6 +120,7 @@ impl Pool {
         Ok(Pool {
             name: name.to_owned(),
             tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) % TAG_MAX + 1,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             arena: PageArena::new(config.page_size),
             config,
             table,
@@ -313,7 +318,21 @@ impl Pool {
         local_copy: *mut u8,
     ) -> Result<*const u8> {
         let p = self.pin_object(h, Some(mem_len))?;
+        self.remember(&p);
         Ok(self.begin_copy(&p, local_copy))
+    }
+
+    /// Records a raw section begun by this thread, for `read_end_raw`.
+    #[inline]
+    fn remember(&self, p: &Pinned<'_>) {
+        open_section::record(OpenSection {
+            pool: self.id,
+            handle: p.owner,
+            word: p.loc.encode(),
+            zspage: p.zspage,
+            header: p.header,
+            len: p.len,
+        });
     }
 
     /// The read-section rule of `copy` mode for a pinned object: in place when contiguous, else
@@ -351,7 +370,20 @@ impl Pool {
     /// # Safety
     /// `h` is the handle the section was begun on.
     pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
-        self.unpin_object(h, mem_len)
+        let addr = h as *const AtomicUsize as usize;
+        let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
+            return self.unpin_object(h, mem_len);
+        };
+        // SAFETY: a record of this pool (ids are never reused) points into its zspage table and
+        // arena, which live as long as `self` (see `open_section`).
+        let (z, hw) = unsafe { (&*open.zspage, &*open.header) };
+        if let Some(m) = mem_len.filter(|&m| m != open.len) {
+            return Err(wrong_read_len(m, open.len));
+        }
+        open_section::clear();
+        end_registration(hw, addr)?;
+        z.pin.unpin();
+        Ok(())
     }
 
     /// Begins a scatter-gather read of `mem_len` bytes: the segment count and the segments.
@@ -360,6 +392,7 @@ impl Pool {
     /// The segments are valid until `read_end_raw`; they must not be written.
     pub unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.pin_object(h, Some(mem_len))?;
+        self.remember(&p);
         let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(self.sg_segments(&layout))
@@ -942,9 +975,7 @@ impl Pool {
             let len = header::begin_read(hw, addr).map_err(refusal)?;
             if let Some(m) = mem_len.filter(|&m| m != len) {
                 let _ = header::end_read(hw, addr);
-                return Err(Error::InvalidArgument(format!(
-                    "read length {m} differs from the stored length {len}"
-                )));
+                return Err(wrong_read_len(m, len));
             }
             Ok(Pinned { zspage: z, info, slot: loc.slot, obj, loc, len, header: hw, owner: addr })
         })();
@@ -963,15 +994,10 @@ impl Pool {
         if let Some(m) = mem_len {
             let len = header::len(hw.load(Ordering::Acquire));
             if m != len {
-                return Err(Error::InvalidArgument(format!(
-                    "read length {m} differs from the stored length {len}"
-                )));
+                return Err(wrong_read_len(m, len));
             }
         }
-        header::end_read(hw, addr).map_err(|r| match r {
-            Refusal::Busy => Error::InvalidArgument("no read section in progress".into()),
-            other => refusal(other),
-        })?;
+        end_registration(hw, addr)?;
         z.pin.unpin();
         Ok(())
     }
@@ -1102,6 +1128,18 @@ impl Pool {
             return Ok(());
         }
     }
+}
+
+fn wrong_read_len(given: usize, stored: usize) -> Error {
+    Error::InvalidArgument(format!("read length {given} differs from the stored length {stored}"))
+}
+
+/// Ends the reader registration of the handle at `addr` on header `hw`.
+fn end_registration(hw: &AtomicU64, addr: usize) -> Result<()> {
+    header::end_read(hw, addr).map_err(|r| match r {
+        Refusal::Busy => Error::InvalidArgument("no read section in progress".into()),
+        other => refusal(other),
+    })
 }
 
 fn refusal(r: Refusal) -> Error {

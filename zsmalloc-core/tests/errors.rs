@@ -213,6 +213,42 @@ fn wrong_read_and_write_lengths_are_refused() {
 }
 
 /// Compacts and asserts nothing is left to free (no leaked pin blocks a source).
+/// A raw section's end normally trusts what its begin proved (a per-thread record). Ending the
+/// section some other way first — on another thread, or on another pool that reuses the handle
+/// address — must leave that record useless: the second end is refused and nothing is unbalanced.
+#[test]
+fn a_section_ended_elsewhere_is_not_ended_twice() {
+    let p = pool(PoolConfig::default());
+    let mut k = populated(&p);
+    let i = k.store(40, 900);
+    let h = k.word(i);
+    let mut local = vec![0u8; 8192];
+    // SAFETY: `h` is kept by `k`; `local` holds a page plus a header.
+    unsafe {
+        p.read_begin_raw(h, 900, local.as_mut_ptr()).unwrap();
+        // Another thread ends this thread's section (the contract allows any thread to end it).
+        std::thread::scope(|s| {
+            s.spawn(|| p.read_end_raw(h, Some(900)).unwrap());
+        });
+        assert_invalid_argument(p.read_end_raw(h, Some(900)), "end of a section ended elsewhere");
+        p.free_raw(h).unwrap();
+        // The same handle word reused: a stored object, a begun section, then a second pool's
+        // handle at the same address is refused without touching the first pool's section.
+        p.store_raw(h, &pattern(41, 900)).unwrap();
+        p.read_begin_raw(h, 900, local.as_mut_ptr()).unwrap();
+        let other = pool(PoolConfig::default());
+        assert!(other.read_end_raw(h, Some(900)).is_err(), "another pool's end");
+        assert_eq!(p.free_raw(h), Err(Error::Busy), "the first pool's section is still open");
+        p.read_end_raw(h, Some(900)).unwrap();
+        k.objs[i].1 = pattern(41, 900);
+    }
+    // No pin was left behind: everything moves and frees, and the pages go back.
+    compact_fully(&p);
+    k.check();
+    k.free_all();
+    assert_eq!(p.total_pages(), 0);
+}
+
 fn compact_fully(p: &Pool) {
     p.compact();
     for c in p.class_stats() {

@@ -240,6 +240,77 @@ impl Drop for MallocModel {
     }
 }
 
+/// The floor of a registered read: `malloc`'d blocks laid out as the pool lays out objects (an
+/// 8-byte header, then the payload), where a read adds itself to the header with one locked
+/// instruction before copying and removes itself with one after. That is the least any design
+/// can do that lets a concurrent free see an active reader (SPEC §3: a free is refused while the
+/// object is being read), so `read_registered / read_malloc` bounds what the pool's read can reach.
+pub struct RegisteredModel {
+    /// Each block: header word, then `lens[i]` payload bytes.
+    pub blocks: Vec<*mut u8>,
+    pub lens: Vec<u32>,
+}
+
+/// One reader, as the pool's header counts readers (bit 1 and up).
+const REGISTERED_READER: u64 = 2;
+
+impl RegisteredModel {
+    pub fn fill(w: &Workload) -> Self {
+        let blocks = w
+            .initial
+            .iter()
+            .map(|&s| {
+                let src = &w.data[..s as usize];
+                // SAFETY: malloc has no preconditions; the result is checked for null, is
+                // 16-aligned (so the header word is aligned) and has room for the header plus
+                // `src.len()` payload bytes, which are the only bytes written.
+                unsafe {
+                    let p = libc::malloc(8 + src.len()).cast::<u8>();
+                    assert!(!p.is_null(), "malloc failed");
+                    p.cast::<u64>().write(1);
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), p.add(8), src.len());
+                    p
+                }
+            })
+            .collect();
+        RegisteredModel { blocks, lens: w.initial.clone() }
+    }
+}
+
+impl Drop for RegisteredModel {
+    fn drop(&mut self) {
+        for &p in &self.blocks {
+            // SAFETY: each pointer is a live block from `fill`, freed exactly once.
+            unsafe { libc::free(p.cast()) };
+        }
+    }
+}
+
+/// Reads through `RegisteredModel`: register on the header, copy the payload out, unregister.
+#[inline(never)]
+pub fn read_registered(
+    m: &RegisteredModel,
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    out: &mut [u8],
+) {
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let (p, len) = (m.blocks[i], m.lens[i] as usize);
+        // SAFETY: `p` is a live block of `fill`: an aligned header word, then `len` bytes; the
+        // header is only ever accessed atomically after `fill`, and `out` holds `len` bytes.
+        unsafe {
+            let header = &*p.cast::<std::sync::atomic::AtomicU64>();
+            header.fetch_add(REGISTERED_READER, std::sync::atomic::Ordering::Acquire);
+            std::ptr::copy_nonoverlapping(p.add(8), out.as_mut_ptr(), len);
+            header.fetch_sub(REGISTERED_READER, std::sync::atomic::Ordering::Release);
+        }
+        std::hint::black_box(&mut *out);
+    }
+}
+
 /// Whether each object of a safe model is spanning (kernel rule: header + payload cross a page
 /// boundary), as the pool reports it.
 pub fn spanning_flags(m: &SafeModel<'_>) -> Vec<bool> {
