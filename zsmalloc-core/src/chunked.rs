@@ -1,6 +1,6 @@
 //! An append-only table of address-stable slots, grown in fixed chunks.
 //!
-//! Used for zspage metadata and the safe layer's handle words: slots never move (readers hold
+//! Used for zspage metadata, page roles and the safe layer's handle words: slots never move (readers hold
 //! references without locks) and a lookup is one acquire load plus an index. Chunks are allocated
 //! when the first slot in them is taken, so memory follows the high-water mark in chunk steps.
 
@@ -44,6 +44,16 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
         let chunk = self.chunks[idx >> CHUNK_SHIFT]
             .get_or_init(|| (0..Self::CHUNK).map(|_| T::default()).collect());
         Some((idx, &chunk[idx & (Self::CHUNK - 1)]))
+    }
+
+    /// The slot at `idx`, allocating its chunk if needed (for tables indexed by a number handed
+    /// out elsewhere, such as page numbers); `None` beyond the capacity.
+    pub fn get_or_alloc(&self, idx: usize) -> Option<&T> {
+        let chunk = self
+            .chunks
+            .get(idx >> CHUNK_SHIFT)?
+            .get_or_init(|| (0..Self::CHUNK).map(|_| T::default()).collect());
+        chunk.get(idx & (Self::CHUNK - 1))
     }
 
     /// Heap bytes held by allocated chunks and the chunk directory.

@@ -13,19 +13,73 @@
 //! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above
 //! it, as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47
 //! (checked when an object is stored). At most `MAX_READERS` read sections of one object run at
-//! once; more wait briefly.
+//! once; more wait briefly. A reader count of `CLAIMED` (7) is not readers: compaction has
+//! claimed the object to move it, and readers back off until the handle word names the copy.
 
 use crate::sync::backoff;
-use std::sync::atomic::{AtomicU64, Ordering};
+#[cfg(test)]
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering;
 
 const ALLOCATED: u64 = 1;
 const READER_SHIFT: u32 = 1;
 const READER_ONE: u64 = 1 << READER_SHIFT;
 const READER_MASK: u64 = 0b111 << READER_SHIFT;
-const MAX_READERS: u64 = 7;
+const MAX_READERS: u64 = 6;
+const CLAIMED: u64 = 7;
 const ADDR_SHIFT: u32 = 4;
 const ADDR_BITS: u32 = 44;
 const LEN_SHIFT: u32 = 48;
+
+/// What the protocol needs of a header word: `std`'s `AtomicU64` in the pool, loom's in
+/// `tests/loom_headers.rs`, so the model checks these very functions.
+pub trait HeaderWord {
+    fn load(&self, order: Ordering) -> u64;
+    fn compare_exchange(&self, cur: u64, new: u64, ok: Ordering, err: Ordering)
+        -> Result<u64, u64>;
+    fn compare_exchange_weak(
+        &self,
+        cur: u64,
+        new: u64,
+        ok: Ordering,
+        err: Ordering,
+    ) -> Result<u64, u64>;
+}
+
+macro_rules! header_word {
+    ($t:ty) => {
+        impl HeaderWord for $t {
+            #[inline(always)]
+            fn load(&self, order: Ordering) -> u64 {
+                <$t>::load(self, order)
+            }
+            #[inline(always)]
+            fn compare_exchange(
+                &self,
+                cur: u64,
+                new: u64,
+                ok: Ordering,
+                err: Ordering,
+            ) -> Result<u64, u64> {
+                <$t>::compare_exchange(self, cur, new, ok, err)
+            }
+            #[inline(always)]
+            fn compare_exchange_weak(
+                &self,
+                cur: u64,
+                new: u64,
+                ok: Ordering,
+                err: Ordering,
+            ) -> Result<u64, u64> {
+                <$t>::compare_exchange_weak(self, cur, new, ok, err)
+            }
+        }
+    };
+}
+
+header_word!(std::sync::atomic::AtomicU64);
+#[cfg(feature = "loom")]
+header_word!(loom::sync::atomic::AtomicU64);
 
 /// Highest handle address a header can record (exclusive).
 pub const ADDR_LIMIT: usize = 1 << (ADDR_BITS + 3);
@@ -39,6 +93,8 @@ pub enum Refusal {
     OtherOwner,
     /// The object is being read (only for free).
     Busy,
+    /// Compaction is moving the object: reload the handle word and try again.
+    Claimed,
 }
 
 /// Encodes an allocated object's header. `addr` must be 8-aligned and below `ADDR_LIMIT`.
@@ -101,10 +157,13 @@ pub fn check_owner(word: u64, addr: usize) -> Result<(), Refusal> {
 
 /// Registers a reader of the object owned by `addr`; returns the object's length.
 #[inline]
-pub fn begin_read(h: &AtomicU64, addr: usize) -> Result<usize, Refusal> {
+pub fn begin_read(h: &impl HeaderWord, addr: usize) -> Result<usize, Refusal> {
     let mut cur = h.load(Ordering::Acquire);
     loop {
         check_owner(cur, addr)?;
+        if readers(cur) == CLAIMED {
+            return Err(Refusal::Claimed);
+        }
         if readers(cur) == MAX_READERS {
             backoff();
             cur = h.load(Ordering::Acquire);
@@ -117,13 +176,32 @@ pub fn begin_read(h: &AtomicU64, addr: usize) -> Result<usize, Refusal> {
     }
 }
 
+/// `begin_read` in one attempt, for the common case: the object is `addr`'s, unclaimed, below
+/// the reader limit and (when `want` is given) `want` bytes long, and nobody changes the header
+/// between the load and the CAS. `None` otherwise; the caller then takes `begin_read`.
+#[inline(always)]
+pub fn try_begin_read(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> Option<usize> {
+    let cur = h.load(Ordering::Acquire);
+    // `readers < MAX_READERS` also excludes `CLAIMED`.
+    if !is_allocated(cur) || owner(cur) != addr || readers(cur) >= MAX_READERS {
+        return None;
+    }
+    let len = len(cur);
+    if want.is_some_and(|w| w != len) {
+        return None;
+    }
+    h.compare_exchange(cur, cur + READER_ONE, Ordering::Acquire, Ordering::Relaxed)
+        .ok()
+        .map(|_| len)
+}
+
 /// Ends a read registered by `begin_read` on the object owned by `addr`.
 #[inline]
-pub fn end_read(h: &AtomicU64, addr: usize) -> Result<(), Refusal> {
+pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
     let mut cur = h.load(Ordering::Acquire);
     loop {
         check_owner(cur, addr)?;
-        if readers(cur) == 0 {
+        if readers(cur) == 0 || readers(cur) == CLAIMED {
             return Err(Refusal::Busy);
         }
         match h.compare_exchange_weak(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire) {
@@ -136,7 +214,7 @@ pub fn end_read(h: &AtomicU64, addr: usize) -> Result<(), Refusal> {
 /// Frees the object owned by `addr` if nobody reads it: the word becomes the free link.
 /// Returns the object's length.
 #[inline]
-pub fn try_free(h: &AtomicU64, addr: usize, next: Option<u32>) -> Result<usize, Refusal> {
+pub fn try_free(h: &impl HeaderWord, addr: usize, next: Option<u32>) -> Result<usize, Refusal> {
     let cur = h.load(Ordering::Acquire);
     check_owner(cur, addr)?;
     if readers(cur) != 0 {
@@ -146,6 +224,25 @@ pub fn try_free(h: &AtomicU64, addr: usize, next: Option<u32>) -> Result<usize, 
     h.compare_exchange(cur, free_link(next), Ordering::AcqRel, Ordering::Acquire)
         .map(|_| len(cur))
         .map_err(|_| Refusal::Busy)
+}
+
+/// Claims the allocated object of header `h` for a move if nobody reads it: its reader count
+/// becomes `CLAIMED`, so readers back off and a free or a move of the handle is refused. Returns
+/// the header as it was. Caller holds the class lock (which also excludes frees).
+#[inline]
+pub fn claim(h: &impl HeaderWord) -> Option<u64> {
+    let cur = h.load(Ordering::Acquire);
+    if !is_allocated(cur) || readers(cur) != 0 {
+        return None;
+    }
+    h.compare_exchange(cur, cur | (CLAIMED << READER_SHIFT), Ordering::AcqRel, Ordering::Acquire)
+        .ok()
+}
+
+/// Whether `word` is an allocated object's header claimed by `claim`.
+#[inline]
+pub fn is_claimed(word: u64) -> bool {
+    is_allocated(word) && readers(word) == CLAIMED
 }
 
 #[cfg(test)]
@@ -173,5 +270,21 @@ mod tests {
         assert_eq!(end_read(&h, 64), Err(Refusal::Busy));
         assert_eq!(try_free(&h, 64, Some(3)), Ok(100));
         assert_eq!(begin_read(&h, 64), Err(Refusal::Free));
+    }
+
+    #[test]
+    fn claims_exclude_readers_and_readers_exclude_claims() {
+        let h = AtomicU64::new(encode(64, 100));
+        assert_eq!(begin_read(&h, 64), Ok(100));
+        assert_eq!(claim(&h), None, "a read object is not claimed");
+        assert_eq!(end_read(&h, 64), Ok(()));
+        let was = claim(&h).expect("unread: claimed");
+        assert_eq!(was, encode(64, 100));
+        assert!(is_claimed(h.load(Ordering::Relaxed)));
+        assert_eq!(begin_read(&h, 64), Err(Refusal::Claimed));
+        assert_eq!(end_read(&h, 64), Err(Refusal::Busy), "a claim is not a reader to end");
+        assert_eq!(try_free(&h, 64, None), Err(Refusal::Busy));
+        assert_eq!(without_readers(h.load(Ordering::Relaxed)), encode(64, 100));
+        assert_eq!(claim(&AtomicU64::new(free_link(Some(2)))), None, "free slots are not claimed");
     }
 }

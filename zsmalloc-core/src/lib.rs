@@ -7,10 +7,13 @@
 //! Architecture, one module per concept:
 //! - [`config`]: settings and the `ZSMALLOC_*` environment;
 //! - [`chain_policy`], [`class_table`]: pages per zspage and the size classes;
-//! - `arena`: simulated pages carved from large mappings;
+//! - `arena`: simulated pages carved from large mappings, each page keeping one role (class and
+//!   index within its zspage) for life;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists;
-//! - `header`, `pin`, [`handle`]: object headers, the read/migration protocol, handles;
-//!   `open_section`: what a raw read section's begin proved, kept for its end;
+//! - [`header`], [`pin`], [`handle`]: object headers (reader registration, compaction's
+//!   claims), zspage pins for huge objects, handles (`header` and `pin` are public for the loom
+//!   models, not as an API); `open_section`: what a raw read section's begin proved, kept for
+//!   its end;
 //! - [`pool`]: store, free, read sections, compaction; [`stats`]: counters.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned slot, freed on drop) and the raw layer
@@ -28,7 +31,7 @@ pub mod class_table;
 pub mod config;
 pub mod error;
 pub mod handle;
-mod header;
+pub mod header;
 #[cfg(feature = "lab")]
 pub mod lab;
 mod open_section;

@@ -3,8 +3,8 @@
 //! `read_end_raw` is given only the handle. Without a record it must resolve the handle word
 //! again and prove again that it names an object start of a live zspage before it may touch the
 //! header, which costs a read section a tenth to a fifth of its time (docs/PERFORMANCE.md). The
-//! record carries that proof from the begin: this thread pinned the zspage and registered on
-//! the header of exactly this (pool, handle address, handle word).
+//! record carries that proof from the begin: this thread registered on the header of exactly
+//! this (pool, handle address, handle word), and pinned the zspage if the object is huge.
 //!
 //! Invariants:
 //! - A record is written only by a begin that succeeded, and is cleared by the end that uses it.
@@ -18,7 +18,7 @@
 use std::cell::Cell;
 use std::sync::atomic::AtomicU64;
 
-use crate::zspage::Zspage;
+use crate::pin::PinWord;
 
 /// One begun read section: whose it is, and what the begin validated.
 #[derive(Clone, Copy)]
@@ -29,8 +29,8 @@ pub(crate) struct OpenSection {
     pub handle: usize,
     /// The handle word the section was begun on.
     pub word: usize,
-    /// The pinned zspage.
-    pub zspage: *const Zspage,
+    /// The zspage pin the begin took (huge objects only; null otherwise).
+    pub pin: *const PinWord,
     /// The header word holding this section's reader registration.
     pub header: *const AtomicU64,
     /// The object's length.
@@ -41,7 +41,7 @@ const NONE: OpenSection = OpenSection {
     pool: 0,
     handle: 0,
     word: 0,
-    zspage: std::ptr::null(),
+    pin: std::ptr::null(),
     header: std::ptr::null(),
     len: 0,
 };

@@ -1,11 +1,13 @@
-//! Reader pins and migration locks: the protocol that lets reads run without a pool lock while
-//! compaction moves objects.
+//! Zspage pins and migration locks: how a reader of a huge object (whose header lives in the
+//! zspage's metadata) keeps its zspage in place while compaction and release run without
+//! waiting. Readers of other objects register on the object's header instead
+//! ([`crate::header`], claims included) and take no pin.
 //!
 //! Two words take part:
-//! - a zspage's `pin` word: bits 0..31 count readers (and stores copying outside the class
-//!   lock); `MIGRATING` is set by compaction while it moves the zspage's objects.
-//! - an object's header word ([`crate::header`]): a small per-object reader count, so that
-//!   freeing an object being read is refused while its neighbours stay freeable.
+//! - a zspage's `pin` word: bits 0..31 count huge readers; `MIGRATING` is set by compaction
+//!   while it moves the zspage's objects and by release.
+//! - the object's header word: a small per-object reader count, so that freeing an object being
+//!   read is refused while its neighbours stay freeable.
 //!
 //! Rules (the kernel's `zspage_read_lock`/`migrate_write_lock`, without waiting in compaction):
 //! 1. A reader loads the handle word, pins the zspage it names, then re-loads the handle word;

@@ -5,17 +5,21 @@
 //!   and counters, zspage creation and release, and compaction of the class. No code holds two
 //!   class locks. The page arena's and zspage table's own mutexes nest inside a class lock and
 //!   are held only for a list push/pop.
-//! - Readers take no lock: they pin the zspage (`pin.rs`), then register on the object's header
-//!   (`header.rs`). A pinned zspage is neither migrated nor released; an object with readers is
-//!   not freed (`Error::Busy`).
-//! - Migration and release both need the zspage's migration lock (`try_lock_migration`: no
-//!   pins). A free that empties a pinned zspage leaves it listed as empty; it is released by
-//!   the next free or compaction of its class that can lock it (mainline's deferred free when
+//! - Readers take no lock. A reader of a non-huge object registers on its header (`header.rs`)
+//!   and holds nothing else: it finds the header from the handle word and the role of its page
+//!   (pages never change role, `arena.rs`, so the word there is a header, a link or zero, never
+//!   payload). An object with readers is neither freed (`Error::Busy`) nor moved. A huge
+//!   object's header lives in its zspage, so its reader pins the zspage first (`pin.rs`).
+//! - Compaction moves objects only out of a zspage it could lock for migration (no huge reader's
+//!   pin) and whose every allocated object it could claim (`header::claim`: no reader
+//!   registered; readers meeting a claim back off). Release needs the migration lock: a free
+//!   that empties a pinned (huge) zspage leaves it listed as empty; it is released by the next
+//!   free or compaction of its class that can lock it (mainline's deferred free when
 //!   `trylock_zspage` fails). Single-threaded, a zspage is never pinned when it empties.
 //! - A store allocates, writes header and payload, and publishes the handle word, all under the
 //!   class lock: the object is reachable only once complete, and nothing can move it meanwhile.
-//! - Compaction moves objects only out of zspages it could lock for migration (no pins), and
-//!   rewrites each moved object's handle word (Release) before unlocking the source.
+//! - Compaction rewrites each moved object's handle word (Release) before it frees the old slot,
+//!   and drops the claims of the objects it left before unlocking the source.
 //! - Every owner address in a header is a live handle word: the safe layer's slots live as long
 //!   as the pool; raw-layer callers promise it (see `store_raw`). Compaction relies on this.
 
@@ -29,9 +33,10 @@ use crate::error::{Error, Result};
 use crate::handle::{Handle, HandleSlots, Location, ObjectLocation, TAG_MAX};
 use crate::header::{self, Refusal};
 use crate::open_section::{self, OpenSection};
-use crate::pin;
+use crate::pin::{self, PinWord};
 use crate::size_class::{self, ClassState, SizeClass};
 use crate::stats::{AccessCounters, ClassStats, PoolStats};
+use crate::sync::backoff;
 use crate::zspage::{Zspage, ZspageTable, GROUP_EMPTY, GROUP_FULL};
 
 /// One piece of an object's payload: page, offset in it, bytes.
@@ -54,7 +59,12 @@ struct Layout {
 /// A validated, pinned object: both the zspage pin and a header reader are held until
 /// `release`, so ending a section needs no second lookup.
 struct Pinned<'a> {
+    /// The zspage the handle word names: checked (`check_place`) for huge and spanning objects,
+    /// whose layout needs it; for others only the header registration vouches for the object.
     zspage: &'a Zspage,
+    /// The zspage pin a huge object's reader holds (its header lives in the zspage); `None`
+    /// for other objects, whose readers hold nothing but their header registration.
+    pin: Option<&'a PinWord>,
     info: &'a ClassInfo,
     slot: u32,
     obj: u32,
@@ -69,7 +79,9 @@ impl Pinned<'_> {
     fn release(&self) {
         // Cannot fail: this reader registration is ours and keeps the header unchanged.
         let _ = header::end_read(self.header, self.owner);
-        self.zspage.pin.unpin();
+        if let Some(pin) = self.pin {
+            pin.unpin();
+        }
     }
 }
 
@@ -215,7 +227,16 @@ impl Pool {
         local_copy: &'a mut [u8],
     ) -> Result<ReadSection<'a>> {
         self.same_pool(h.pool())?;
-        let p = self.pin_object(h.slot_word_for_bytes(), None)?;
+        let w = h.slot_word_for_bytes();
+        if let Some(p) = self.pin_fast(w, Some(h.len())) {
+            if local_copy.len() >= p.len + HDR as usize {
+                self.access.record_read(false, 0);
+                let ptr = (p.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize);
+                return Ok(ReadSection { ptr, pinned: p });
+            }
+            p.release();
+        }
+        let p = self.pin_slow(w, None)?;
         if local_copy.len() < p.len + HDR as usize {
             p.release();
             return Err(Error::InvalidArgument(format!(
@@ -236,14 +257,14 @@ impl Pool {
         out: &mut [u8],
     ) -> Result<usize> {
         self.same_pool(h.pool())?;
-        self.read_word_into(h.slot_word_for_bytes(), out)
+        self.read_word_into(h.slot_word_for_bytes(), Some(h.len()), out)
     }
 
     /// The object's bytes as a new vector.
     pub fn read_to_vec<P: Deref<Target = Pool>>(&self, h: &Handle<P>) -> Result<Vec<u8>> {
         self.same_pool(h.pool())?;
         let mut v = vec![0; h.len()];
-        self.read_word_into(h.slot_word_for_bytes(), &mut v)?;
+        self.read_word_into(h.slot_word_for_bytes(), Some(h.len()), &mut v)?;
         Ok(v)
     }
 
@@ -317,7 +338,13 @@ impl Pool {
         mem_len: usize,
         local_copy: *mut u8,
     ) -> Result<*const u8> {
-        let p = self.pin_object(h, Some(mem_len))?;
+        if let Some(p) = self.pin_fast(h, Some(mem_len)) {
+            // Non-spanning and not huge: in place, just after the header word.
+            self.remember(&p);
+            self.access.record_read(false, 0);
+            return Ok((p.header as *const AtomicU64 as *const u8).add(HDR as usize));
+        }
+        let p = self.pin_slow(h, Some(mem_len))?;
         self.remember(&p);
         Ok(self.begin_copy(&p, local_copy))
     }
@@ -329,7 +356,7 @@ impl Pool {
             pool: self.id,
             handle: p.owner,
             word: p.loc.encode(),
-            zspage: p.zspage,
+            pin: p.pin.map_or(std::ptr::null(), |p| p as *const PinWord),
             header: p.header,
             len: p.len,
         });
@@ -345,6 +372,10 @@ impl Pool {
         let layout = self.pinned_layout(p);
         if !layout.spanning {
             self.access.record_read(false, 0);
+            if !p.info.huge {
+                // The payload follows the header word, whose address we already hold.
+                return (p.header as *const AtomicU64 as *const u8).add(HDR as usize);
+            }
             let first = layout.pieces[0];
             return self.arena.page_ptr(first.pfn).add(first.offset);
         }
@@ -362,7 +393,7 @@ impl Pool {
     /// # Safety
     /// As [`Pool::free_raw`].
     pub unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
-        self.read_word_into(h, out)
+        self.read_word_into(h, None, out)
     }
 
     /// Ends a read section begun by `read_begin_raw` or `read_sg_begin_raw`.
@@ -375,14 +406,16 @@ impl Pool {
             return self.unpin_object(h, mem_len);
         };
         // SAFETY: a record of this pool (ids are never reused) points into its zspage table and
-        // arena, which live as long as `self` (see `open_section`).
-        let (z, hw) = unsafe { (&*open.zspage, &*open.header) };
+        // arena, which live as long as `self` (see `open_section`); `pin` may be null.
+        let (pin, hw) = unsafe { (open.pin.as_ref(), &*open.header) };
         if let Some(m) = mem_len.filter(|&m| m != open.len) {
             return Err(wrong_read_len(m, open.len));
         }
         open_section::clear();
         end_registration(hw, addr)?;
-        z.pin.unpin();
+        if let Some(pin) = pin {
+            pin.unpin();
+        }
         Ok(())
     }
 
@@ -498,7 +531,7 @@ impl Pool {
     /// safe-layer handle slots).
     pub fn metadata_bytes(&self) -> (usize, usize) {
         let classes = self.classes.len() * std::mem::size_of::<SizeClass>();
-        (self.zspages.heap_bytes() + classes, self.slots.heap_bytes())
+        (self.zspages.heap_bytes() + self.arena.heap_bytes() + classes, self.slots.heap_bytes())
     }
 
     // ---------------------------------------------------------------- compaction
@@ -532,8 +565,8 @@ impl Pool {
                     None => break,
                 },
             };
-            // The first source (groups 1..=10, each from its head) no reader has pinned.
-            let Some(s) = st.find_in(&self.zspages, 1..GROUP_FULL, |z| z.pin.try_lock_migration())
+            // The first source (groups 1..=10, each from its head) that no reader holds.
+            let Some(s) = st.find_in(&self.zspages, 1..GROUP_FULL, |z| self.lock_for_move(z, info))
             else {
                 break;
             };
@@ -560,15 +593,46 @@ impl Pool {
         freed
     }
 
-    /// Moves live objects of `src` (locked for migration) into `dst`, in increasing object
-    /// index, until `dst` is full or `src` is empty (mainline `migrate_zspage`).
+    /// Locks `z` (of class `info`, whose lock the caller holds) for moving its objects: its
+    /// migration lock (huge readers pin it) and a claim on every allocated object (other
+    /// readers register on headers). All or nothing: false if any reader holds one.
+    fn lock_for_move(&self, z: &Zspage, info: &ClassInfo) -> bool {
+        if !z.pin.try_lock_migration() {
+            return false;
+        }
+        let fresh = size_class::fresh(z);
+        for obj in 0..fresh {
+            let word = self.header_word(z, info, obj);
+            if header::is_allocated(word.load(Ordering::Acquire)) && header::claim(word).is_none() {
+                self.unclaim(z, info, obj);
+                z.pin.unlock_migration();
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Drops the claims `lock_for_move` left on objects `0..upto` of `z` (those not moved).
+    fn unclaim(&self, z: &Zspage, info: &ClassInfo, upto: u32) {
+        for obj in 0..upto {
+            let word = self.header_word(z, info, obj);
+            let w = word.load(Ordering::Acquire);
+            if header::is_claimed(w) {
+                // Only the claimer changes a claimed header (readers back off, frees and moves
+                // of the handle wait for the class lock we hold).
+                word.store(header::without_readers(w), Ordering::Release);
+            }
+        }
+    }
+
+    /// Moves live objects of `src` (locked by `lock_for_move`) into `dst`, in increasing object
+    /// index, until `dst` is full or `src` is empty (mainline `migrate_zspage`), then drops the
+    /// claims on the objects left.
     fn migrate(&self, info: &ClassInfo, src: &Zspage, d: u32, dst: &Zspage, buf: &mut [u8]) {
         debug_assert!(src.is_live() && dst.is_live());
         for obj in 0..size_class::fresh(src) {
             let word = self.header_word(src, info, obj);
-            // Reader bits on a zspage locked for migration belong to a reader that found the
-            // object freed and is backing out (a reader registers only while it pins): the moved
-            // copy starts with none, so none can leak.
+            // The reader bits are our claim: the moved copy starts with no readers.
             let hdr = header::without_readers(word.load(Ordering::Acquire));
             if !header::is_allocated(hdr) {
                 continue;
@@ -595,6 +659,7 @@ impl Pool {
                 break;
             }
         }
+        self.unclaim(src, info, size_class::fresh(src));
     }
 
     // ---------------------------------------------------------------- internals
@@ -783,7 +848,7 @@ impl Pool {
         };
         let mut pages = [0 as Pfn; crate::config::MAX_CHAIN_SIZE as usize];
         let pages = &mut pages[..n as usize];
-        let slot = if self.arena.alloc_pages(pages) {
+        let slot = if self.arena.alloc_pages(pages, pos) {
             match self.zspages.take() {
                 Some(slot) => Some(slot),
                 None => {
@@ -886,9 +951,14 @@ impl Pool {
     #[inline]
     pub(crate) fn prefetch_word(&self, word: usize, len: usize) {
         if let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) {
-            // The metadata line first: the section's first locked instruction waits for it.
-            if let Some(z) = self.zspages.get(loc.slot) {
-                crate::arena::prefetch_line(z as *const Zspage as *const u8);
+            // The metadata first: a free's class lock and checks wait for the zspage's line, a
+            // read's checks for its page's role.
+            if len == 0 {
+                if let Some(z) = self.zspages.get(loc.slot) {
+                    crate::arena::prefetch_line(z as *const Zspage as *const u8);
+                }
+            } else {
+                self.arena.prefetch_role((loc.offset() >> self.page_shift()) as Pfn);
             }
             self.arena.prefetch_range(loc.offset(), (len + HDR as usize).max(128), false);
         }
@@ -955,9 +1025,153 @@ impl Pool {
         }
     }
 
-    /// Pins the object of `h` for reading: zspage pin plus a header reader. Checks the stored
-    /// length against `mem_len` when given.
+    /// Checks that `loc` is an object start by the role of its page alone (class and page index
+    /// never change for a page, see `arena.rs`), so its header word is one the pool wrote or
+    /// zero. Returns the class position and the object index. Reads no zspage metadata.
+    #[inline]
+    fn check_role(&self, loc: Location) -> Result<(usize, u32)> {
+        let shift = self.page_shift();
+        let Some((pos, index)) = self.arena.role((loc.offset() >> shift) as Pfn) else {
+            return Err(Error::InvalidHandle("no such page"));
+        };
+        if index != loc.page {
+            return Err(Error::InvalidHandle("stale handle: its object was freed"));
+        }
+        let Some(class) = self.classes.get(pos) else {
+            return Err(Error::InvalidHandle("no such class"));
+        };
+        let info = &class.info;
+        let start = ((loc.page as usize) << shift) | (loc.offset() & (self.page() - 1));
+        let obj = if info.huge { 0 } else { class.by_size.div(start as u32) };
+        if obj as usize * info.size as usize != start || obj >= info.objs_per_zspage {
+            return Err(Error::InvalidHandle("not an object of its zspage"));
+        }
+        Ok((pos, obj))
+    }
+
+    /// Registers a reader on the object of `h` (SPEC §3 read protocol): the object is then
+    /// neither freed nor moved until `release`/`read_end_raw`. Checks the stored length against
+    /// `mem_len` when given.
+    ///
+    /// A non-huge object's reader registers on its header and holds nothing else: the header
+    /// word is found from the handle word and its page's role, loaded before the one locked
+    /// instruction; a registration that succeeds proves the object is `h`'s (the header names
+    /// `h`, the only owner of one live object) and not being moved (compaction claims headers
+    /// it moves, and a claimed header refuses readers). A huge object's header lives in its
+    /// zspage, so its reader pins the zspage first (`pin_in_zspage`).
     fn pin_object(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<Pinned<'_>> {
+        match self.pin_fast(h, mem_len) {
+            Some(p) => Ok(p),
+            None => self.pin_slow(h, mem_len),
+        }
+    }
+
+    /// `pin_object`'s common case, with every check of `check_role` and `header::begin_read`
+    /// but none of their errors: a non-huge object that does not cross a page, registered on in
+    /// one attempt. `None` sends the caller to `pin_slow`, which repeats the checks and says
+    /// what failed.
+    #[inline(always)]
+    fn pin_fast(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Option<Pinned<'_>> {
+        let addr = h as *const AtomicUsize as usize;
+        let loc = Location::decode(h.load(Ordering::Acquire)).filter(|l| l.tag == self.tag)?;
+        let (offset, shift, page) = (loc.offset(), self.page_shift(), self.page());
+        let (pos, index) = self.arena.role((offset >> shift) as Pfn)?;
+        let class = self.classes.get(pos)?;
+        let info = &class.info;
+        let in_page = offset & (page - 1);
+        let start = ((index as usize) << shift) | in_page;
+        let obj = class.by_size.div(start as u32);
+        let is_object = obj as usize * info.size as usize == start && obj < info.objs_per_zspage;
+        if index != loc.page || info.huge || !is_object {
+            return None;
+        }
+        let fits = |len: usize| in_page + HDR as usize + len <= page;
+        if mem_len.is_some_and(|l| !fits(l)) {
+            return None;
+        }
+        let zspage = self.zspages.get(loc.slot)?;
+        // SAFETY: the page's role makes `offset` an object start of class `pos` (the role never
+        // changes, see `arena.rs`): an 8-aligned header word inside the mapped reservation,
+        // which is only ever accessed atomically.
+        let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
+        let len = header::try_begin_read(hw, addr, mem_len)?;
+        let p = Pinned {
+            zspage,
+            pin: None,
+            info,
+            slot: loc.slot,
+            obj,
+            loc,
+            len,
+            header: hw,
+            owner: addr,
+        };
+        if !fits(len) {
+            p.release(); // spanning: `pin_slow` also checks the zspage
+            return None;
+        }
+        Some(p)
+    }
+
+    #[inline(never)]
+    fn pin_slow(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<Pinned<'_>> {
+        let addr = h as *const AtomicUsize as usize;
+        loop {
+            let word = h.load(Ordering::Acquire);
+            let checked =
+                self.resolve(word).and_then(|(loc, z)| Ok((loc, z, self.check_role(loc)?)));
+            let (loc, z, (pos, obj)) = match checked {
+                Ok(c) => c,
+                // Compaction moved the object since the load.
+                Err(_) if h.load(Ordering::Acquire) != word => continue,
+                Err(e) => return Err(e),
+            };
+            let info = &self.classes[pos].info;
+            if info.huge {
+                return self.pin_in_zspage(h, mem_len);
+            }
+            let hw = self.arena.word_at(loc.offset());
+            let len = match header::begin_read(hw, addr) {
+                Ok(len) => len,
+                Err(Refusal::Claimed) => {
+                    backoff(); // being moved: the handle word will name the copy
+                    continue;
+                }
+                Err(_) if h.load(Ordering::Acquire) != word => continue,
+                Err(r) => return Err(refusal(r)),
+            };
+            let p = Pinned {
+                zspage: z,
+                pin: None,
+                info,
+                slot: loc.slot,
+                obj,
+                loc,
+                len,
+                header: hw,
+                owner: addr,
+            };
+            if let Some(m) = mem_len.filter(|&m| m != len) {
+                p.release();
+                return Err(wrong_read_len(m, len));
+            }
+            let in_page = loc.offset() & (self.page() - 1);
+            if in_page + HDR as usize + len > self.page() {
+                // Spanning: the layout reads the zspage's page list, so the word's zspage must
+                // be the object's. Stable now: a registered object keeps its zspage alive.
+                if let Err(e) = self.check_place(z, loc).and_then(|(at, _)| {
+                    (at == pos).then_some(()).ok_or(Error::InvalidHandle("not its zspage"))
+                }) {
+                    p.release();
+                    return Err(e);
+                }
+            }
+            return Ok(p);
+        }
+    }
+
+    /// `pin_object` for a huge object: zspage pin plus a reader on the zspage's header word.
+    fn pin_in_zspage(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<Pinned<'_>> {
         let addr = h as *const AtomicUsize as usize;
         let (_, (loc, z), _) = pin::pin_current(
             || h.load(Ordering::Acquire),
@@ -977,7 +1191,17 @@ impl Pool {
                 let _ = header::end_read(hw, addr);
                 return Err(wrong_read_len(m, len));
             }
-            Ok(Pinned { zspage: z, info, slot: loc.slot, obj, loc, len, header: hw, owner: addr })
+            Ok(Pinned {
+                zspage: z,
+                pin: Some(&z.pin),
+                info,
+                slot: loc.slot,
+                obj,
+                loc,
+                len,
+                header: hw,
+                owner: addr,
+            })
         })();
         if pinned.is_err() {
             z.pin.unpin();
@@ -985,12 +1209,18 @@ impl Pool {
         pinned
     }
 
-    /// Ends a read of the object of `h` begun by `pin_object`.
+    /// Ends a read of the object of `h` begun by `pin_object`, re-validating the handle.
     fn unpin_object(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
         let addr = h as *const AtomicUsize as usize;
         let (loc, z) = self.resolve(h.load(Ordering::Acquire))?;
-        let (pos, _) = self.check_place(z, loc)?;
-        let hw = self.header_at(z, &self.classes[pos].info, loc);
+        let (pos, _) = self.check_role(loc)?;
+        let info = &self.classes[pos].info;
+        let hw = if info.huge {
+            self.check_place(z, loc)?;
+            &z.huge_header
+        } else {
+            self.arena.word_at(loc.offset())
+        };
         if let Some(m) = mem_len {
             let len = header::len(hw.load(Ordering::Acquire));
             if m != len {
@@ -998,15 +1228,20 @@ impl Pool {
             }
         }
         end_registration(hw, addr)?;
-        z.pin.unpin();
+        if info.huge {
+            z.pin.unpin();
+        }
         Ok(())
     }
 
     /// Where the object of `h` is.
     pub(crate) fn locate_word(&self, h: &AtomicUsize) -> Result<ObjectLocation> {
         let p = self.pin_object(h, None)?;
+        // The registration keeps the object, hence its zspage, where it is while we look.
+        let placed = self.check_place(p.zspage, p.loc);
         let generation = p.zspage.live_generation();
         p.release();
+        placed?;
         Ok(ObjectLocation {
             zspage: p.slot,
             generation: generation.expect("a pinned zspage holding an object is live"),
@@ -1020,15 +1255,27 @@ impl Pool {
         Ok(p.len)
     }
 
-    fn read_word_into(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
-        let p = self.pin_object(h, None)?;
+    /// Copies the object of `h` into `out`; `len`, when given, is the object's length as the
+    /// caller knows it (the safe layer's handles do), which lets the common case skip `pin_slow`.
+    fn read_word_into(&self, h: &AtomicUsize, len: Option<usize>, out: &mut [u8]) -> Result<usize> {
+        if let Some(p) = self.pin_fast(h, len) {
+            if p.len > out.len() {
+                p.release();
+                return Err(buffer_too_small(out.len(), p.len));
+            }
+            let from = (p.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize);
+            // SAFETY: registered, so the `len` payload bytes after the header (within its page:
+            // `pin_fast` takes only objects that do not cross one) are the object's and nobody
+            // writes them meanwhile; `out` holds at least `len` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), p.len) };
+            self.access.record_read(false, 0);
+            p.release();
+            return Ok(p.len);
+        }
+        let p = self.pin_slow(h, None)?;
         if out.len() < p.len {
             p.release();
-            return Err(Error::InvalidArgument(format!(
-                "buffer of {} bytes is smaller than the object ({} bytes)",
-                out.len(),
-                p.len
-            )));
+            return Err(buffer_too_small(out.len(), p.len));
         }
         let layout = self.pinned_layout(&p);
         self.copy_pieces_out(&layout, &mut out[..p.len]);
@@ -1130,6 +1377,12 @@ impl Pool {
     }
 }
 
+fn buffer_too_small(buffer: usize, object: usize) -> Error {
+    Error::InvalidArgument(format!(
+        "buffer of {buffer} bytes is smaller than the object ({object} bytes)"
+    ))
+}
+
 fn wrong_read_len(given: usize, stored: usize) -> Error {
     Error::InvalidArgument(format!("read length {given} differs from the stored length {stored}"))
 }
@@ -1148,7 +1401,7 @@ fn refusal(r: Refusal) -> Error {
         Refusal::OtherOwner => {
             Error::InvalidHandle("handle does not own this object (stale copy, foreign or garbage)")
         }
-        Refusal::Busy => Error::Busy,
+        Refusal::Busy | Refusal::Claimed => Error::Busy,
     }
 }
 

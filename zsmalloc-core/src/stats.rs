@@ -3,6 +3,7 @@
 //! Store/free counters live in each class's locked state; read counters are sharded per thread
 //! (cache-line padded) so concurrent readers never share a counter line. Both are summed on demand.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::Mutex;
 
@@ -103,22 +104,39 @@ impl ThreadSlot {
 
 impl Drop for ThreadSlot {
     fn drop(&mut self) {
+        // Forget the cached shard first: once the id is back in the pool, another thread may own it.
+        let _ = SHARD.try_with(|c| c.set(0));
         FREE_SLOTS.lock().unwrap_or_else(|e| e.into_inner()).push(self.0);
     }
 }
 
-thread_local!(static THREAD_SLOT: ThreadSlot = ThreadSlot::acquire());
+thread_local! {
+    static THREAD_SLOT: ThreadSlot = ThreadSlot::acquire();
+    /// `shard_of_thread()` cached as `(index << 1 | owned) + 1` (0: not yet). A `const` slot
+    /// with no destructor, so reading it is one load (the id's slot above checks its state).
+    static SHARD: Cell<usize> = const { Cell::new(0) };
+}
 
 /// (shard index, owned by this thread).
 #[inline]
 fn shard_of_thread() -> (usize, bool) {
+    if let Some(v) = SHARD.try_with(|c| c.get()).ok().and_then(|c| c.checked_sub(1)) {
+        return (v >> 1, v & 1 == 1);
+    }
+    first_shard_of_thread()
+}
+
+#[cold]
+fn first_shard_of_thread() -> (usize, bool) {
     THREAD_SLOT
         .try_with(|s| {
-            if s.0 < OWNED_SHARDS {
+            let shard = if s.0 < OWNED_SHARDS {
                 (s.0, true)
             } else {
                 (OWNED_SHARDS + s.0 % SHARED_SHARDS, false)
-            }
+            };
+            let _ = SHARD.try_with(|c| c.set(((shard.0 << 1) | shard.1 as usize) + 1));
+            shard
         })
         // During thread teardown the slot may be gone: use a shared shard.
         .unwrap_or((OWNED_SHARDS, false))

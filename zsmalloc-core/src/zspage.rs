@@ -2,7 +2,7 @@
 //!
 //! A zspage's metadata lives in an address-stable table slot so that readers reach it from a
 //! handle word without locks. Field ownership:
-//! - `pin`: atomic protocol of `pin.rs` (readers, stores copying, migration).
+//! - `pin`: atomic protocol of `pin.rs` (huge objects' readers, migration, release).
 //! - `state` (generation, live bit) and `class_pos`: written under the owning class's lock
 //!   (creation, release); read by anyone to validate a handle.
 //! - `pages`: written at creation before `state` is published (Release); read after `state`.
@@ -82,8 +82,9 @@ impl Fullness {
     }
 }
 
-/// Laid out for readers: everything a read section touches (pin, state, class, `fresh`, the
-/// huge header and the first ten pages) shares the first cache line; lock-held list fields follow.
+/// Readers of non-huge objects come here only for a spanning object's second page; a huge
+/// object's reader pins it and reads its header. Those fields (pin, state, class, `fresh`, the
+/// huge header and the first ten pages) share the first cache line; lock-held list fields follow.
 #[repr(C, align(64))]
 pub struct Zspage {
     pub pin: PinWord,
