@@ -225,6 +225,13 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot).load(Ordering::Acquire)
     }
 
+    /// The slot's word when the object was stored (see `pin_fast_at`: reading through it is
+    /// sound even after compaction moved the object; it then just fails).
+    #[inline]
+    pub(crate) fn hint(&self) -> usize {
+        self.hint
+    }
+
     /// The slot word, with the hinted object's header already on its way into the cache.
     #[inline]
     pub(crate) fn slot_word(&self) -> &AtomicUsize {
