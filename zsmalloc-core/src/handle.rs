@@ -264,7 +264,7 @@ impl<P: Deref<Target = Pool>> Handle<P> {
 
     /// Frees the object now, reporting refusal (an active read section) instead of leaking.
     pub fn free(self) -> Result<()> {
-        let res = self.pool.free_word(self.slot_word());
+        let res = self.pool.free_word_from(self.slot_word(), Some(self.hint));
         if res.is_ok() {
             self.pool.slots().give_back(self.slot);
         }
@@ -277,7 +277,7 @@ impl<P: Deref<Target = Pool>> Drop for Handle<P> {
     fn drop(&mut self) {
         // A safe handle cannot be dropped during its own read section (the section borrows it),
         // so the free succeeds; if it somehow did not, the slot is leaked rather than reused.
-        if self.pool.free_word(self.slot_word()).is_ok() {
+        if self.pool.free_word_from(self.slot_word(), Some(self.hint)).is_ok() {
             self.pool.slots().give_back(self.slot);
         }
     }

@@ -1310,9 +1310,16 @@ impl Pool {
 
     /// Frees the object of `h`, then empties `h` (an empty `h`: nothing to do).
     pub(crate) fn free_word(&self, h: &AtomicUsize) -> Result<()> {
+        self.free_word_from(h, None)
+    }
+
+    /// `free_word`, starting from `guess` (a safe handle's hint) instead of loading `h` first:
+    /// the class lock is taken while `h`'s line is still on its way, and `h` is checked against
+    /// the guess under the lock, as it is against a loaded word.
+    pub(crate) fn free_word_from(&self, h: &AtomicUsize, mut guess: Option<usize>) -> Result<()> {
         let addr = h as *const AtomicUsize as usize;
         loop {
-            let word = h.load(Ordering::Acquire);
+            let word = guess.take().unwrap_or_else(|| h.load(Ordering::Acquire));
             if word == 0 {
                 return Ok(());
             }
