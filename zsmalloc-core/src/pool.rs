@@ -1028,25 +1028,31 @@ impl Pool {
 
     /// Checks that `loc` is an object start by the role of its page alone (class and page index
     /// never change for a page, see `arena.rs`), so its header word is one the pool wrote or
-    /// zero. Returns the class position and the object index. Reads no zspage metadata.
-    #[inline]
-    fn check_role(&self, loc: Location) -> Result<(usize, u32)> {
+    /// zero. Returns the class position, its info and the object index, or why not (for
+    /// `check_role`'s error; `pin_fast` drops it). Reads no zspage metadata.
+    #[inline(always)]
+    fn place_by_role(
+        &self,
+        loc: Location,
+    ) -> std::result::Result<(usize, &ClassInfo, u32), &'static str> {
         let shift = self.page_shift();
-        let Some((pos, index)) = self.arena.role((loc.offset() >> shift) as Pfn) else {
-            return Err(Error::InvalidHandle("no such page"));
-        };
+        let (pos, index) = self.arena.role((loc.offset() >> shift) as Pfn).ok_or("no such page")?;
         if index != loc.page {
-            return Err(Error::InvalidHandle("stale handle: its object was freed"));
+            return Err("stale handle: its object was freed");
         }
-        let Some(class) = self.classes.get(pos) else {
-            return Err(Error::InvalidHandle("no such class"));
-        };
+        let class = self.classes.get(pos).ok_or("no such class")?;
         let info = &class.info;
         let start = ((loc.page as usize) << shift) | (loc.offset() & (self.page() - 1));
         let obj = if info.huge { 0 } else { class.by_size.div(start as u32) };
         if obj as usize * info.size as usize != start || obj >= info.objs_per_zspage {
-            return Err(Error::InvalidHandle("not an object of its zspage"));
+            return Err("not an object of its zspage");
         }
+        Ok((pos, info, obj))
+    }
+
+    /// `place_by_role` with the pool's error: the class position and the object index.
+    fn check_role(&self, loc: Location) -> Result<(usize, u32)> {
+        let (pos, _, obj) = self.place_by_role(loc).map_err(Error::InvalidHandle)?;
         Ok((pos, obj))
     }
 
@@ -1089,25 +1095,17 @@ impl Pool {
     ) -> Option<Pinned<'_>> {
         let addr = h as *const AtomicUsize as usize;
         let loc = Location::decode(word).filter(|l| l.tag == self.tag)?;
-        let (offset, shift, page) = (loc.offset(), self.page_shift(), self.page());
-        let (pos, index) = self.arena.role((offset >> shift) as Pfn)?;
-        let class = self.classes.get(pos)?;
-        let info = &class.info;
+        let (_, info, obj) = self.place_by_role(loc).ok().filter(|(_, info, _)| !info.huge)?;
+        let (offset, page) = (loc.offset(), self.page());
         let in_page = offset & (page - 1);
-        let start = ((index as usize) << shift) | in_page;
-        let obj = class.by_size.div(start as u32);
-        let is_object = obj as usize * info.size as usize == start && obj < info.objs_per_zspage;
-        if index != loc.page || info.huge || !is_object {
-            return None;
-        }
         let fits = |len: usize| in_page + HDR as usize + len <= page;
         if mem_len.is_some_and(|l| !fits(l)) {
             return None;
         }
         let zspage = self.zspages.get(loc.slot)?;
-        // SAFETY: the page's role makes `offset` an object start of class `pos` (the role never
-        // changes, see `arena.rs`): an 8-aligned header word inside the mapped reservation,
-        // which is only ever accessed atomically.
+        // SAFETY: the page's role makes `offset` an object start of a non-huge class (the role
+        // never changes, see `arena.rs`): an 8-aligned header word inside the mapped
+        // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
         let len = header::try_begin_read(hw, addr, mem_len)?;
         let p = Pinned {
