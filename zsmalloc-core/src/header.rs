@@ -37,13 +37,6 @@ pub trait HeaderWord {
     fn load(&self, order: Ordering) -> u64;
     fn compare_exchange(&self, cur: u64, new: u64, ok: Ordering, err: Ordering)
         -> Result<u64, u64>;
-    fn compare_exchange_weak(
-        &self,
-        cur: u64,
-        new: u64,
-        ok: Ordering,
-        err: Ordering,
-    ) -> Result<u64, u64>;
 }
 
 macro_rules! header_word {
@@ -62,16 +55,6 @@ macro_rules! header_word {
                 err: Ordering,
             ) -> Result<u64, u64> {
                 <$t>::compare_exchange(self, cur, new, ok, err)
-            }
-            #[inline(always)]
-            fn compare_exchange_weak(
-                &self,
-                cur: u64,
-                new: u64,
-                ok: Ordering,
-                err: Ordering,
-            ) -> Result<u64, u64> {
-                <$t>::compare_exchange_weak(self, cur, new, ok, err)
             }
         }
     };
@@ -169,7 +152,7 @@ pub fn begin_read(h: &impl HeaderWord, addr: usize) -> Result<usize, Refusal> {
             cur = h.load(Ordering::Acquire);
             continue;
         }
-        match h.compare_exchange_weak(cur, cur + READER_ONE, Ordering::Acquire, Ordering::Acquire) {
+        match h.compare_exchange(cur, cur + READER_ONE, Ordering::Acquire, Ordering::Acquire) {
             Ok(_) => return Ok(len(cur)),
             Err(now) => cur = now,
         }
@@ -204,7 +187,7 @@ pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
         if readers(cur) == 0 || readers(cur) == CLAIMED {
             return Err(Refusal::Busy);
         }
-        match h.compare_exchange_weak(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire) {
+        match h.compare_exchange(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire) {
             Ok(_) => return Ok(()),
             Err(now) => cur = now,
         }

@@ -75,7 +75,20 @@ struct Pinned<'a> {
     owner: usize,
 }
 
-impl Pinned<'_> {
+impl<'a> Pinned<'a> {
+    /// A non-huge object's reader: registered on `header` by the handle at `owner`, no pin.
+    fn registered(
+        zspage: &'a Zspage,
+        info: &'a ClassInfo,
+        loc: Location,
+        obj: u32,
+        len: usize,
+        header: &'a AtomicU64,
+        owner: usize,
+    ) -> Self {
+        Pinned { zspage, pin: None, info, slot: loc.slot, obj, loc, len, header, owner }
+    }
+
     fn release(&self) {
         // Cannot fail: this reader registration is ours and keeps the header unchanged.
         let _ = header::end_read(self.header, self.owner);
@@ -1108,17 +1121,7 @@ impl Pool {
         // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
         let len = header::try_begin_read(hw, addr, mem_len)?;
-        let p = Pinned {
-            zspage,
-            pin: None,
-            info,
-            slot: loc.slot,
-            obj,
-            loc,
-            len,
-            header: hw,
-            owner: addr,
-        };
+        let p = Pinned::registered(zspage, info, loc, obj, len, hw, addr);
         if !fits(len) {
             p.release(); // spanning: `pin_slow` also checks the zspage
             return None;
@@ -1153,17 +1156,7 @@ impl Pool {
                 Err(_) if h.load(Ordering::Acquire) != word => continue,
                 Err(r) => return Err(refusal(r)),
             };
-            let p = Pinned {
-                zspage: z,
-                pin: None,
-                info,
-                slot: loc.slot,
-                obj,
-                loc,
-                len,
-                header: hw,
-                owner: addr,
-            };
+            let p = Pinned::registered(z, info, loc, obj, len, hw, addr);
             if let Some(m) = mem_len.filter(|&m| m != len) {
                 p.release();
                 return Err(wrong_read_len(m, len));
