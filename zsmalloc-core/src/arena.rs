@@ -29,9 +29,9 @@
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::chunked::ChunkedTable;
-use std::sync::Mutex;
 
 /// Page number within one arena.
 pub type Pfn = u32;

@@ -204,7 +204,8 @@ pub struct Handle<P: Deref<Target = Pool>> {
     /// The object's length, which never changes while the handle owns it.
     len: u32,
     /// The slot's word when the object was stored: only a hint (compaction may have changed the
-    /// word since) that lets the object be loaded alongside the slot word.
+    /// word since). Reads register through it without waiting for the slot word, frees lock its
+    /// class meanwhile; a stale hint fails their checks and they follow the slot word.
     hint: usize,
 }
 

@@ -38,14 +38,6 @@ impl PinWord {
         false
     }
 
-    /// Pins, backing off while a migration runs (used by stores that own the slot already).
-    #[inline]
-    pub fn pin_wait(&self) {
-        while !self.try_pin() {
-            backoff();
-        }
-    }
-
     #[inline]
     pub fn unpin(&self) {
         let prev = self.0.fetch_sub(1, Ordering::Release);

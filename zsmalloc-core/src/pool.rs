@@ -66,7 +66,6 @@ struct Pinned<'a> {
     /// for other objects, whose readers hold nothing but their header registration.
     pin: Option<&'a PinWord>,
     info: &'a ClassInfo,
-    slot: u32,
     obj: u32,
     /// The handle's location: header page index and arena offset.
     loc: Location,
@@ -86,7 +85,16 @@ impl<'a> Pinned<'a> {
         header: &'a AtomicU64,
         owner: usize,
     ) -> Self {
-        Pinned { zspage, pin: None, info, slot: loc.slot, obj, loc, len, header, owner }
+        Pinned { zspage, pin: None, info, obj, loc, len, header, owner }
+    }
+
+    /// The payload of a non-huge object that does not cross a page: just after its header
+    /// word, whose address the registration already holds (no load after the locked
+    /// instruction).
+    #[inline]
+    fn in_place(&self) -> *const u8 {
+        debug_assert!(!self.info.huge);
+        (self.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
     }
 
     fn release(&self) {
@@ -245,8 +253,7 @@ impl Pool {
         if let Some(p) = self.pin_fast_at(h.hint(), w, Some(h.len())) {
             if local_copy.len() >= p.len + HDR as usize {
                 self.access.record_read(false, 0);
-                let ptr = (p.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize);
-                return Ok(ReadSection { ptr, pinned: p });
+                return Ok(ReadSection { ptr: p.in_place(), pinned: p });
             }
             p.release();
         }
@@ -356,7 +363,7 @@ impl Pool {
             // Non-spanning and not huge: in place, just after the header word.
             self.remember(&p);
             self.access.record_read(false, 0);
-            return Ok((p.header as *const AtomicU64 as *const u8).add(HDR as usize));
+            return Ok(p.in_place());
         }
         let p = self.pin_slow(h, Some(mem_len))?;
         self.remember(&p);
@@ -387,8 +394,7 @@ impl Pool {
         if !layout.spanning {
             self.access.record_read(false, 0);
             if !p.info.huge {
-                // The payload follows the header word, whose address we already hold.
-                return (p.header as *const AtomicU64 as *const u8).add(HDR as usize);
+                return p.in_place();
             }
             let first = layout.pieces[0];
             return self.arena.page_ptr(first.pfn).add(first.offset);
@@ -1201,7 +1207,6 @@ impl Pool {
                 zspage: z,
                 pin: Some(&z.pin),
                 info,
-                slot: loc.slot,
                 obj,
                 loc,
                 len,
@@ -1249,7 +1254,7 @@ impl Pool {
         p.release();
         placed?;
         Ok(ObjectLocation {
-            zspage: p.slot,
+            zspage: p.loc.slot,
             generation: generation.expect("a pinned zspage holding an object is live"),
             index: p.obj,
         })
@@ -1278,11 +1283,10 @@ impl Pool {
                 p.release();
                 return Err(buffer_too_small(out.len(), p.len));
             }
-            let from = (p.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize);
             // SAFETY: registered, so the `len` payload bytes after the header (within its page:
             // `pin_fast` takes only objects that do not cross one) are the object's and nobody
             // writes them meanwhile; `out` holds at least `len` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(from, out.as_mut_ptr(), p.len) };
+            unsafe { std::ptr::copy_nonoverlapping(p.in_place(), out.as_mut_ptr(), p.len) };
             self.access.record_read(false, 0);
             p.release();
             return Ok(p.len);
