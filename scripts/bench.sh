@@ -99,6 +99,15 @@ for n in ns:
           f"safe {verdict(rs, 1.5)}, raw {verdict(rr, 1.5)}")
     targets += [(f"store+free step, safe layer, N={n}", rs, 1.5), (f"store+free step, raw layer, N={n}", rr, 1.5)]
 
+print("\nstep floor (information): the malloc step plus one class spin lock pair on each side, a CAS on the")
+print("freed block's header and a CAS publishing the new block in its handle word: the least a step needs")
+print(f"{'N':>9} {'malloc':>9} {'locked':>9} {'lock/mall':>10} {'raw/lock':>9} {'safe/lock':>10}")
+for n in ns:
+    b, f = est("steady", "malloc", n), est("steady", "malloc_locked", n)
+    s, r = est("steady", "pool_safe", n), est("steady", "pool_raw", n)
+    print(f"{n:>9} {fmt(b):>9} {fmt(f):>9} {fmt(ratio(f, b), '{:.2f}x'):>10} {fmt(ratio(r, f), '{:.2f}x'):>9} "
+          f"{fmt(ratio(s, f), '{:.2f}x'):>10}")
+
 print("\nread: ns per non-spanning read section + copy out vs memcpy from a malloc'd block, criterion")
 print(f"{'N':>9} {'malloc':>9} {'pool_safe':>10} {'safe/mall':>10} {'pool_raw':>9} {'raw/mall':>9} {'read_into':>10} {'into/mall':>10}   target <= 1.5x")
 for n in ns:

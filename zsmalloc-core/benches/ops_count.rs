@@ -5,6 +5,8 @@
 //! ```text
 //! ops_count <mode> <N> <ops>
 //!   mode: safe | raw | malloc                 store+free steps
+//!         step-floor                          the malloc step plus the locked instructions a
+//!                                             step needs: the floor of a step (`LockedModel`)
 //!         read-safe | read-raw | read-malloc  non-spanning read + copy out
 //!         read-registered                     the same on malloc'd blocks with a registered
 //!                                             header: the floor of a read (`RegisteredModel`)
@@ -15,10 +17,10 @@
 
 mod common;
 
-use common::{MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
+use common::{LockedModel, MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 
 const USAGE: &str =
-    "usage: ops_count <safe|raw|malloc|read-safe|read-raw|read-malloc|read-registered> <N> <ops>";
+    "usage: ops_count <safe|raw|malloc|step-floor|read-safe|read-raw|read-malloc|read-registered> <N> <ops>";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -49,6 +51,11 @@ fn main() {
         }
         "malloc" => {
             let mut m = MallocModel::fill(&w);
+            timed(ops, || m.run(&w, &mut at, ops));
+            done();
+        }
+        "step-floor" => {
+            let mut m = LockedModel::fill(&w);
             timed(ops, || m.run(&w, &mut at, ops));
             done();
         }

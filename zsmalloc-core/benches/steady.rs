@@ -5,6 +5,8 @@
 //! - `steady/{pool_safe,pool_raw,malloc}/N`: one step = free a random victim + store a new object
 //!   (safe layer: drop the `Handle`, `pool.store`; raw layer: `free_raw` + `store_raw`; baseline:
 //!   `free` + `malloc` + `memcpy`).
+//! - `steady/malloc_locked/N`: the baseline step plus the locked instructions any step needs
+//!   (class lock pairs, header and handle-word CAS): the floor of a step (`LockedModel`).
 //! - `read/{pool_safe,pool_raw,pool_read_into,malloc}/N`: one non-spanning object, random order,
 //!   read section + copying its bytes out vs. `memcpy` out of a `malloc`'d block of that size.
 //! - `read/{spanning_pool_safe,spanning_malloc}/N`: the same for spanning objects (information).
@@ -19,7 +21,7 @@ mod common;
 use std::cell::OnceCell;
 use std::time::{Duration, Instant};
 
-use common::{MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
+use common::{LockedModel, MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use zsmalloc_core::Pool;
 
@@ -115,6 +117,15 @@ fn steady(c: &mut Criterion) {
             let mut at = 0;
             g.bench_function(BenchmarkId::new("malloc", n), |b| {
                 let m = model.get_or_insert_with(|| MallocModel::fill(&w));
+                b.iter_custom(|iters| time_steps(m, &w, &mut at, iters));
+            });
+            drop(model);
+        }
+        {
+            let mut model: Option<LockedModel> = None;
+            let mut at = 0;
+            g.bench_function(BenchmarkId::new("malloc_locked", n), |b| {
+                let m = model.get_or_insert_with(|| LockedModel::fill(&w));
                 b.iter_custom(|iters| time_steps(m, &w, &mut at, iters));
             });
             drop(model);

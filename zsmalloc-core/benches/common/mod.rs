@@ -240,6 +240,124 @@ impl Drop for MallocModel {
     }
 }
 
+/// The floor of a step: the `malloc` baseline plus the locked instructions SPEC §3 asks of a
+/// store+free on any design with per-class locks, object headers and caller-owned handle words.
+/// A free takes its class's spin lock, clears the block's header with a compare-and-swap (a
+/// reader could be registered on it), frees and unlocks; a store takes the new size's class
+/// lock, allocates, writes the header and the payload, unlocks and publishes the block in the
+/// handle word with a compare-and-swap. No fullness lists, no validation, no statistics:
+/// `step_floor / malloc` bounds what the pool's step can reach, `raw / step_floor` is what the
+/// pool's own bookkeeping costs on top.
+pub struct LockedModel {
+    /// Each block: header word, then payload; published in `words` as the pool publishes.
+    pub words: Box<[AtomicUsize]>,
+    pub lens: Vec<u32>,
+    locks: Box<[ClassLock]>,
+}
+
+/// A class lock as the pool's: a spin lock on its own 128-byte line pair.
+#[repr(align(128))]
+#[derive(Default)]
+struct ClassLock(std::sync::atomic::AtomicBool);
+
+impl ClassLock {
+    #[inline(always)]
+    fn lock(&self) {
+        use std::sync::atomic::Ordering::{Acquire, Relaxed};
+        while self.0.compare_exchange(false, true, Acquire, Relaxed).is_err() {
+            std::hint::spin_loop();
+        }
+    }
+
+    #[inline(always)]
+    fn unlock(&self) {
+        self.0.store(false, std::sync::atomic::Ordering::Release);
+    }
+}
+
+/// Header of a stored block: allocated bit, no readers (as the pool's header says "allocated").
+const LOCKED_HEADER: u64 = 1;
+
+impl LockedModel {
+    /// Class of a block of `len` payload bytes: the pool's default spacing (16 bytes).
+    #[inline(always)]
+    fn class(&self, len: u32) -> &ClassLock {
+        &self.locks[(len as usize + 8) >> 4]
+    }
+
+    pub fn fill(w: &Workload) -> Self {
+        let locks = (0..=(MAX_SIZE as usize + 8) >> 4).map(|_| ClassLock::default()).collect();
+        let words: Box<[AtomicUsize]> = (0..w.n()).map(|_| AtomicUsize::new(0)).collect();
+        let mut m = LockedModel { words, lens: w.initial.clone(), locks };
+        for (i, &s) in w.initial.iter().enumerate() {
+            m.store(i, &w.data[..s as usize]);
+        }
+        m
+    }
+
+    #[inline(always)]
+    fn store(&mut self, i: usize, src: &[u8]) {
+        use std::sync::atomic::{AtomicU64, Ordering::*};
+        let class = self.class(src.len() as u32);
+        class.lock();
+        // SAFETY: malloc has no preconditions; the result is checked for null, is 16-aligned
+        // (so the header word is aligned) and has room for the header plus `src.len()` bytes,
+        // the only bytes written; the header is accessed only atomically from here on.
+        let p = unsafe {
+            let p = libc::malloc(8 + src.len()).cast::<u8>();
+            assert!(!p.is_null(), "malloc failed");
+            (*p.cast::<AtomicU64>()).store(LOCKED_HEADER, Release);
+            std::ptr::copy_nonoverlapping(src.as_ptr(), p.add(8), src.len());
+            p
+        };
+        class.unlock();
+        let published = self.words[i].compare_exchange(0, p as usize, AcqRel, Acquire);
+        assert!(published.is_ok(), "handle word in use");
+    }
+
+    #[inline(always)]
+    fn free(&mut self, i: usize) {
+        use std::sync::atomic::{AtomicU64, Ordering::*};
+        let p = self.words[i].load(Acquire) as *mut u8;
+        let class = self.class(self.lens[i]);
+        class.lock();
+        // SAFETY: `p` is a live block of `store` whose first word is its atomic header; it is
+        // freed exactly once, here, and its handle word emptied.
+        unsafe {
+            let header = &*p.cast::<AtomicU64>();
+            let freed = header.compare_exchange(LOCKED_HEADER, 0, AcqRel, Acquire);
+            assert!(freed.is_ok(), "block busy");
+            libc::free(p.cast());
+        }
+        class.unlock();
+        self.words[i].store(0, Release);
+    }
+}
+
+impl Model for LockedModel {
+    #[inline(never)]
+    fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
+        for _ in 0..count {
+            let s = w.steps[*at];
+            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let v = s.victim as usize;
+            self.free(v);
+            self.store(v, &w.data[..s.size as usize]);
+            self.lens[v] = s.size;
+        }
+    }
+}
+
+impl Drop for LockedModel {
+    fn drop(&mut self) {
+        for i in 0..self.words.len() {
+            if self.words[i].load(std::sync::atomic::Ordering::Acquire) != 0 {
+                self.free(i);
+            }
+        }
+    }
+}
+
 /// The floor of a registered read: `malloc`'d blocks laid out as the pool lays out objects (an
 /// 8-byte header, then the payload), where a read adds itself to the header with one locked
 /// instruction before copying and removes itself with one after. That is the least any design
