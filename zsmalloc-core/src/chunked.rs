@@ -1,24 +1,42 @@
 //! An append-only table of address-stable slots, grown in fixed chunks.
 //!
 //! Used for zspage metadata, page roles and the safe layer's handle words: slots never move (readers hold
-//! references without locks) and a lookup is one acquire load plus an index. Chunks are allocated
-//! when the first slot in them is taken, so memory follows the high-water mark in chunk steps.
+//! references without locks) and a lookup is one acquire load of the chunk pointer plus an index.
+//! Chunks are allocated when the first slot in them is taken, so memory follows the high-water mark
+//! in chunk steps.
+//!
+//! Invariant: a chunk pointer is null or points at `CHUNK` initialised `T`s leaked from a
+//! `Box<[T]>` by `chunk`; it is set once (compare-and-swap from null) and freed only by `Drop`,
+//! which `&self` borrows exclude. So a non-null pointer read with Acquire names live slots for as
+//! long as `&self` lives.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 pub struct ChunkedTable<T, const CHUNK_SHIFT: u32, const CHUNKS: usize> {
-    chunks: Box<[OnceLock<Box<[T]>>]>,
+    /// A fixed-length directory, so that its bounds check compares with a constant.
+    chunks: Box<[AtomicPtr<T>; CHUNKS]>,
     len: AtomicUsize,
+    /// The table owns the chunks' `T`s (drop check, auto traits below).
+    _owns: PhantomData<Box<[T]>>,
 }
+
+// SAFETY: the table hands out `&T` to any thread holding `&ChunkedTable` and drops the `T`s
+// wherever the table is dropped, exactly as a `Box<[T]>` shared by reference would.
+unsafe impl<T: Send + Sync, const S: u32, const C: usize> Sync for ChunkedTable<T, S, C> {}
+// SAFETY: as for `Sync`: moving the table moves ownership of its `T`s.
+unsafe impl<T: Send, const S: u32, const C: usize> Send for ChunkedTable<T, S, C> {}
 
 impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CHUNK_SHIFT, CHUNKS> {
     const CHUNK: usize = 1 << CHUNK_SHIFT;
 
     pub fn new() -> Self {
+        let chunks: Box<[AtomicPtr<T>]> =
+            (0..CHUNKS).map(|_| AtomicPtr::new(std::ptr::null_mut())).collect();
         ChunkedTable {
-            chunks: (0..CHUNKS).map(|_| OnceLock::new()).collect(),
+            chunks: chunks.try_into().unwrap_or_else(|_| unreachable!("CHUNKS entries")),
             len: AtomicUsize::new(0),
+            _owns: PhantomData,
         }
     }
 
@@ -27,11 +45,16 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
         CHUNKS << CHUNK_SHIFT
     }
 
-    /// The slot at `idx` if it was ever taken.
+    /// The slot at `idx` if its chunk was ever allocated.
     #[inline]
     pub fn get(&self, idx: usize) -> Option<&T> {
-        let chunk = self.chunks.get(idx >> CHUNK_SHIFT)?.get()?;
-        chunk.get(idx & (Self::CHUNK - 1))
+        let chunk = self.chunks.get(idx >> CHUNK_SHIFT)?.load(Ordering::Acquire);
+        if chunk.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null chunk holds CHUNK live slots until `Drop` (module invariant), and
+        // the masked index is below CHUNK.
+        Some(unsafe { &*chunk.add(idx & (Self::CHUNK - 1)) })
     }
 
     /// Takes a new slot (its value is `T::default()`); `None` when the table is full.
@@ -41,26 +64,48 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
             self.len.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        let chunk = self.chunks[idx >> CHUNK_SHIFT]
-            .get_or_init(|| (0..Self::CHUNK).map(|_| T::default()).collect());
-        Some((idx, &chunk[idx & (Self::CHUNK - 1)]))
+        Some((idx, self.get_or_alloc(idx)?))
     }
 
     /// The slot at `idx`, allocating its chunk if needed (for tables indexed by a number handed
     /// out elsewhere, such as page numbers); `None` beyond the capacity.
     pub fn get_or_alloc(&self, idx: usize) -> Option<&T> {
-        let chunk = self
-            .chunks
-            .get(idx >> CHUNK_SHIFT)?
-            .get_or_init(|| (0..Self::CHUNK).map(|_| T::default()).collect());
-        chunk.get(idx & (Self::CHUNK - 1))
+        if let Some(slot) = self.get(idx) {
+            return Some(slot);
+        }
+        let entry = self.chunks.get(idx >> CHUNK_SHIFT)?;
+        let fresh: Box<[T]> = (0..Self::CHUNK).map(|_| T::default()).collect();
+        let fresh = Box::into_raw(fresh) as *mut T;
+        if let Err(_installed) =
+            entry.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
+        {
+            // SAFETY: `fresh` came from `Box::into_raw` of CHUNK slots just above and was never
+            // published (the exchange failed), so this is its only owner.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, Self::CHUNK)) });
+        }
+        self.get(idx)
     }
 
     /// Heap bytes held by allocated chunks and the chunk directory.
     pub fn heap_bytes(&self) -> usize {
-        let chunks = self.chunks.iter().filter(|c| c.get().is_some()).count();
+        let chunks = self.chunks.iter().filter(|c| !c.load(Ordering::Acquire).is_null()).count();
         chunks * Self::CHUNK * std::mem::size_of::<T>()
-            + CHUNKS * std::mem::size_of::<OnceLock<Box<[T]>>>()
+            + CHUNKS * std::mem::size_of::<AtomicPtr<T>>()
+    }
+}
+
+impl<T, const CHUNK_SHIFT: u32, const CHUNKS: usize> Drop for ChunkedTable<T, CHUNK_SHIFT, CHUNKS> {
+    fn drop(&mut self) {
+        for entry in self.chunks.iter_mut() {
+            let chunk = *entry.get_mut();
+            if !chunk.is_null() {
+                // SAFETY: a non-null chunk came from `Box::into_raw` of `1 << CHUNK_SHIFT` slots
+                // and is freed only here, once; `&mut self` means no slot is borrowed.
+                drop(unsafe {
+                    Box::from_raw(std::ptr::slice_from_raw_parts_mut(chunk, 1 << CHUNK_SHIFT))
+                });
+            }
+        }
     }
 }
 
@@ -79,5 +124,34 @@ mod tests {
         assert!(t.push().is_none());
         assert!(std::ptr::eq(t.get(0).unwrap(), first));
         assert!(t.get(12).is_none());
+    }
+
+    #[test]
+    fn racing_chunk_allocations_keep_one_chunk_and_drop_every_slot() {
+        static LIVE: AtomicUsize = AtomicUsize::new(0);
+        struct Counted;
+        impl Default for Counted {
+            fn default() -> Self {
+                LIVE.fetch_add(1, Ordering::Relaxed);
+                Counted
+            }
+        }
+        impl Drop for Counted {
+            fn drop(&mut self) {
+                LIVE.fetch_sub(1, Ordering::Relaxed);
+            }
+        }
+        let t: ChunkedTable<Counted, 4, 8> = ChunkedTable::new();
+        let seen: Vec<usize> = std::thread::scope(|s| {
+            let racers: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| t.get_or_alloc(37).expect("in range") as *const _ as usize))
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).collect()
+        });
+        assert!(seen.iter().all(|&p| p == seen[0]), "every racer got the installed chunk");
+        assert_eq!(LIVE.load(Ordering::Relaxed), 16, "losing chunks were dropped");
+        assert_eq!(t.heap_bytes(), 16 * std::mem::size_of::<Counted>() + 8 * 8);
+        drop(t);
+        assert_eq!(LIVE.load(Ordering::Relaxed), 0);
     }
 }
