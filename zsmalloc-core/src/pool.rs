@@ -715,10 +715,25 @@ impl Pool {
     /// only when the payload continues on the next page.
     #[inline]
     fn pinned_layout(&self, p: &Pinned<'_>) -> Layout {
-        let (page, offset, len) = (self.page(), p.loc.offset(), p.len);
+        self.layout_at(p.zspage, p.info, p.obj, p.loc.offset(), p.len)
+    }
+
+    /// `layout` of object `obj` whose handle location (header, or huge payload) is at arena
+    /// byte `offset`: the zspage's page list is read only when the payload continues on the
+    /// next page.
+    #[inline]
+    fn layout_at(
+        &self,
+        z: &Zspage,
+        info: &ClassInfo,
+        obj: u32,
+        offset: usize,
+        len: usize,
+    ) -> Layout {
+        let page = self.page();
         let pfn = (offset >> self.page_shift()) as Pfn;
         let in_page = offset & (page - 1);
-        if p.info.huge {
+        if info.huge {
             let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
             return Layout { pieces, spanning: false };
         }
@@ -727,7 +742,7 @@ impl Pool {
             let pieces = [Piece { pfn, offset: in_page + HDR as usize, len }, Piece::default()];
             return Layout { pieces, spanning };
         }
-        self.layout(p.zspage, p.info, p.obj, len)
+        self.layout(z, info, obj, len)
     }
 
     /// The header word of object `obj` (in the page, or in the zspage for huge classes).
@@ -819,19 +834,20 @@ impl Pool {
         if new {
             st.insert(&self.zspages, slot, group);
         } else {
-            st.fix_group(&self.zspages, slot, &class.fullness);
+            st.fix_group(&self.zspages, slot, z, &class.fullness);
         }
         st.obj_inuse += 1;
         st.bytes_stored += len as u64;
         class.next_obj.store(self.next_object(&st, info), Ordering::Relaxed);
+        let loc = self.locate(slot, z, info, obj);
         if let Some(data) = data {
-            let layout = self.layout(z, info, obj, len);
+            let layout = self.layout_at(z, info, obj, loc.offset(), len);
             // SAFETY: the object was just taken from the freelist under the class lock; no handle
             // names it yet and compaction of this class needs the lock we hold.
             unsafe { self.copy_pieces_in(&layout, data) };
             self.access.record_write(layout.spanning);
         }
-        let loc = self.locate(slot, z, info, obj).encode();
+        let loc = loc.encode();
         if word == Word::Slot {
             h.store(loc, Ordering::Release);
         } else if h.compare_exchange(0, loc, Ordering::AcqRel, Ordering::Acquire).is_err() {
@@ -934,12 +950,12 @@ impl Pool {
         st.obj_inuse -= 1;
         st.bytes_stored -= len as u64;
         if z.inuse.load(Ordering::Relaxed) != 0 {
-            st.fix_group(&self.zspages, slot, &class.fullness);
+            st.fix_group(&self.zspages, slot, z, &class.fullness);
         } else if z.pin.try_lock_migration() {
             st.remove(&self.zspages, slot);
             self.release_zspage(st, &class.info, slot);
         } else {
-            st.fix_group(&self.zspages, slot, &class.fullness); // to the empty group, deferred
+            st.fix_group(&self.zspages, slot, z, &class.fullness); // to the empty group, deferred
         }
     }
 

@@ -107,14 +107,20 @@ impl ClassState {
         self.counts[group] -= 1;
     }
 
-    /// Moves a listed zspage to the head of its new group if its group changed.
-    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, fullness: &Fullness) {
-        let z = zs(t, slot);
+    /// Moves listed zspage `z` (table slot `slot`) to the head of its new group if its group
+    /// changed.
+    #[inline]
+    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, z: &Zspage, fullness: &Fullness) {
         let new = fullness.group(z.inuse.load(Relaxed));
         if new != z.group.load(Relaxed) as usize {
-            self.remove(t, slot);
-            self.insert(t, slot, new);
+            self.move_to(t, slot, new);
         }
+    }
+
+    /// Relinks zspage `slot` at the head of `group`.
+    fn move_to(&mut self, t: &ZspageTable, slot: u32, group: usize) {
+        self.remove(t, slot);
+        self.insert(t, slot, group);
     }
 
     /// Head of the fullest non-empty group among `lo..hi` (mainline scans from the fullest down).
@@ -161,6 +167,7 @@ fn zs(t: &ZspageTable, slot: u32) -> &Zspage {
 ///
 /// A never-used object's header is written before `fresh` is advanced (Release), so a reader
 /// that sees `obj < fresh` (Acquire) sees a header this pool wrote, never stale page bytes.
+#[inline]
 pub fn obj_malloc<'a>(z: &'a Zspage, hdr: u64, word: impl Fn(u32) -> &'a AtomicU64) -> u32 {
     let head = z.free_head.load(Relaxed);
     let obj = if let Some(obj) = head.checked_sub(1) {
