@@ -84,6 +84,29 @@ pub fn call_quiet<T>(on_panic: T, f: impl FnOnce() -> T) -> T {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or(on_panic)
 }
 
+/// What a fast path did: its value, nothing (the caller takes its general path), or a panic,
+/// already recorded for `func`, after which the caller returns its error value.
+pub enum Fast<T> {
+    Done(T),
+    NotTaken,
+    Panicked,
+}
+
+/// Runs the fast path `f` of `func` behind the panic boundary, after clearing the thread's last
+/// error as [`call`] does. `f` returns `None` only when it changed nothing.
+#[inline]
+pub fn fast_path<T>(func: &str, f: impl FnOnce() -> Option<T>) -> Fast<T> {
+    errors::clear();
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Some(v)) => Fast::Done(v),
+        Ok(None) => Fast::NotTaken,
+        Err(payload) => {
+            record_panic(func, payload.as_ref());
+            Fast::Panicked
+        }
+    }
+}
+
 /// An `InvalidArgument` error.
 pub fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())

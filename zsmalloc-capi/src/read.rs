@@ -5,7 +5,8 @@ use std::sync::atomic::AtomicUsize;
 
 use zsmalloc_core::{Pool, Result};
 
-use crate::guard::{self, invalid};
+use crate::errors::PANIC_ERRNO;
+use crate::guard::{self, invalid, Fast};
 use crate::object::{pool_and_handle, zs_handle};
 use crate::pool::zs_pool;
 use crate::size_t;
@@ -61,12 +62,44 @@ pub unsafe fn zs_obj_read_begin(
     mem_len: size_t,
     local_copy: *mut c_void,
 ) -> *mut c_void {
-    guard::call("zs_obj_read_begin", std::ptr::null_mut(), || {
+    const FUNC: &str = "zs_obj_read_begin";
+    // SAFETY: `word` is the caller's live handle word and the section ends with
+    // `zs_obj_read_end` (forwarded contract).
+    let begin =
+        |pool: &Pool, word: &AtomicUsize| unsafe { pool.read_begin_in_place(word, mem_len) };
+    // SAFETY: forwarded contract.
+    match unsafe { fast(FUNC, p, h, begin) } {
+        Fast::Done(ptr) => return ptr.cast_mut().cast(),
+        Fast::Panicked => return std::ptr::null_mut(),
+        Fast::NotTaken => {}
+    }
+    guard::call(FUNC, std::ptr::null_mut(), || {
         // SAFETY: forwarded contract.
         let (pool, word) = unsafe { pool_and_handle(p, h) }?;
         // SAFETY: forwarded contract on `local_copy`.
         unsafe { read_begin(pool, word, mem_len, local_copy) }
     })
+}
+
+/// A read section's common case without the general path's `Result` plumbing (a third of a
+/// read's instructions): `f` runs on the checked pool and handle word behind the panic
+/// boundary (see [`guard::fast_path`]). Bad pointers, or `f`'s `None` (it changed nothing):
+/// not taken, and the caller's general path does the work or says what is wrong.
+///
+/// # Safety
+/// As [`pool_and_handle`], and `f`'s own contract.
+#[inline]
+unsafe fn fast<T>(
+    func: &str,
+    p: *mut zs_pool,
+    h: *mut zs_handle,
+    f: impl FnOnce(&Pool, &AtomicUsize) -> Option<T>,
+) -> Fast<T> {
+    // SAFETY: forwarded contract.
+    match unsafe { pool_and_handle(p, h) } {
+        Ok((pool, word)) => guard::fast_path(func, || f(pool, word)),
+        Err(_) => Fast::NotTaken,
+    }
 }
 
 /// `zs_obj_read_end`: ends the read section begun on `*h`; `mem_len` must match the begin.
@@ -80,7 +113,16 @@ pub unsafe fn zs_obj_read_end(
     mem_len: size_t,
     _handle_mem: *mut c_void,
 ) -> c_int {
-    guard::call_int("zs_obj_read_end", || {
+    const FUNC: &str = "zs_obj_read_end";
+    // SAFETY: `word` is the caller's live handle word (forwarded contract).
+    let end = |pool: &Pool, word: &AtomicUsize| unsafe { pool.read_end_recorded(word, mem_len) };
+    // SAFETY: forwarded contract.
+    match unsafe { fast(FUNC, p, h, |pool, word| end(pool, word).then_some(())) } {
+        Fast::Done(()) => return 0,
+        Fast::Panicked => return -PANIC_ERRNO,
+        Fast::NotTaken => {}
+    }
+    guard::call_int(FUNC, || {
         // SAFETY: forwarded contract.
         let (pool, word) = unsafe { pool_and_handle(p, h) }?;
         // SAFETY: `word` is aligned and live; the core checks a section is open on it.

@@ -359,15 +359,28 @@ impl Pool {
         mem_len: usize,
         local_copy: *mut u8,
     ) -> Result<*const u8> {
-        if let Some(p) = self.pin_fast(h, Some(mem_len)) {
-            // Non-spanning and not huge: in place, just after the header word.
-            self.remember(&p);
-            self.access.record_read(false, 0);
-            return Ok(p.in_place());
+        if let Some(ptr) = self.read_begin_in_place(h, mem_len) {
+            return Ok(ptr);
         }
         let p = self.pin_slow(h, Some(mem_len))?;
         self.remember(&p);
         Ok(self.begin_copy(&p, local_copy))
+    }
+
+    /// [`Pool::read_begin_raw`]'s common case, for bindings that want it without the `Result`:
+    /// a non-huge object of `mem_len` bytes in one page, returned in place. `None` changes
+    /// nothing: the object is huge or crosses a page, or something is wrong, and
+    /// `read_begin_raw` then does the read or says what is wrong.
+    ///
+    /// # Safety
+    /// As [`Pool::read_begin_raw`]; the section ends with [`Pool::read_end_raw`] (or
+    /// [`Pool::read_end_recorded`]).
+    #[inline]
+    pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
+        let p = self.pin_fast(h, Some(mem_len))?;
+        self.remember(&p);
+        self.access.record_read(false, 0);
+        Some(p.in_place())
     }
 
     /// Records a raw section begun by this thread, for `read_end_raw`.
@@ -421,6 +434,9 @@ impl Pool {
     /// # Safety
     /// `h` is the handle the section was begun on.
     pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        if mem_len.is_some_and(|len| self.read_end_recorded(h, len)) {
+            return Ok(());
+        }
         let addr = h as *const AtomicUsize as usize;
         let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
             return self.unpin_object(h, mem_len);
@@ -437,6 +453,33 @@ impl Pool {
             pin.unpin();
         }
         Ok(())
+    }
+
+    /// [`Pool::read_end_raw`]'s common case, for bindings that want it without the `Result`:
+    /// ends the section this thread began last if it is `h`'s, of `mem_len` bytes. `false`
+    /// changes nothing: `read_end_raw` then ends the section or says what is wrong.
+    ///
+    /// # Safety
+    /// As [`Pool::read_end_raw`].
+    #[inline]
+    pub unsafe fn read_end_recorded(&self, h: &AtomicUsize, mem_len: usize) -> bool {
+        let addr = h as *const AtomicUsize as usize;
+        let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
+            return false;
+        };
+        if open.len != mem_len {
+            return false;
+        }
+        // SAFETY: as in `read_end_raw`: the record's pointers point into this pool.
+        let (pin, hw) = unsafe { (open.pin.as_ref(), &*open.header) };
+        if header::end_read(hw, addr).is_err() {
+            return false;
+        }
+        open_section::clear();
+        if let Some(pin) = pin {
+            pin.unpin();
+        }
+        true
     }
 
     /// Begins a scatter-gather read of `mem_len` bytes: the segment count and the segments.

@@ -212,6 +212,47 @@ fn wrong_read_and_write_lengths_are_refused() {
     compact_fully(&p);
 }
 
+/// The bindings' fast paths (`read_begin_in_place`, `read_end_recorded`) either do the whole
+/// job or change nothing, so the general path after them sees the pool as it was.
+#[test]
+fn read_fast_paths_do_all_or_nothing() {
+    let p = pool(PoolConfig::default());
+    let mut k = populated(&p);
+    let page = p.config().page_size as usize;
+    let plain = k.store(50, 700);
+    let huge = k.store(51, page);
+    // An object that crosses a page: 1500-byte objects in 4 KiB pages do within three.
+    let first = k.objs.len();
+    (0..3).for_each(|seed| _ = k.store(52 + seed, 1500));
+    let spanning = (first..first + 3)
+        .find(|&i| {
+            // SAFETY: the word is kept by `k`; the section is ended at once.
+            let (_, n) = unsafe { p.read_sg_begin_raw(k.word(i), 1500) }.unwrap();
+            unsafe { p.read_end_raw(k.word(i), Some(1500)) }.unwrap();
+            n == 2
+        })
+        .expect("a 1500-byte object crosses a page");
+    let before = p.stats();
+    // SAFETY: the words are kept by `k`; every section begun is ended below.
+    unsafe {
+        for (i, len) in [(huge, page), (spanning, 1500), (plain, 699), (plain, 701)] {
+            assert_eq!(p.read_begin_in_place(k.word(i), len), None, "object {i}, length {len}");
+            assert!(!p.read_end_recorded(k.word(i), len), "no section is open on {i}");
+        }
+        assert_eq!(p.stats().reads, before.reads, "nothing was counted");
+        let ptr = p.read_begin_in_place(k.word(plain), 700).expect("the common case");
+        assert_eq!(std::slice::from_raw_parts(ptr, 700), &k.objs[plain].1[..]);
+        assert!(!p.read_end_recorded(k.word(plain), 600), "wrong length: not ended");
+        assert_eq!(p.free_raw(k.word(plain)), Err(Error::Busy), "still open");
+        assert_invalid_argument(p.read_end_raw(k.word(plain), Some(600)), "general path says why");
+        assert!(p.read_end_recorded(k.word(plain), 700));
+        assert!(!p.read_end_recorded(k.word(plain), 700), "ended once only");
+    }
+    assert_eq!(p.stats().reads, before.reads + 1);
+    k.check();
+    compact_fully(&p);
+}
+
 /// Compacts and asserts nothing is left to free (no leaked pin blocks a source).
 /// A raw section's end normally trusts what its begin proved (a per-thread record). Ending the
 /// section some other way first — on another thread, or on another pool that reuses the handle
