@@ -3,6 +3,7 @@
 #   make examples          C examples into build/examples (SAN=1: ASan+UBSan into build/examples-san)
 #   make header            regenerate include/zsmalloc.h (pinned cbindgen, scripts/cbindgen.sh)
 #   make install PREFIX=…  library, headers and pkg-config file zsmalloc.pc
+#   make bench-abi         SPEC §10 step and read through the C ABI against glibc (N = 10^4..10^6)
 CARGO ?= cargo
 CC ?= cc
 PREFIX ?= /usr/local
@@ -23,11 +24,11 @@ EXDIR := $(BUILD)/examples
 SANFLAGS :=
 endif
 EX_LINK := -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
-EXAMPLES := zsmalloc_test zram_store mt_stress bad_input compat_demo replay
+EXAMPLES := zsmalloc_test zram_store mt_stress bad_input compat_demo replay abi_bench
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
 
-.PHONY: all lib examples header install test demo bench
+.PHONY: all lib examples header install test demo bench bench-abi
 all: lib
 	$(MAKE) examples
 
@@ -47,6 +48,7 @@ $(EXDIR)/%: examples/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(EXDIR)
 
 EXTRA_LIBS_zram_store := -llz4
 EXTRA_LIBS_mt_stress := -pthread
+EXTRA_LIBS_abi_bench := -lm
 
 # The LD_PRELOAD shim is never sanitized (it is preloaded ahead of the ASan runtime).
 $(EXDIR)/libzstrace.so: examples/shim/zstrace.c $(HEADERS) | $(EXDIR)
@@ -71,3 +73,9 @@ demo:
 
 bench:
 	$(CARGO) bench -p zsmalloc-core
+
+# The C caller's view of SPEC §10 (examples/abi_bench.c); ABI_BENCH_NS / ABI_BENCH_OPS override.
+ABI_BENCH_NS ?= 10000 100000 1000000
+ABI_BENCH_OPS ?= 2000000
+bench-abi: $(BUILD)/examples/abi_bench
+	@for n in $(ABI_BENCH_NS); do $(BUILD)/examples/abi_bench $$n $(ABI_BENCH_OPS) || exit 1; done

@@ -137,6 +137,12 @@ ok "$(grep -oE '[0-9]+ passed' "$tmp/bad.out") bad-input checks"
 "$san/compat_demo"
 ok "compat demo"
 
+step "abi_bench, briefly (ASan+UBSan)"
+"$san/abi_bench" 3000 20000 1 | tee "$tmp/abi.out"
+grep -qE '^abi N=3000 step: .* median ratio [0-9.]+x \| read \([0-9]+ non-spanning\)' "$tmp/abi.out" \
+  || fail "abi_bench output"
+ok "abi_bench runs the step and read loops through the C ABI"
+
 step "zsmalloc_test: seed figures from the environment (ASan+UBSan)"
 cat >"$tmp/base" <<'EOF'
 zsmalloc_test: num write objects: 339598

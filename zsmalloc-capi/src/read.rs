@@ -7,7 +7,7 @@ use zsmalloc_core::{Pool, Result};
 
 use crate::errors::PANIC_ERRNO;
 use crate::guard::{self, invalid, Fast};
-use crate::object::{pool_and_handle, zs_handle};
+use crate::object::{fast, pool_and_handle, zs_handle};
 use crate::pool::zs_pool;
 use crate::size_t;
 
@@ -79,27 +79,6 @@ pub unsafe fn zs_obj_read_begin(
         // SAFETY: forwarded contract on `local_copy`.
         unsafe { read_begin(pool, word, mem_len, local_copy) }
     })
-}
-
-/// A read section's common case without the general path's `Result` plumbing (a third of a
-/// read's instructions): `f` runs on the checked pool and handle word behind the panic
-/// boundary (see [`guard::fast_path`]). Bad pointers, or `f`'s `None` (it changed nothing):
-/// not taken, and the caller's general path does the work or says what is wrong.
-///
-/// # Safety
-/// As [`pool_and_handle`], and `f`'s own contract.
-#[inline]
-unsafe fn fast<T>(
-    func: &str,
-    p: *mut zs_pool,
-    h: *mut zs_handle,
-    f: impl FnOnce(&Pool, &AtomicUsize) -> Option<T>,
-) -> Fast<T> {
-    // SAFETY: forwarded contract.
-    match unsafe { pool_and_handle(p, h) } {
-        Ok((pool, word)) => guard::fast_path(func, || f(pool, word)),
-        Err(_) => Fast::NotTaken,
-    }
 }
 
 /// `zs_obj_read_end`: ends the read section begun on `*h`; `mem_len` must match the begin.
