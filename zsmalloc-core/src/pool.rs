@@ -434,25 +434,14 @@ impl Pool {
     /// # Safety
     /// `h` is the handle the section was begun on.
     pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
-        if mem_len.is_some_and(|len| self.read_end_recorded(h, len)) {
-            return Ok(());
-        }
         let addr = h as *const AtomicUsize as usize;
         let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
             return self.unpin_object(h, mem_len);
         };
-        // SAFETY: a record of this pool (ids are never reused) points into its zspage table and
-        // arena, which live as long as `self` (see `open_section`); `pin` may be null.
-        let (pin, hw) = unsafe { (open.pin.as_ref(), &*open.header) };
         if let Some(m) = mem_len.filter(|&m| m != open.len) {
             return Err(wrong_read_len(m, open.len));
         }
-        open_section::clear();
-        end_registration(hw, addr)?;
-        if let Some(pin) = pin {
-            pin.unpin();
-        }
-        Ok(())
+        self.end_recorded(&open, addr).map_err(end_refusal)
     }
 
     /// [`Pool::read_end_raw`]'s common case, for bindings that want it without the `Result`:
@@ -464,22 +453,24 @@ impl Pool {
     #[inline]
     pub unsafe fn read_end_recorded(&self, h: &AtomicUsize, mem_len: usize) -> bool {
         let addr = h as *const AtomicUsize as usize;
-        let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
-            return false;
-        };
-        if open.len != mem_len {
-            return false;
-        }
-        // SAFETY: as in `read_end_raw`: the record's pointers point into this pool.
+        open_section::matching(self.id, addr, h.load(Ordering::Acquire))
+            .filter(|open| open.len == mem_len)
+            .is_some_and(|open| self.end_recorded(&open, addr).is_ok())
+    }
+
+    /// Ends the section `open` records for the handle at `addr`; refused (changing nothing) if
+    /// its header holds no reader of that handle.
+    #[inline]
+    fn end_recorded(&self, open: &OpenSection, addr: usize) -> std::result::Result<(), Refusal> {
+        // SAFETY: a record of this pool (ids are never reused) points into its zspage table and
+        // arena, which live as long as `self` (see `open_section`); `pin` may be null.
         let (pin, hw) = unsafe { (open.pin.as_ref(), &*open.header) };
-        if header::end_read(hw, addr).is_err() {
-            return false;
-        }
+        header::end_read(hw, addr)?;
         open_section::clear();
         if let Some(pin) = pin {
             pin.unpin();
         }
-        true
+        Ok(())
     }
 
     /// Begins a scatter-gather read of `mem_len` bytes: the segment count and the segments.
@@ -1474,10 +1465,15 @@ fn wrong_read_len(given: usize, stored: usize) -> Error {
 
 /// Ends the reader registration of the handle at `addr` on header `hw`.
 fn end_registration(hw: &AtomicU64, addr: usize) -> Result<()> {
-    header::end_read(hw, addr).map_err(|r| match r {
+    header::end_read(hw, addr).map_err(end_refusal)
+}
+
+/// Why a section's end was refused: a header without this handle's reader has no section open.
+fn end_refusal(r: Refusal) -> Error {
+    match r {
         Refusal::Busy => Error::InvalidArgument("no read section in progress".into()),
         other => refusal(other),
-    })
+    }
 }
 
 fn refusal(r: Refusal) -> Error {
