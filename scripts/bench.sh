@@ -88,6 +88,16 @@ def fmt(x, spec="{:.1f}"):
 def verdict(r, limit):
     return "-" if r is None else ("met" if r <= limit else "MISSED")
 
+def floor_table(group, floor, short, title):
+    """A floor (information): its time against the baseline, and the pool's against the floor."""
+    print("\n" + title)
+    print(f"{'N':>9} {'malloc':>9} {floor:>17} {short + '/mall':>10} {'raw/' + short:>9} {'safe/' + short:>10}")
+    for n in ns:
+        b, f = est(group, "malloc", n), est(group, floor, n)
+        s, r = est(group, "pool_safe", n), est(group, "pool_raw", n)
+        print(f"{n:>9} {fmt(b):>9} {fmt(f):>17} {fmt(ratio(f, b), '{:.2f}x'):>10} "
+              f"{fmt(ratio(r, f), '{:.2f}x'):>9} {fmt(ratio(s, f), '{:.2f}x'):>10}")
+
 targets = []
 ns = ns_list()
 print("steady state: ns per step (free a random victim + store a new object), criterion")
@@ -99,14 +109,9 @@ for n in ns:
           f"safe {verdict(rs, 1.5)}, raw {verdict(rr, 1.5)}")
     targets += [(f"store+free step, safe layer, N={n}", rs, 1.5), (f"store+free step, raw layer, N={n}", rr, 1.5)]
 
-print("\nstep floor (information): the malloc step plus one class spin lock pair on each side, a CAS on the")
-print("freed block's header and a CAS publishing the new block in its handle word: the least a step needs")
-print(f"{'N':>9} {'malloc':>9} {'locked':>9} {'lock/mall':>10} {'raw/lock':>9} {'safe/lock':>10}")
-for n in ns:
-    b, f = est("steady", "malloc", n), est("steady", "malloc_locked", n)
-    s, r = est("steady", "pool_safe", n), est("steady", "pool_raw", n)
-    print(f"{n:>9} {fmt(b):>9} {fmt(f):>9} {fmt(ratio(f, b), '{:.2f}x'):>10} {fmt(ratio(r, f), '{:.2f}x'):>9} "
-          f"{fmt(ratio(s, f), '{:.2f}x'):>10}")
+floor_table("steady", "malloc_locked", "lock",
+            "step floor (information): the malloc step plus one class spin lock pair on each side, a CAS on the\n"
+            "freed block's header and a CAS publishing the new block in its handle word: the least a step needs")
 
 print("\nread: ns per non-spanning read section + copy out vs memcpy from a malloc'd block, criterion")
 print(f"{'N':>9} {'malloc':>9} {'pool_safe':>10} {'safe/mall':>10} {'pool_raw':>9} {'raw/mall':>9} {'read_into':>10} {'into/mall':>10}   target <= 1.5x")
@@ -119,14 +124,9 @@ for n in ns:
     targets += [(f"non-spanning read+copy, safe layer, N={n}", rs, 1.5),
                 (f"non-spanning read+copy, raw layer, N={n}", rr, 1.5)]
 
-print("\nread floor (information): the same copy out of malloc'd blocks whose 8-byte header each read")
-print("registers on with one locked add and one locked sub, the least a read that a free can see needs")
-print(f"{'N':>9} {'malloc':>9} {'registered':>11} {'reg/mall':>9} {'raw/reg':>8} {'safe/reg':>9}")
-for n in ns:
-    b, f = est("read", "malloc", n), est("read", "malloc_registered", n)
-    s, r = est("read", "pool_safe", n), est("read", "pool_raw", n)
-    print(f"{n:>9} {fmt(b):>9} {fmt(f):>11} {fmt(ratio(f, b), '{:.2f}x'):>9} {fmt(ratio(r, f), '{:.2f}x'):>8} "
-          f"{fmt(ratio(s, f), '{:.2f}x'):>9}")
+floor_table("read", "malloc_registered", "reg",
+            "read floor (information): the same copy out of malloc'd blocks whose 8-byte header each read\n"
+            "registers on with one locked add and one locked sub, the least a read that a free can see needs")
 
 print("\nspanning read (information): ns per spanning read section + copy out")
 print(f"{'N':>9} {'malloc':>9} {'pool_safe':>10} {'safe/mall':>10}")
