@@ -6,7 +6,7 @@
 //! in chunk steps.
 //!
 //! Invariant: a chunk pointer is null or points at `CHUNK` initialised `T`s leaked from a
-//! `Box<[T]>` by `chunk`; it is set once (compare-and-swap from null) and freed only by `Drop`,
+//! `Box<[T]>` by `get_or_alloc`; it is set once (compare-and-swap from null) and freed only by `Drop`,
 //! which `&self` borrows exclude. So a non-null pointer read with Acquire names live slots for as
 //! long as `&self` lives.
 

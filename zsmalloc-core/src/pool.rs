@@ -441,7 +441,11 @@ impl Pool {
         if let Some(m) = mem_len.filter(|&m| m != open.len) {
             return Err(wrong_read_len(m, open.len));
         }
-        self.end_recorded(&open, addr).map_err(end_refusal)
+        self.end_recorded(&open, addr).map_err(|r| {
+            // The record proved nothing this time: forget it, as a successful end does.
+            open_section::clear();
+            end_refusal(r)
+        })
     }
 
     /// [`Pool::read_end_raw`]'s common case, for bindings that want it without the `Result`:
