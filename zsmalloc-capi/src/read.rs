@@ -93,10 +93,12 @@ pub unsafe fn zs_obj_read_end(
     _handle_mem: *mut c_void,
 ) -> c_int {
     const FUNC: &str = "zs_obj_read_end";
-    // SAFETY: `word` is the caller's live handle word (forwarded contract).
-    let end = |pool: &Pool, word: &AtomicUsize| unsafe { pool.read_end_recorded(word, mem_len) };
+    let end = |pool: &Pool, word: &AtomicUsize| {
+        // SAFETY: `word` is the caller's live handle word (forwarded contract).
+        unsafe { pool.read_end_recorded(word, mem_len) }.then_some(())
+    };
     // SAFETY: forwarded contract.
-    match unsafe { fast(FUNC, p, h, |pool, word| end(pool, word).then_some(())) } {
+    match unsafe { fast(FUNC, p, h, end) } {
         Fast::Done(()) => return 0,
         Fast::Panicked => return -PANIC_ERRNO,
         Fast::NotTaken => {}

@@ -227,9 +227,11 @@ fn read_fast_paths_do_all_or_nothing() {
     let spanning = (first..first + 3)
         .find(|&i| {
             // SAFETY: the word is kept by `k`; the section is ended at once.
-            let (_, n) = unsafe { p.read_sg_begin_raw(k.word(i), 1500) }.unwrap();
-            unsafe { p.read_end_raw(k.word(i), Some(1500)) }.unwrap();
-            n == 2
+            unsafe {
+                let (_, n) = p.read_sg_begin_raw(k.word(i), 1500).unwrap();
+                p.read_end_raw(k.word(i), Some(1500)).unwrap();
+                n == 2
+            }
         })
         .expect("a 1500-byte object crosses a page");
     let before = p.stats();
@@ -253,7 +255,6 @@ fn read_fast_paths_do_all_or_nothing() {
     compact_fully(&p);
 }
 
-/// Compacts and asserts nothing is left to free (no leaked pin blocks a source).
 /// A raw section's end normally trusts what its begin proved (a per-thread record). Ending the
 /// section some other way first — on another thread, or on another pool that reuses the handle
 /// address — must leave that record useless: the second end is refused and nothing is unbalanced.
@@ -290,6 +291,7 @@ fn a_section_ended_elsewhere_is_not_ended_twice() {
     assert_eq!(p.total_pages(), 0);
 }
 
+/// Compacts and asserts nothing is left to free (no leaked pin blocks a source).
 fn compact_fully(p: &Pool) {
     p.compact();
     for c in p.class_stats() {
