@@ -12,10 +12,14 @@
 //!
 //! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above
 //! it, as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47
-//! (checked when an object is stored). At most `MAX_READERS` read sections of one object run at
-//! once; more wait briefly. A reader count of `CLAIMED` (7) is not readers: compaction has
-//! claimed the object to move it, and readers back off until the handle word names the copy.
+//! (checked when an object is stored). Most readers announce themselves in their thread's slot
+//! instead (`hazard.rs`) and only load this word; the reader bits count the others (a thread's
+//! second open section, threads without a slot, huge objects). At most `MAX_READERS` counted
+//! sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7) is
+//! not readers: compaction, a free or a handle move has claimed the object, and readers back off
+//! until the claim is undone or the handle word names the copy.
 
+use crate::hazard::{self, SlotWord};
 use crate::sync::backoff;
 #[cfg(test)]
 use std::sync::atomic::AtomicU64;
@@ -35,16 +39,25 @@ const LEN_SHIFT: u32 = 48;
 /// `tests/loom_headers.rs`, so the model checks these very functions.
 pub trait HeaderWord {
     fn load(&self, order: Ordering) -> u64;
+    fn store(&self, v: u64, order: Ordering);
     fn compare_exchange(&self, cur: u64, new: u64, ok: Ordering, err: Ordering)
         -> Result<u64, u64>;
+    /// After a claim's `SeqCst` CAS, before the scan of the reader slots: nothing for `std`,
+    /// where the CAS is a full fence; loom needs an explicit one to model that (`hazard.rs`).
+    #[inline(always)]
+    fn fence_after_claim(&self) {}
 }
 
 macro_rules! header_word {
-    ($t:ty) => {
+    ($t:ty $(, $fence:item)?) => {
         impl HeaderWord for $t {
             #[inline(always)]
             fn load(&self, order: Ordering) -> u64 {
                 <$t>::load(self, order)
+            }
+            #[inline(always)]
+            fn store(&self, v: u64, order: Ordering) {
+                <$t>::store(self, v, order)
             }
             #[inline(always)]
             fn compare_exchange(
@@ -56,13 +69,25 @@ macro_rules! header_word {
             ) -> Result<u64, u64> {
                 <$t>::compare_exchange(self, cur, new, ok, err)
             }
+            $($fence)?
         }
     };
 }
 
 header_word!(std::sync::atomic::AtomicU64);
 #[cfg(feature = "loom")]
-header_word!(loom::sync::atomic::AtomicU64);
+header_word!(
+    loom::sync::atomic::AtomicU64,
+    fn fence_after_claim(&self) {
+        loom::sync::atomic::fence(Ordering::SeqCst);
+    }
+);
+
+/// The address a reader announces for header word `h`.
+#[inline(always)]
+pub fn address_of<H>(h: &H) -> usize {
+    h as *const H as usize
+}
 
 /// Highest handle address a header can record (exclusive).
 pub const ADDR_LIMIT: usize = 1 << (ADDR_BITS + 3);
@@ -178,6 +203,20 @@ pub fn try_begin_read(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> 
         .map(|_| len)
 }
 
+/// The announced reader's check, after `hazard::announce` named `h` in its slot: the object is
+/// `addr`'s, not claimed and (when `want` is given) `want` bytes long. Returns its length; `None`
+/// means the reader must retract its announce (and take `begin_read`, which says why).
+#[inline(always)]
+pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> Option<usize> {
+    let cur = h.load(Ordering::SeqCst);
+    if !is_allocated(cur) || owner(cur) != addr || readers(cur) == CLAIMED {
+        return None;
+    }
+    let len = len(cur);
+    #[allow(clippy::unnecessary_map_or)] // `is_none_or` is newer than the MSRV
+    want.map_or(true, |w| w == len).then_some(len)
+}
+
 /// Ends a read registered by `begin_read` on the object owned by `addr`.
 #[inline]
 pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
@@ -194,32 +233,63 @@ pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
     }
 }
 
-/// Frees the object owned by `addr` if nobody reads it: the word becomes the free link.
-/// Returns the object's length.
+/// Claims the object owned by `addr` if nobody reads it (neither counted nor announced in
+/// `slots`): readers then back off until the caller stores the header's next value (or undoes
+/// the claim by storing the returned one). Caller holds the class lock.
 #[inline]
-pub fn try_free(h: &impl HeaderWord, addr: usize, next: Option<u32>) -> Result<usize, Refusal> {
+pub fn claim_owned<S: SlotWord>(
+    h: &impl HeaderWord,
+    addr: usize,
+    slots: &[S],
+) -> Result<u64, Refusal> {
     let cur = h.load(Ordering::Acquire);
     check_owner(cur, addr)?;
     if readers(cur) != 0 {
         return Err(Refusal::Busy);
     }
-    // Readers only add themselves by CAS on an unchanged word, so a failed CAS means one did.
-    h.compare_exchange(cur, free_link(next), Ordering::AcqRel, Ordering::Acquire)
-        .map(|_| len(cur))
-        .map_err(|_| Refusal::Busy)
+    claim_word(h, cur, slots).ok_or(Refusal::Busy)
+}
+
+/// Frees the object owned by `addr` if nobody reads it: the word becomes the free link.
+/// Returns the object's length. Caller holds the class lock.
+#[inline]
+pub fn try_free<S: SlotWord>(
+    h: &impl HeaderWord,
+    addr: usize,
+    next: Option<u32>,
+    slots: &[S],
+) -> Result<usize, Refusal> {
+    let cur = claim_owned(h, addr, slots)?;
+    // Claimed: no reader changes the word, so a plain store ends the claim.
+    h.store(free_link(next), Ordering::Release);
+    Ok(len(cur))
 }
 
 /// Claims the allocated object of header `h` for a move if nobody reads it: its reader count
 /// becomes `CLAIMED`, so readers back off and a free or a move of the handle is refused. Returns
 /// the header as it was. Caller holds the class lock (which also excludes frees).
 #[inline]
-pub fn claim(h: &impl HeaderWord) -> Option<u64> {
+pub fn claim<S: SlotWord>(h: &impl HeaderWord, slots: &[S]) -> Option<u64> {
     let cur = h.load(Ordering::Acquire);
     if !is_allocated(cur) || readers(cur) != 0 {
         return None;
     }
-    h.compare_exchange(cur, cur | (CLAIMED << READER_SHIFT), Ordering::AcqRel, Ordering::Acquire)
-        .ok()
+    claim_word(h, cur, slots)
+}
+
+/// Claims `h` from `cur` (allocated, uncounted), then undoes the claim if a reader announced
+/// itself on `h` (`hazard.rs`: the `SeqCst` CAS orders the claim before the scan).
+#[inline]
+fn claim_word<S: SlotWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option<u64> {
+    // Counted readers only add themselves by CAS on an unchanged word: a failed CAS means one did.
+    h.compare_exchange(cur, cur | (CLAIMED << READER_SHIFT), Ordering::SeqCst, Ordering::Acquire)
+        .ok()?;
+    h.fence_after_claim();
+    if hazard::announced(slots, address_of(h)) {
+        h.store(cur, Ordering::Release);
+        return None;
+    }
+    Some(cur)
 }
 
 /// Whether `word` is an allocated object's header claimed by `claim`.
@@ -231,6 +301,9 @@ pub fn is_claimed(word: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    const NO_SLOTS: &[AtomicUsize] = &[];
 
     #[test]
     fn round_trips_owner_and_length() {
@@ -248,10 +321,10 @@ mod tests {
         let h = AtomicU64::new(encode(64, 100));
         assert_eq!(begin_read(&h, 72), Err(Refusal::OtherOwner));
         assert_eq!(begin_read(&h, 64), Ok(100));
-        assert_eq!(try_free(&h, 64, None), Err(Refusal::Busy));
+        assert_eq!(try_free(&h, 64, None, NO_SLOTS), Err(Refusal::Busy));
         assert_eq!(end_read(&h, 64), Ok(()));
         assert_eq!(end_read(&h, 64), Err(Refusal::Busy));
-        assert_eq!(try_free(&h, 64, Some(3)), Ok(100));
+        assert_eq!(try_free(&h, 64, Some(3), NO_SLOTS), Ok(100));
         assert_eq!(begin_read(&h, 64), Err(Refusal::Free));
     }
 
@@ -259,15 +332,37 @@ mod tests {
     fn claims_exclude_readers_and_readers_exclude_claims() {
         let h = AtomicU64::new(encode(64, 100));
         assert_eq!(begin_read(&h, 64), Ok(100));
-        assert_eq!(claim(&h), None, "a read object is not claimed");
+        assert_eq!(claim(&h, NO_SLOTS), None, "a read object is not claimed");
         assert_eq!(end_read(&h, 64), Ok(()));
-        let was = claim(&h).expect("unread: claimed");
+        let was = claim(&h, NO_SLOTS).expect("unread: claimed");
         assert_eq!(was, encode(64, 100));
         assert!(is_claimed(h.load(Ordering::Relaxed)));
         assert_eq!(begin_read(&h, 64), Err(Refusal::Claimed));
         assert_eq!(end_read(&h, 64), Err(Refusal::Busy), "a claim is not a reader to end");
-        assert_eq!(try_free(&h, 64, None), Err(Refusal::Busy));
+        assert_eq!(try_free(&h, 64, None, NO_SLOTS), Err(Refusal::Busy));
         assert_eq!(without_readers(h.load(Ordering::Relaxed)), encode(64, 100));
-        assert_eq!(claim(&AtomicU64::new(free_link(Some(2)))), None, "free slots are not claimed");
+        let free = AtomicU64::new(free_link(Some(2)));
+        assert_eq!(claim(&free, NO_SLOTS), None, "free slots are not claimed");
+    }
+
+    #[test]
+    fn announced_readers_refuse_claims_and_claims_refuse_them() {
+        let h = AtomicU64::new(encode(64, 100));
+        let slots: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
+        assert!(hazard::announce(&slots[1], address_of(&h)));
+        assert_eq!(check_announced(&h, 64, Some(100)), Some(100));
+        assert_eq!(check_announced(&h, 64, Some(99)), None, "wrong length");
+        assert_eq!(check_announced(&h, 72, None), None, "another owner");
+        assert_eq!(try_free(&h, 64, None, &slots), Err(Refusal::Busy));
+        assert_eq!(claim(&h, &slots), None);
+        assert_eq!(h.load(Ordering::Relaxed), encode(64, 100), "claims undone");
+        slots[1].store(0, Ordering::Release);
+        let was = claim(&h, &slots).expect("unread: claimed");
+        assert!(hazard::announce(&slots[0], address_of(&h)));
+        assert_eq!(check_announced(&h, 64, None), None, "a claimed object is not read");
+        slots[0].store(0, Ordering::Release);
+        h.store(was, Ordering::Release);
+        assert_eq!(try_free(&h, 64, Some(1), &slots), Ok(100));
+        assert_eq!(next_free(h.load(Ordering::Relaxed)), Some(1));
     }
 }

@@ -10,10 +10,10 @@
 //! - `arena`: simulated pages carved from large mappings, each page keeping one role (class and
 //!   index within its zspage) for life;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists;
-//! - [`header`], [`pin`], [`handle`]: object headers (reader registration, compaction's
-//!   claims), zspage pins for huge objects, handles (`header` and `pin` are public for the loom
-//!   models, not as an API); `open_section`: what a raw read section's begin proved, kept for
-//!   its end;
+//! - [`header`], [`hazard`], [`pin`], [`handle`]: object headers (counted readers, claims),
+//!   announced readers (one slot per thread), zspage pins for huge objects, handles (`header`,
+//!   `hazard` and `pin` are public for the loom models, not as an API); `open_section`: what a
+//!   counted raw read section's begin proved, kept for its end;
 //! - [`pool`]: store, free, read sections, compaction; [`stats`]: counters.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned slot, freed on drop) and the raw layer
@@ -31,6 +31,7 @@ pub mod class_table;
 pub mod config;
 pub mod error;
 pub mod handle;
+pub mod hazard;
 pub mod header;
 #[cfg(feature = "lab")]
 pub mod lab;

@@ -31,11 +31,12 @@ use crate::class_table::{ClassInfo, ClassTable, HDR};
 use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::handle::{Handle, HandleSlots, Location, ObjectLocation, TAG_MAX};
+use crate::hazard;
 use crate::header::{self, Refusal};
 use crate::open_section::{self, OpenSection};
 use crate::pin::{self, PinWord};
 use crate::size_class::{self, ClassState, SizeClass};
-use crate::stats::{AccessCounters, ClassStats, PoolStats};
+use crate::stats::{self, AccessCounters, ClassStats, PoolStats};
 use crate::sync::backoff;
 use crate::zspage::{Zspage, ZspageTable, GROUP_EMPTY, GROUP_FULL};
 
@@ -65,6 +66,9 @@ struct Pinned<'a> {
     /// The zspage pin a huge object's reader holds (its header lives in the zspage); `None`
     /// for other objects, whose readers hold nothing but their header registration.
     pin: Option<&'a PinWord>,
+    /// The reader slot this section is announced in (`hazard.rs`); `None`: counted in the
+    /// header.
+    announced: Option<&'static AtomicUsize>,
     info: &'a ClassInfo,
     obj: u32,
     /// The handle's location: header page index and arena offset.
@@ -75,7 +79,9 @@ struct Pinned<'a> {
 }
 
 impl<'a> Pinned<'a> {
-    /// A non-huge object's reader: registered on `header` by the handle at `owner`, no pin.
+    /// A non-huge object's reader: registered on `header` by the handle at `owner` (announced
+    /// in `announced`, or counted), no pin.
+    #[allow(clippy::too_many_arguments)]
     fn registered(
         zspage: &'a Zspage,
         info: &'a ClassInfo,
@@ -84,8 +90,9 @@ impl<'a> Pinned<'a> {
         len: usize,
         header: &'a AtomicU64,
         owner: usize,
+        announced: Option<&'static AtomicUsize>,
     ) -> Self {
-        Pinned { zspage, pin: None, info, obj, loc, len, header, owner }
+        Pinned { zspage, pin: None, announced, info, obj, loc, len, header, owner }
     }
 
     /// The payload of a non-huge object that does not cross a page: just after its header
@@ -98,6 +105,10 @@ impl<'a> Pinned<'a> {
     }
 
     fn release(&self) {
+        if let Some(slot) = self.announced {
+            slot.store(0, Ordering::Release);
+            return;
+        }
         // Cannot fail: this reader registration is ours and keeps the header unchanged.
         let _ = header::end_read(self.header, self.owner);
         if let Some(pin) = self.pin {
@@ -353,6 +364,7 @@ impl Pool {
     /// # Safety
     /// `local_copy` is writable for `mem_len + 8` bytes. The returned pointer is valid until the
     /// matching [`Pool::read_end_raw`]; the bytes must not be written through it.
+    #[inline]
     pub unsafe fn read_begin_raw(
         &self,
         h: &AtomicUsize,
@@ -362,6 +374,20 @@ impl Pool {
         if let Some(ptr) = self.read_begin_in_place(h, mem_len) {
             return Ok(ptr);
         }
+        self.begin_not_in_place(h, mem_len, local_copy)
+    }
+
+    /// `read_begin_raw` of an object `read_begin_in_place` does not take.
+    ///
+    /// # Safety
+    /// As [`Pool::read_begin_raw`].
+    #[inline(never)]
+    unsafe fn begin_not_in_place(
+        &self,
+        h: &AtomicUsize,
+        mem_len: usize,
+        local_copy: *mut u8,
+    ) -> Result<*const u8> {
         let p = self.pin_slow(h, Some(mem_len))?;
         self.remember(&p);
         Ok(self.begin_copy(&p, local_copy))
@@ -378,7 +404,9 @@ impl Pool {
     #[inline]
     pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
         let p = self.pin_fast(h, Some(mem_len))?;
-        self.remember(&p);
+        if p.announced.is_none() {
+            self.remember(&p);
+        }
         self.access.record_read(false, 0);
         Some(p.in_place())
     }
@@ -433,7 +461,17 @@ impl Pool {
     ///
     /// # Safety
     /// `h` is the handle the section was begun on.
+    #[inline]
     pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        if self.end_announced(h, mem_len) {
+            return Ok(());
+        }
+        self.end_unannounced(h, mem_len)
+    }
+
+    /// `read_end_raw` of a section this thread did not announce on `h`'s object.
+    #[inline(never)]
+    fn end_unannounced(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
         let addr = h as *const AtomicUsize as usize;
         let Some(open) = open_section::matching(self.id, addr, h.load(Ordering::Acquire)) else {
             return self.unpin_object(h, mem_len);
@@ -456,10 +494,42 @@ impl Pool {
     /// As [`Pool::read_end_raw`].
     #[inline]
     pub unsafe fn read_end_recorded(&self, h: &AtomicUsize, mem_len: usize) -> bool {
+        if self.end_announced(h, Some(mem_len)) {
+            return true;
+        }
         let addr = h as *const AtomicUsize as usize;
         open_section::matching(self.id, addr, h.load(Ordering::Acquire))
             .filter(|open| open.len == mem_len)
             .is_some_and(|open| self.end_recorded(&open, addr).is_ok())
+    }
+
+    /// Ends this thread's announced section if it is on `h`'s object (of `mem_len` bytes when
+    /// given). False changes nothing: the section is counted, another thread's, or not open.
+    #[inline(always)]
+    fn end_announced(&self, h: &AtomicUsize, mem_len: Option<usize>) -> bool {
+        let Some(slot) = stats::owned_thread_index().map(hazard::slot) else {
+            return false;
+        };
+        let held = slot.load(Ordering::Relaxed);
+        let word = h.load(Ordering::Acquire);
+        let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) else {
+            return false;
+        };
+        if held == 0 || held != self.arena.addr(loc.offset()) as usize {
+            return false;
+        }
+        // SAFETY: this thread announced the header word at `held` (only the slot's thread fills
+        // it, with an object start that `pin_fast_at` checked), and the announce keeps the
+        // object from being freed or moved, so the word is still an allocated header.
+        let cur = unsafe { &*(held as *const AtomicU64) }.load(Ordering::Acquire);
+        // The section was begun on the header's owner; a stale copy of the word is not it.
+        if header::owner(cur) != h as *const AtomicUsize as usize
+            || mem_len.is_some_and(|m| m != header::len(cur))
+        {
+            return false;
+        }
+        slot.store(0, Ordering::Release);
+        true
     }
 
     /// Ends the section `open` records for the handle at `addr`; refused (changing nothing) if
@@ -469,7 +539,7 @@ impl Pool {
         // SAFETY: a record of this pool (ids are never reused) points into its zspage table and
         // arena, which live as long as `self` (see `open_section`); `pin` may be null.
         let (pin, hw) = unsafe { (open.pin.as_ref(), &*open.header) };
-        header::end_read(hw, addr)?;
+        end_counted_or_announced(hw, addr)?;
         open_section::clear();
         if let Some(pin) = pin {
             pin.unpin();
@@ -483,7 +553,9 @@ impl Pool {
     /// The segments are valid until `read_end_raw`; they must not be written.
     pub unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.pin_object(h, Some(mem_len))?;
-        self.remember(&p);
+        if p.announced.is_none() {
+            self.remember(&p);
+        }
         let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(self.sg_segments(&layout))
@@ -661,7 +733,9 @@ impl Pool {
         let fresh = size_class::fresh(z);
         for obj in 0..fresh {
             let word = self.header_word(z, info, obj);
-            if header::is_allocated(word.load(Ordering::Acquire)) && header::claim(word).is_none() {
+            if header::is_allocated(word.load(Ordering::Acquire))
+                && header::claim(word, hazard::in_use()).is_none()
+            {
                 self.unclaim(z, info, obj);
                 z.pin.unlock_migration();
                 return false;
@@ -1180,8 +1254,17 @@ impl Pool {
         // never changes, see `arena.rs`): an 8-aligned header word inside the mapped
         // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
-        let len = header::try_begin_read(hw, addr, mem_len)?;
-        let p = Pinned::registered(zspage, info, loc, obj, len, hw, addr);
+        let slot = stats::owned_thread_index()
+            .map(hazard::slot)
+            .filter(|s| hazard::announce(*s, header::address_of(hw)));
+        let len = match slot {
+            Some(slot) => header::check_announced(hw, addr, mem_len).or_else(|| {
+                slot.store(0, Ordering::Release);
+                None
+            })?,
+            None => header::try_begin_read(hw, addr, mem_len)?,
+        };
+        let p = Pinned::registered(zspage, info, loc, obj, len, hw, addr, slot);
         if !fits(len) {
             p.release(); // spanning: `pin_slow` also checks the zspage
             return None;
@@ -1216,7 +1299,7 @@ impl Pool {
                 Err(_) if h.load(Ordering::Acquire) != word => continue,
                 Err(r) => return Err(refusal(r)),
             };
-            let p = Pinned::registered(z, info, loc, obj, len, hw, addr);
+            let p = Pinned::registered(z, info, loc, obj, len, hw, addr, None);
             if let Some(m) = mem_len.filter(|&m| m != len) {
                 p.release();
                 return Err(wrong_read_len(m, len));
@@ -1260,6 +1343,7 @@ impl Pool {
             Ok(Pinned {
                 zspage: z,
                 pin: Some(&z.pin),
+                announced: None,
                 info,
                 obj,
                 loc,
@@ -1383,7 +1467,8 @@ impl Pool {
                 continue; // compaction moved it before we took the lock
             }
             let (obj, hw) = self.check_locked(z, loc, class)?;
-            let len = header::try_free(hw, addr, size_class::free_head(z)).map_err(refusal)?;
+            let len = header::try_free(hw, addr, size_class::free_head(z), hazard::in_use())
+                .map_err(refusal)?;
             self.object_freed(&mut st, class, loc.slot, z, obj, len);
             if st.counts[GROUP_EMPTY] != 0 {
                 self.release_deferred(&mut st, class);
@@ -1442,14 +1527,9 @@ impl Pool {
                 continue;
             }
             let (_, hw) = self.check_locked(z, loc, class)?;
-            let cur = hw.load(Ordering::Acquire);
-            header::check_owner(cur, from_addr).map_err(refusal)?;
-            if header::readers(cur) != 0 {
-                return Err(Error::Busy);
-            }
-            let moved = header::encode(to_addr, header::len(cur));
-            hw.compare_exchange(cur, moved, Ordering::AcqRel, Ordering::Acquire)
-                .map_err(|_| Error::Busy)?;
+            let cur = header::claim_owned(hw, from_addr, hazard::in_use()).map_err(refusal)?;
+            // Claimed: no reader changes the word, so a plain store ends the claim.
+            hw.store(header::encode(to_addr, header::len(cur)), Ordering::Release);
             to.store(word, Ordering::Release);
             from.store(0, Ordering::Release);
             return Ok(());
@@ -1469,7 +1549,22 @@ fn wrong_read_len(given: usize, stored: usize) -> Error {
 
 /// Ends the reader registration of the handle at `addr` on header `hw`.
 fn end_registration(hw: &AtomicU64, addr: usize) -> Result<()> {
-    header::end_read(hw, addr).map_err(end_refusal)
+    end_counted_or_announced(hw, addr).map_err(end_refusal)
+}
+
+/// Ends one section on the object owned by `addr` at header `hw`, begun by any thread: a
+/// counted one, else one announced in some thread's slot (the contract lets any thread end a
+/// section, and sections of one handle are alike).
+fn end_counted_or_announced(hw: &AtomicU64, addr: usize) -> std::result::Result<(), Refusal> {
+    header::end_read(hw, addr).or_else(|r| {
+        let announced = header::check_owner(hw.load(Ordering::Acquire), addr).is_ok()
+            && hazard::retract_any(hazard::in_use(), header::address_of(hw));
+        if announced {
+            Ok(())
+        } else {
+            Err(r)
+        }
+    })
 }
 
 /// Why a section's end was refused: a header without this handle's reader has no section open.

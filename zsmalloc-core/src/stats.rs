@@ -62,8 +62,9 @@ pub struct ClassStats {
     pub bytes_stored: u64,
 }
 
-/// Shards owned by one thread each (updated with plain loads and stores, no locked RMW).
-const OWNED_SHARDS: usize = 64;
+/// Shards owned by one thread each (updated with plain loads and stores, no locked RMW); the
+/// same indices own the threads' reader slots (`hazard.rs`).
+pub(crate) const OWNED_SHARDS: usize = 64;
 /// Shards shared by threads beyond the first `OWNED_SHARDS` live ones (atomic RMW).
 const SHARED_SHARDS: usize = 8;
 
@@ -117,6 +118,13 @@ thread_local! {
     static SHARD: Cell<usize> = const { Cell::new(0) };
 }
 
+/// This thread's index if it owns one (below `OWNED_SHARDS`): its shard and its reader slot.
+#[inline(always)]
+pub(crate) fn owned_thread_index() -> Option<usize> {
+    let (i, owned) = shard_of_thread();
+    owned.then_some(i)
+}
+
 /// (shard index, owned by this thread).
 #[inline]
 fn shard_of_thread() -> (usize, bool) {
@@ -131,6 +139,7 @@ fn first_shard_of_thread() -> (usize, bool) {
     THREAD_SLOT
         .try_with(|s| {
             let shard = if s.0 < OWNED_SHARDS {
+                crate::hazard::register(s.0);
                 (s.0, true)
             } else {
                 (OWNED_SHARDS + s.0 % SHARED_SHARDS, false)

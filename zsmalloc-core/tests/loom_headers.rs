@@ -1,7 +1,9 @@
-//! loom models of the header protocol that non-huge reads use (`header.rs`): a reader registers
-//! on the object's header and holds nothing else; compaction claims a header before it moves the
-//! object, rewrites the handle word, frees the old slot, and the slot's bytes are then reused.
-//! The real `begin_read`, `end_read`, `claim` and `try_free` run on loom's atomics.
+//! loom models of the header protocol that non-huge reads use (`header.rs`, `hazard.rs`): a
+//! reader announces the header in its thread's slot (or, when it has none, counts itself in the
+//! header) and holds nothing else; compaction claims a header before it moves the object,
+//! rewrites the handle word, frees the old slot, and the slot's bytes are then reused. The real
+//! `announce`, `check_announced`, `begin_read`, `end_read`, `claim` and `try_free` run on loom's
+//! atomics.
 //!
 //! The world: one object of the handle at `OWNER`, first in slot A, named by a handle word. Each
 //! slot has a header word and the object's bytes in a loom `UnsafeCell`, so loom reports any read
@@ -18,6 +20,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use zsmalloc_core::hazard;
 use zsmalloc_core::header::{self, Refusal};
 
 /// The handle word's address, recorded as the owner in the header.
@@ -38,6 +41,8 @@ struct World {
     handle: AtomicUsize,
     a: Slot,
     b: Slot,
+    /// Two threads' reader slots (`hazard.rs`), scanned by every claim.
+    readers: [AtomicUsize; 2],
 }
 
 impl World {
@@ -49,6 +54,7 @@ impl World {
                 bytes: UnsafeCell::new(ALIVE),
             },
             b: Slot { header: AtomicU64::new(header::free_link(None)), bytes: UnsafeCell::new(0) },
+            readers: [AtomicUsize::new(0), AtomicUsize::new(0)],
         })
     }
 
@@ -60,8 +66,22 @@ impl World {
         }
     }
 
-    /// The pool's `pin_object` for a non-huge object, then the read and `end_read`.
-    fn read(&self) -> Result<u64, Refusal> {
+    /// The pool's `pin_object` for a non-huge object, then the read and its end: announced in
+    /// reader slot `me` (`pin_fast_at`), else counted in the header (`pin_slow`).
+    fn read(&self, me: Option<usize>) -> Result<u64, Refusal> {
+        if let Some(slot) = me.map(|i| &self.readers[i]) {
+            let word = self.handle.load(Ordering::Acquire);
+            let s = self.slot(word);
+            if hazard::announce(slot, header::address_of(&s.header)) {
+                if let Some(len) = header::check_announced(&s.header, OWNER, Some(LEN)) {
+                    // SAFETY: loom's cell checks this read against every write of the bytes.
+                    let v = s.bytes.with(|p| unsafe { *p });
+                    slot.store(0, Ordering::Release);
+                    return Ok(v);
+                }
+                slot.store(0, Ordering::Release);
+            }
+        }
         loop {
             let word = self.handle.load(Ordering::Acquire);
             let s = self.slot(word);
@@ -85,7 +105,7 @@ impl World {
     /// worst case: a store into the freed slot, or its page handed to another zspage of the
     /// same role). Returns whether it moved the object; it never waits for a reader.
     fn compact(&self) -> bool {
-        let Some(was) = header::claim(&self.a.header) else {
+        let Some(was) = header::claim(&self.a.header, &self.readers) else {
             return false; // read right now: skip
         };
         // SAFETY: claimed: readers back off; the copy's slot is free and unreachable.
@@ -110,7 +130,7 @@ fn reader_and_compaction_never_race() {
             let w = w.clone();
             thread::spawn(move || w.compact())
         };
-        assert_eq!(w.read(), Ok(ALIVE));
+        assert_eq!(w.read(Some(0)), Ok(ALIVE));
         let moved = c.join().unwrap();
         assert_eq!(w.handle.load(Ordering::Relaxed), if moved { WORD_B } else { WORD_A });
         let h = w.slot(w.handle.load(Ordering::Relaxed));
@@ -127,9 +147,9 @@ fn free_is_refused_while_read_and_a_freed_slot_is_never_read() {
         let w = World::new();
         let r = {
             let w = w.clone();
-            thread::spawn(move || w.read())
+            thread::spawn(move || w.read(Some(1)))
         };
-        let freed = header::try_free(&w.a.header, OWNER, None);
+        let freed = header::try_free(&w.a.header, OWNER, None, &w.readers);
         if freed.is_ok() {
             // SAFETY: freed: a reader can only register on an allocated header.
             w.a.bytes.with_mut(|p| unsafe { *p = REUSED });
@@ -145,9 +165,10 @@ fn free_is_refused_while_read_and_a_freed_slot_is_never_read() {
     });
 }
 
-/// Two readers at once share the object; a compaction between them never moves it mid-read.
-/// One reader makes a single attempt (two threads retrying on a claimed header are an unbounded
-/// model for loom, and one retrying reader is covered above).
+/// Two readers at once share the object, one announced and one counted (a thread without a
+/// slot); a compaction between them never moves it mid-read. The counted reader makes a single
+/// attempt (two threads retrying on a claimed header are an unbounded model for loom, and one
+/// retrying reader is covered above).
 #[test]
 fn two_readers_and_a_compaction() {
     loom::model(|| {
@@ -168,7 +189,7 @@ fn two_readers_and_a_compaction() {
                 Some(v)
             })
         };
-        assert_eq!(w.read(), Ok(ALIVE));
+        assert_eq!(w.read(Some(0)), Ok(ALIVE));
         let second = once.join().unwrap();
         assert!(second.is_none() || second == Some(ALIVE), "{second:?}");
         c.join().unwrap();

@@ -1,0 +1,173 @@
+//! Announced readers: how most read sections register without writing the object's header.
+//!
+//! Each of the first `OWNED_SHARDS` threads (their index is the one `stats` gives them) owns one
+//! slot here, on its own cache line. A reader that finds its slot empty *announces* the header
+//! word it is about to read by swapping the word's address into the slot, then loads the header
+//! and checks it (`header::check_announced`). Its section ends with a plain store of 0. So the
+//! common read writes no shared line: no locked instruction waits for the header's cache miss,
+//! and the end has none at all (docs/PERFORMANCE.md, session 7). A thread whose slot is in use
+//! (a second open section) or that has no slot counts itself in the header instead
+//! (`header::begin_read`), as every reader did before.
+//!
+//! Who may change an allocated header while it could be read — a free, a handle move,
+//! compaction — claims it first (`header::claim_owned`, `header::claim`), then scans the slots
+//! (`announced`), and undoes the claim if one names the header. Readers that find a claim back
+//! off and retry (`Refusal::Claimed`), so a free refused because of a reader never makes that
+//! reader fail.
+//!
+//! Invariants (the Dekker pairing, checked by `tests/loom_headers.rs`):
+//! - A reader's announce is a `SeqCst` swap before its `SeqCst` load of the header; a writer's
+//!   claim is a `SeqCst` CAS before its `SeqCst` loads of `high` and the slots. In the single
+//!   order of those operations, either the reader's load follows the claim (it sees the claim
+//!   and backs off) or the writer's scan follows the announce (it sees the reader and undoes).
+//! - `high` covers every slot ever announced in: a thread raises it when it gets its index,
+//!   before its first announce, and it never falls.
+//! - Only a slot's thread fills it, and only when it is empty; any thread may empty it (a
+//!   section may be ended by another thread), by CAS from the header it names.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::stats::OWNED_SHARDS;
+
+/// What the protocol needs of a slot: `std`'s `AtomicUsize` here, loom's (with the `SeqCst`
+/// fence loom needs to model an `SeqCst` read-modify-write as a full fence) in the loom models.
+pub trait SlotWord {
+    fn load(&self, order: Ordering) -> usize;
+    /// Fills the slot with `header` (`SeqCst`: ordered before the reader's header load).
+    fn announce(&self, header: usize);
+    fn store(&self, v: usize, order: Ordering);
+    fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize>;
+}
+
+impl SlotWord for AtomicUsize {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> usize {
+        AtomicUsize::load(self, order)
+    }
+    #[inline(always)]
+    fn announce(&self, header: usize) {
+        self.swap(header, Ordering::SeqCst);
+    }
+    #[inline(always)]
+    fn store(&self, v: usize, order: Ordering) {
+        AtomicUsize::store(self, v, order)
+    }
+    #[inline(always)]
+    fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize> {
+        AtomicUsize::compare_exchange(self, cur, new, Ordering::AcqRel, Ordering::Relaxed)
+    }
+}
+
+#[cfg(feature = "loom")]
+impl SlotWord for loom::sync::atomic::AtomicUsize {
+    fn load(&self, order: Ordering) -> usize {
+        loom::sync::atomic::AtomicUsize::load(self, order)
+    }
+    fn announce(&self, header: usize) {
+        self.swap(header, Ordering::SeqCst);
+        loom::sync::atomic::fence(Ordering::SeqCst);
+    }
+    fn store(&self, v: usize, order: Ordering) {
+        loom::sync::atomic::AtomicUsize::store(self, v, order)
+    }
+    fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize> {
+        loom::sync::atomic::AtomicUsize::compare_exchange(
+            self,
+            cur,
+            new,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        )
+    }
+}
+
+/// Fills `slot` with the address of the header word about to be read, if the slot is empty
+/// (only its own thread fills it). False: the caller counts itself in the header instead.
+#[inline(always)]
+pub fn announce(slot: &impl SlotWord, header: usize) -> bool {
+    if slot.load(Ordering::Relaxed) != 0 {
+        return false;
+    }
+    slot.announce(header);
+    true
+}
+
+/// Whether a slot names the header at `header`. The caller claimed the header with a `SeqCst`
+/// read-modify-write just before.
+#[inline]
+pub fn announced<S: SlotWord>(slots: &[S], header: usize) -> bool {
+    slots.iter().any(|s| s.load(Ordering::SeqCst) == header)
+}
+
+/// Ends the announced section on `header` that some thread holds (a section may be ended by
+/// another thread than its own). False if none does.
+pub fn retract_any<S: SlotWord>(slots: &[S], header: usize) -> bool {
+    slots
+        .iter()
+        .any(|s| s.load(Ordering::Acquire) == header && s.compare_exchange(header, 0).is_ok())
+}
+
+/// One thread's slot, alone on its cache line so announces never contend.
+#[repr(align(128))]
+pub(crate) struct Slot(pub(crate) AtomicUsize);
+
+#[allow(clippy::declare_interior_mutable_const)] // a template for the array below only
+const EMPTY: Slot = Slot(AtomicUsize::new(0));
+static SLOTS: [Slot; OWNED_SHARDS] = [EMPTY; OWNED_SHARDS];
+/// One past the highest thread index handed out (see the invariants above).
+static HIGH: AtomicUsize = AtomicUsize::new(0);
+
+/// Makes the slot of thread index `index` visible to scans; called once per thread, before it
+/// may announce.
+pub(crate) fn register(index: usize) {
+    HIGH.fetch_max(index + 1, Ordering::SeqCst);
+}
+
+/// The slot of thread index `index`.
+#[inline(always)]
+pub(crate) fn slot(index: usize) -> &'static AtomicUsize {
+    &SLOTS[index].0
+}
+
+/// The slots a writer must scan (`SeqCst`, after its claim).
+#[inline]
+pub(crate) fn in_use() -> &'static [Slot] {
+    &SLOTS[..HIGH.load(Ordering::SeqCst).min(OWNED_SHARDS)]
+}
+
+impl SlotWord for Slot {
+    #[inline(always)]
+    fn load(&self, order: Ordering) -> usize {
+        self.0.load(order)
+    }
+    #[inline(always)]
+    fn announce(&self, header: usize) {
+        SlotWord::announce(&self.0, header)
+    }
+    #[inline(always)]
+    fn store(&self, v: usize, order: Ordering) {
+        self.0.store(v, order)
+    }
+    #[inline(always)]
+    fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize> {
+        SlotWord::compare_exchange(&self.0, cur, new)
+    }
+}
+
+#[cfg(all(test, not(feature = "loom")))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_slot_is_not_announced_in_and_any_thread_may_empty_it() {
+        let slots: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
+        assert!(announce(&slots[1], 0x1000));
+        assert!(!announce(&slots[1], 0x2000), "one announced section per slot");
+        assert!(announced(&slots, 0x1000));
+        assert!(!announced(&slots, 0x2000));
+        assert!(!retract_any(&slots, 0x2000));
+        assert!(retract_any(&slots, 0x1000));
+        assert!(!announced(&slots, 0x1000));
+        assert!(announce(&slots[1], 0x2000), "empty again");
+    }
+}
