@@ -20,7 +20,7 @@
 //! until the claim is undone or the handle word names the copy.
 
 use crate::hazard::{self, SlotWord};
-use crate::sync::backoff;
+use crate::sync::{backoff, spin};
 #[cfg(test)]
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
@@ -277,17 +277,31 @@ pub fn claim<S: SlotWord>(h: &impl HeaderWord, slots: &[S]) -> Option<u64> {
     claim_word(h, cur, slots)
 }
 
+/// How many times a claim re-scans the reader slots before it gives way to an announced reader.
+/// An announce that is not a section (a reader about to see the claim, or one whose handle
+/// turned out not to own the object) is retracted within a few instructions; a section is not.
+#[cfg(not(feature = "loom"))]
+const ANNOUNCE_RESCANS: u32 = 64;
+#[cfg(feature = "loom")]
+const ANNOUNCE_RESCANS: u32 = 1;
+
 /// Claims `h` from `cur` (allocated, uncounted), then undoes the claim if a reader announced
-/// itself on `h` (`hazard.rs`: the `SeqCst` CAS orders the claim before the scan).
+/// itself on `h` and keeps its announce (`hazard.rs`: the `SeqCst` CAS orders the claim before
+/// the scan). New readers back off meanwhile, so only announces older than the claim can remain.
 #[inline]
 fn claim_word<S: SlotWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option<u64> {
     // Counted readers only add themselves by CAS on an unchanged word: a failed CAS means one did.
     h.compare_exchange(cur, cur | (CLAIMED << READER_SHIFT), Ordering::SeqCst, Ordering::Acquire)
         .ok()?;
     h.fence_after_claim();
-    if hazard::announced(slots, address_of(h)) {
-        h.store(cur, Ordering::Release);
-        return None;
+    let mut rescans = 0;
+    while hazard::announced(slots, address_of(h)) {
+        if rescans == ANNOUNCE_RESCANS {
+            h.store(cur, Ordering::Release);
+            return None;
+        }
+        rescans += 1;
+        spin();
     }
     Some(cur)
 }

@@ -105,6 +105,33 @@ impl<'a> Pinned<'a> {
     }
 
     fn release(&self) {
+        self.registration().release();
+    }
+
+    /// What the section holds until it ends.
+    #[inline]
+    fn registration(&self) -> Registration<'a> {
+        Registration {
+            header: self.header,
+            owner: self.owner,
+            announced: self.announced,
+            pin: self.pin,
+        }
+    }
+}
+
+/// A reader's registration alone (what `Pinned::release` undoes), for sections that outlive
+/// their begin.
+struct Registration<'a> {
+    header: &'a AtomicU64,
+    owner: usize,
+    announced: Option<&'static AtomicUsize>,
+    pin: Option<&'a PinWord>,
+}
+
+impl Registration<'_> {
+    #[inline]
+    fn release(&self) {
         if let Some(slot) = self.announced {
             slot.store(0, Ordering::Release);
             return;
@@ -253,6 +280,7 @@ impl Pool {
 
     /// Begins a read section: the object's bytes, in place when contiguous, otherwise copied
     /// into `local_copy` (at least `len + 8` bytes; a page always suffices).
+    #[inline]
     pub fn read<'a, P: Deref<Target = Pool>>(
         &'a self,
         h: &'a Handle<P>,
@@ -264,10 +292,21 @@ impl Pool {
         if let Some(p) = self.pin_fast_at(h.hint(), w, Some(h.len())) {
             if local_copy.len() >= p.len + HDR as usize {
                 self.access.record_read(false, 0);
-                return Ok(ReadSection { ptr: p.in_place(), pinned: p });
+                let (ptr, len) = (p.in_place(), p.len);
+                return Ok(ReadSection { ptr, len, registration: p.registration() });
             }
             p.release();
         }
+        self.read_not_in_place(w, local_copy)
+    }
+
+    /// `read` of an object `pin_fast_at` does not take.
+    #[inline(never)]
+    fn read_not_in_place<'a>(
+        &'a self,
+        w: &'a AtomicUsize,
+        local_copy: &'a mut [u8],
+    ) -> Result<ReadSection<'a>> {
         let p = self.pin_slow(w, None)?;
         if local_copy.len() < p.len + HDR as usize {
             p.release();
@@ -279,7 +318,7 @@ impl Pool {
         }
         // SAFETY: `local_copy` is a live, writable buffer of at least len + HDR bytes.
         let ptr = unsafe { self.begin_copy(&p, local_copy.as_mut_ptr()) };
-        Ok(ReadSection { ptr, pinned: p })
+        Ok(ReadSection { ptr, len: p.len, registration: p.registration() })
     }
 
     /// Copies the object into `out` (at least its length); returns the length.
@@ -1598,7 +1637,8 @@ impl std::fmt::Debug for Pool {
 /// An open read section: the object's bytes. Dropping it ends the section.
 pub struct ReadSection<'a> {
     ptr: *const u8,
-    pinned: Pinned<'a>,
+    len: usize,
+    registration: Registration<'a>,
 }
 
 impl Deref for ReadSection<'_> {
@@ -1607,13 +1647,14 @@ impl Deref for ReadSection<'_> {
         // SAFETY: the object is pinned until drop (no migration, no free); writes need `&mut
         // Handle`, which the section's borrow excludes; `ptr` is in the page or the local copy
         // (borrowed for the section's lifetime) and covers `len` bytes.
-        unsafe { std::slice::from_raw_parts(self.ptr, self.pinned.len) }
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl Drop for ReadSection<'_> {
+    #[inline]
     fn drop(&mut self) {
-        self.pinned.release();
+        self.registration.release();
     }
 }
 

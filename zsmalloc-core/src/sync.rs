@@ -16,3 +16,12 @@ pub(crate) fn backoff() {
     #[cfg(not(feature = "loom"))]
     std::thread::yield_now();
 }
+
+/// Wait a moment for another thread's next few instructions (a reader retracting an announce).
+#[inline]
+pub(crate) fn spin() {
+    #[cfg(feature = "loom")]
+    loom::thread::yield_now();
+    #[cfg(not(feature = "loom"))]
+    std::hint::spin_loop();
+}
