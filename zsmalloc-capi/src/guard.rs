@@ -108,6 +108,7 @@ pub fn fast_path<T>(func: &str, f: impl FnOnce() -> Option<T>) -> Fast<T> {
 }
 
 /// An `InvalidArgument` error.
+#[cold]
 pub fn invalid(msg: impl Into<String>) -> Error {
     Error::InvalidArgument(msg.into())
 }

@@ -25,12 +25,13 @@ pub struct zs_handle {
 ///
 /// # Safety
 /// `h` is NULL, misaligned, or points to a `struct zs_handle` that stays live for `'a`.
+#[inline]
 pub unsafe fn handle_word<'a>(h: *mut zs_handle) -> Result<&'a AtomicUsize> {
     if h.is_null() {
         return Err(invalid("handle is NULL"));
     }
     if !(h as usize).is_multiple_of(std::mem::align_of::<AtomicUsize>()) {
-        return Err(invalid(format!("handle {h:p} is not 8-byte aligned")));
+        return Err(misaligned(h));
     }
     // SAFETY: non-NULL, aligned, and live by the caller's promise; `struct zs_handle` is one
     // `uintptr_t`, which has the size and alignment of `AtomicUsize`; the library only accesses
@@ -38,10 +39,16 @@ pub unsafe fn handle_word<'a>(h: *mut zs_handle) -> Result<&'a AtomicUsize> {
     Ok(unsafe { &*(h as *const AtomicUsize) })
 }
 
+#[cold]
+fn misaligned(h: *mut zs_handle) -> Error {
+    invalid(format!("handle {h:p} is not 8-byte aligned"))
+}
+
 /// The pool and handle word behind C pointers, after the NULL and alignment checks.
 ///
 /// # Safety
 /// As [`zs_pool::get`] and [`handle_word`].
+#[inline]
 pub unsafe fn pool_and_handle<'a>(
     p: *mut zs_pool,
     h: *mut zs_handle,

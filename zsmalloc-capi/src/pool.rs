@@ -44,6 +44,7 @@ impl zs_pool {
     /// # Safety
     /// `p` is NULL or a pointer returned by `zs_create_pool*`/[`zs_pool::from_arc`] not yet
     /// destroyed, and stays so for `'a`.
+    #[inline]
     pub unsafe fn get<'a>(p: *mut zs_pool) -> Result<&'a zs_pool> {
         if p.is_null() {
             return Err(invalid("pool is NULL"));

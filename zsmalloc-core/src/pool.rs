@@ -36,7 +36,7 @@ use crate::header::{self, Refusal};
 use crate::open_section::{self, OpenSection};
 use crate::pin::{self, PinWord};
 use crate::size_class::{self, ClassState, SizeClass};
-use crate::stats::{self, AccessCounters, ClassStats, PoolStats};
+use crate::stats::{AccessCounters, ClassStats, PoolStats, ThreadShard};
 use crate::sync::backoff;
 use crate::zspage::{Zspage, ZspageTable, GROUP_EMPTY, GROUP_FULL};
 
@@ -289,9 +289,10 @@ impl Pool {
         self.same_pool(h.pool())?;
         let w = h.slot_word_for_bytes();
         // The handle's hint first: no wait for the slot word's cache line.
-        if let Some(p) = self.pin_fast_at(h.hint(), w, Some(h.len())) {
+        let t = ThreadShard::current();
+        if let Some(p) = self.pin_fast_at(h.hint(), w, Some(h.len()), t) {
             if local_copy.len() >= p.len + HDR as usize {
-                self.access.record_read(false, 0);
+                self.access.record_read_by(t, false, 0);
                 let (ptr, len) = (p.in_place(), p.len);
                 return Ok(ReadSection { ptr, len, registration: p.registration() });
             }
@@ -442,11 +443,12 @@ impl Pool {
     /// [`Pool::read_end_recorded`]).
     #[inline]
     pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
-        let p = self.pin_fast(h, Some(mem_len))?;
+        let t = ThreadShard::current();
+        let p = self.pin_fast_at(h.load(Ordering::Acquire), h, Some(mem_len), t)?;
         if p.announced.is_none() {
             self.remember(&p);
         }
-        self.access.record_read(false, 0);
+        self.access.record_read_by(t, false, 0);
         Some(p.in_place())
     }
 
@@ -546,7 +548,7 @@ impl Pool {
     /// given). False changes nothing: the section is counted, another thread's, or not open.
     #[inline(always)]
     fn end_announced(&self, h: &AtomicUsize, mem_len: Option<usize>) -> bool {
-        let Some(slot) = stats::owned_thread_index().map(hazard::slot) else {
+        let Some(slot) = ThreadShard::current().owned_index().map(hazard::slot) else {
             return false;
         };
         let held = slot.load(Ordering::Relaxed);
@@ -1265,7 +1267,7 @@ impl Pool {
     /// what failed.
     #[inline(always)]
     fn pin_fast(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Option<Pinned<'_>> {
-        self.pin_fast_at(h.load(Ordering::Acquire), h, mem_len)
+        self.pin_fast_at(h.load(Ordering::Acquire), h, mem_len, ThreadShard::current())
     }
 
     /// `pin_fast` for the object handle word `word` names, when the caller knows the word
@@ -1278,6 +1280,7 @@ impl Pool {
         word: usize,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        thread: ThreadShard,
     ) -> Option<Pinned<'_>> {
         let addr = h as *const AtomicUsize as usize;
         let loc = Location::decode(word).filter(|l| l.tag == self.tag)?;
@@ -1293,7 +1296,8 @@ impl Pool {
         // never changes, see `arena.rs`): an 8-aligned header word inside the mapped
         // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
-        let slot = stats::owned_thread_index()
+        let slot = thread
+            .owned_index()
             .map(hazard::slot)
             .filter(|s| hazard::announce(*s, header::address_of(hw)));
         let len = match slot {
@@ -1451,9 +1455,10 @@ impl Pool {
         known: Option<(usize, usize)>,
         out: &mut [u8],
     ) -> Result<usize> {
+        let t = ThreadShard::current();
         let fast = match known {
-            Some((hint, len)) => self.pin_fast_at(hint, h, Some(len)),
-            None => self.pin_fast(h, None),
+            Some((hint, len)) => self.pin_fast_at(hint, h, Some(len), t),
+            None => self.pin_fast_at(h.load(Ordering::Acquire), h, None, t),
         };
         if let Some(p) = fast {
             if p.len > out.len() {
@@ -1464,7 +1469,7 @@ impl Pool {
             // `pin_fast` takes only objects that do not cross one) are the object's and nobody
             // writes them meanwhile; `out` holds at least `len` bytes.
             unsafe { std::ptr::copy_nonoverlapping(p.in_place(), out.as_mut_ptr(), p.len) };
-            self.access.record_read(false, 0);
+            self.access.record_read_by(t, false, 0);
             p.release();
             return Ok(p.len);
         }

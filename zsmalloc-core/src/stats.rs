@@ -118,11 +118,26 @@ thread_local! {
     static SHARD: Cell<usize> = const { Cell::new(0) };
 }
 
-/// This thread's index if it owns one (below `OWNED_SHARDS`): its shard and its reader slot.
-#[inline(always)]
-pub(crate) fn owned_thread_index() -> Option<usize> {
-    let (i, owned) = shard_of_thread();
-    owned.then_some(i)
+/// This thread's shard, and its reader slot when it owns the shard: looked up once per
+/// operation (in a shared library each thread-local access is a call).
+#[derive(Clone, Copy)]
+pub(crate) struct ThreadShard {
+    index: usize,
+    owned: bool,
+}
+
+impl ThreadShard {
+    #[inline(always)]
+    pub(crate) fn current() -> ThreadShard {
+        let (index, owned) = shard_of_thread();
+        ThreadShard { index, owned }
+    }
+
+    /// The thread's index if it owns one (below `OWNED_SHARDS`): its shard and reader slot.
+    #[inline(always)]
+    pub(crate) fn owned_index(self) -> Option<usize> {
+        self.owned.then_some(self.index)
+    }
 }
 
 /// (shard index, owned by this thread).
@@ -165,7 +180,13 @@ impl AccessCounters {
 
     #[inline]
     pub fn record_read(&self, spanning: bool, copied: u64) {
-        let (i, owned) = shard_of_thread();
+        self.record_read_by(ThreadShard::current(), spanning, copied);
+    }
+
+    /// `record_read` for the thread whose shard the caller looked up.
+    #[inline]
+    pub(crate) fn record_read_by(&self, t: ThreadShard, spanning: bool, copied: u64) {
+        let (i, owned) = (t.index, t.owned);
         let s = &self.shards[i];
         Shard::add(&s.reads, 1, owned);
         if spanning {
