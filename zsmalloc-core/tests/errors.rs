@@ -545,6 +545,47 @@ fn free_during_a_read_section_is_busy_then_succeeds() {
     compact_fully(&p);
 }
 
+/// A thread's first open section is announced in its reader slot and the others are counted
+/// in the headers; each end finds its own section in any order, a free is refused while any
+/// section of its object is open, and nothing is left behind.
+#[test]
+fn interleaved_sections_of_one_thread_end_in_any_order() {
+    let p = pool(PoolConfig::default());
+    let mut k = populated(&p);
+    let (a, b) = (k.store(20, 100), k.store(21, 200));
+    let mut local = vec![0u8; 8192];
+    for first_end in [a, b] {
+        let (ha, hb) = (k.word(a), k.word(b));
+        let other = if first_end == a { hb } else { ha };
+        let first = k.word(first_end);
+        let len = |h: &AtomicUsize| if std::ptr::eq(h, ha) { 100 } else { 200 };
+        // SAFETY: the words are kept by `k`; `local` holds a page plus a header; every section
+        // begun here is ended here.
+        unsafe {
+            let pa = p.read_begin_raw(ha, 100, local.as_mut_ptr()).unwrap();
+            p.read_begin_raw(hb, 200, local.as_mut_ptr()).unwrap();
+            p.read_begin_raw(ha, 100, local.as_mut_ptr()).unwrap();
+            assert_eq!(std::slice::from_raw_parts(pa, 100), &pattern(20, 100)[..]);
+            assert_eq!(p.free_raw(ha), Err(Error::Busy));
+            assert_eq!(p.free_raw(hb), Err(Error::Busy));
+            assert_invalid_argument(p.read_end_raw(ha, Some(99)), "wrong length at the end");
+            p.read_end_raw(first, Some(len(first))).unwrap();
+            p.read_end_raw(other, Some(len(other))).unwrap();
+            // One section of `a` is still open, whichever ended first.
+            assert_eq!(p.free_raw(ha), Err(Error::Busy));
+            assert_eq!(p.handle_move_raw(ha, &AtomicUsize::new(0)), Err(Error::Busy));
+            p.read_end_raw(ha, Some(100)).unwrap();
+            assert_invalid_argument(p.read_end_raw(ha, Some(100)), "no section left on a");
+            assert_invalid_argument(p.read_end_raw(hb, Some(200)), "no section left on b");
+        }
+    }
+    // No announce or count was left behind: everything moves, reads back and frees.
+    compact_fully(&p);
+    k.check();
+    k.free_all();
+    assert_eq!(p.total_pages(), 0);
+}
+
 #[test]
 fn store_into_a_non_empty_handle_is_handle_in_use() {
     let p = pool(PoolConfig::default());
