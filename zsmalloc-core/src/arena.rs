@@ -103,6 +103,10 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
+        // A section left open on this pool (a broken contract) must not make a header at the
+        // same address in a later mapping look read forever.
+        let base = self.base.as_ptr() as usize;
+        crate::hazard::retract_range(base, base + self.len);
         // SAFETY: `base`/`len` are exactly what mmap returned; nothing references the range once
         // the arena (its only owner) is dropped.
         unsafe {

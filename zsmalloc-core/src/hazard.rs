@@ -107,6 +107,16 @@ pub fn retract_any<S: SlotWord>(slots: &[S], header: usize) -> bool {
         .any(|s| s.load(Ordering::Acquire) == header && s.compare_exchange(header, 0).is_ok())
 }
 
+/// Empties every slot naming an address in `lo..hi` (a mapping about to go away).
+pub(crate) fn retract_range(lo: usize, hi: usize) {
+    for s in in_use() {
+        let v = s.0.load(Ordering::Acquire);
+        if (lo..hi).contains(&v) {
+            let _ = s.0.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Relaxed);
+        }
+    }
+}
+
 /// One thread's slot, alone on its cache line so announces never contend.
 #[repr(align(128))]
 pub(crate) struct Slot(pub(crate) AtomicUsize);

@@ -1697,6 +1697,26 @@ impl Drop for SgSection<'_> {
 mod tests {
     use super::*;
 
+    /// A read section announces itself in this thread's slot; one left open when its pool goes
+    /// away (a broken contract) is retracted with the mapping, so it cannot make a header at the
+    /// same address in a later pool look read forever.
+    #[test]
+    fn announces_are_retracted_with_their_pool() {
+        let mine = || ThreadShard::current().owned_index().map(hazard::slot).expect("owned");
+        let word = AtomicUsize::new(0);
+        let mut local = vec![0u8; 4104];
+        {
+            let pool = Pool::new(PoolConfig::default()).unwrap();
+            // SAFETY: `word` outlives the pool's use of it; `local` holds a page plus a header.
+            unsafe {
+                pool.store_raw(&word, &[7; 100]).unwrap();
+                pool.read_begin_raw(&word, 100, local.as_mut_ptr()).unwrap();
+            }
+            assert_ne!(mine().load(Ordering::Relaxed), 0, "the section is announced");
+        }
+        assert_eq!(mine().load(Ordering::Relaxed), 0, "retracted when the pool was dropped");
+    }
+
     /// A safe handle reads through its hint (the word when stored) without loading its slot;
     /// once compaction has moved the object the hint names a freed slot, the fast path fails
     /// and the read follows the slot word. Every read still returns the object's bytes.
