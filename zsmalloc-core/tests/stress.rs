@@ -358,6 +358,53 @@ fn stress_16k_heuristic_with_concurrent_compaction() {
     run(cfg, duration(2000));
 }
 
+/// More reader threads alive at once than there are reader slots (64): the threads past the
+/// slots count themselves in the headers, on the same objects that others announce, while
+/// compaction moves those objects and a raw worker stores and frees around them. Every read
+/// returns the stored bytes, and the pool still empties completely.
+#[test]
+fn more_reader_threads_than_reader_slots() {
+    const READERS: usize = 80;
+    let pool = Pool::new(PoolConfig::default()).unwrap();
+    let shared = shared_objects(&pool);
+    let (stop, t) = (AtomicBool::new(false), Tally::default());
+    let start = Barrier::new(READERS + 1);
+    std::thread::scope(|s| {
+        for id in 0..READERS {
+            let (pool, shared, stop, t, start) = (&pool, &shared[..], &stop, &t, &start);
+            s.spawn(move || {
+                start.wait();
+                let mut local = vec![0u8; pool.config().page_size as usize + HANDLE_SIZE];
+                while !stop.load(Ordering::Relaxed) {
+                    for (h, seed, len) in shared.iter().skip(id % 7).step_by(7) {
+                        let sec = pool.read(h, &mut local).expect("a shared object reads");
+                        assert_eq!(&sec[..], &pattern(*seed, *len)[..]);
+                        t.add(&t.reads, 1);
+                    }
+                }
+            });
+        }
+        s.spawn(|| compactor(&pool, &stop, &t));
+        s.spawn(|| raw_worker(&pool, 5, &stop, &t));
+        start.wait();
+        std::thread::sleep(duration(700));
+        stop.store(true, Ordering::Relaxed);
+    });
+    eprintln!(
+        "reads {}, objs_moved {}, busy refusals {}",
+        t.reads.load(Ordering::Relaxed),
+        pool.stats().objs_moved,
+        t.busy_refusals.load(Ordering::Relaxed)
+    );
+    assert!(t.reads.load(Ordering::Relaxed) >= READERS as u64, "every reader read");
+    for (h, seed, len) in &shared {
+        assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*seed, *len));
+    }
+    drop(shared);
+    assert_eq!(pool.stats().objs_inuse, 0);
+    assert_eq!(pool.total_pages(), 0, "no section was left behind: pages return to 0");
+}
+
 /// One raw handle word shared by a reader and a freer/re-storer, with compaction running: the
 /// reader sees either a whole, self-consistent object or a refusal, never torn or foreign bytes;
 /// frees during the reader's section are refused with Busy, and never refused otherwise (the
