@@ -559,9 +559,12 @@ impl Pool {
         if held == 0 || held != self.arena.addr(loc.offset()) as usize {
             return false;
         }
-        // SAFETY: this thread announced the header word at `held` (only the slot's thread fills
-        // it, with an object start that `pin_fast_at` checked), and the announce keeps the
-        // object from being freed or moved, so the word is still an allocated header.
+        // SAFETY: `held` is a header word this thread announced (only the slot's thread fills
+        // it, with an object start that `pin_fast_at` checked by its page's role, which never
+        // changes, in this pool's mapping, which outlives `self`); header words are only
+        // accessed atomically. If another thread ended the section meanwhile (the contract
+        // allows it), the object may be gone: then the owner check below fails or the slot is
+        // already empty, and the store changes nothing of another section.
         let cur = unsafe { &*(held as *const AtomicU64) }.load(Ordering::Acquire);
         // The section was begun on the header's owner; a stale copy of the word is not it.
         if header::owner(cur) != h as *const AtomicUsize as usize
@@ -1249,11 +1252,13 @@ impl Pool {
     /// `mem_len` when given.
     ///
     /// A non-huge object's reader registers on its header and holds nothing else: the header
-    /// word is found from the handle word and its page's role, loaded before the one locked
-    /// instruction; a registration that succeeds proves the object is `h`'s (the header names
-    /// `h`, the only owner of one live object) and not being moved (compaction claims headers
-    /// it moves, and a claimed header refuses readers). A huge object's header lives in its
-    /// zspage, so its reader pins the zspage first (`pin_in_zspage`).
+    /// word is found from the handle word and its page's role; the reader announces it in its
+    /// thread's slot (`hazard.rs`) and checks it, or, without a free slot, counts itself in it
+    /// with a CAS. A registration that succeeds proves the object is `h`'s (the header names
+    /// `h`, the only owner of one live object) and not being moved (a free, a handle move and
+    /// compaction claim the header first, and a claimed header refuses readers). A huge
+    /// object's header lives in its zspage, so its reader pins the zspage first
+    /// (`pin_in_zspage`).
     fn pin_object(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<Pinned<'_>> {
         match self.pin_fast(h, mem_len) {
             Some(p) => Ok(p),
@@ -1262,8 +1267,8 @@ impl Pool {
     }
 
     /// `pin_object`'s common case, with every check of `check_role` and `header::begin_read`
-    /// but none of their errors: a non-huge object that does not cross a page, registered on in
-    /// one attempt. `None` sends the caller to `pin_slow`, which repeats the checks and says
+    /// but none of their errors: a non-huge object that does not cross a page, announced (or
+    /// counted) in one attempt. `None` sends the caller to `pin_slow`, which repeats the checks and says
     /// what failed.
     #[inline(always)]
     fn pin_fast(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Option<Pinned<'_>> {
