@@ -57,42 +57,32 @@ struct Layout {
     spanning: bool,
 }
 
-/// A validated, pinned object: both the zspage pin and a header reader are held until
-/// `release`, so ending a section needs no second lookup.
+/// A validated, pinned object: its registration is held until `release`, so ending a section
+/// needs no second lookup.
 struct Pinned<'a> {
+    reg: Registration<'a>,
     /// The zspage the handle word names: checked (`check_place`) for huge and spanning objects,
     /// whose layout needs it; for others only the header registration vouches for the object.
     zspage: &'a Zspage,
-    /// The zspage pin a huge object's reader holds (its header lives in the zspage); `None`
-    /// for other objects, whose readers hold nothing but their header registration.
-    pin: Option<&'a PinWord>,
-    /// The reader slot this section is announced in (`hazard.rs`); `None`: counted in the
-    /// header.
-    announced: Option<&'static AtomicUsize>,
     info: &'a ClassInfo,
     obj: u32,
     /// The handle's location: header page index and arena offset.
     loc: Location,
     len: usize,
-    header: &'a AtomicU64,
-    owner: usize,
 }
 
 impl<'a> Pinned<'a> {
     /// A non-huge object's reader: registered on `header` by the handle at `owner` (announced
     /// in `announced`, or counted), no pin.
-    #[allow(clippy::too_many_arguments)]
     fn registered(
         zspage: &'a Zspage,
         info: &'a ClassInfo,
         loc: Location,
         obj: u32,
         len: usize,
-        header: &'a AtomicU64,
-        owner: usize,
-        announced: Option<&'static AtomicUsize>,
+        reg: Registration<'a>,
     ) -> Self {
-        Pinned { zspage, pin: None, announced, info, obj, loc, len, header, owner }
+        Pinned { zspage, info, obj, loc, len, reg }
     }
 
     /// The payload of a non-huge object that does not cross a page: just after its header
@@ -101,32 +91,31 @@ impl<'a> Pinned<'a> {
     #[inline]
     fn in_place(&self) -> *const u8 {
         debug_assert!(!self.info.huge);
-        (self.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
+        (self.reg.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
     }
 
     fn release(&self) {
-        self.registration().release();
-    }
-
-    /// What the section holds until it ends.
-    #[inline]
-    fn registration(&self) -> Registration<'a> {
-        Registration {
-            header: self.header,
-            owner: self.owner,
-            announced: self.announced,
-            pin: self.pin,
-        }
+        self.reg.release();
     }
 }
 
-/// A reader's registration alone (what `Pinned::release` undoes), for sections that outlive
-/// their begin.
+/// What a reader holds until its section ends: a registration on `header` by the handle at
+/// `owner`, announced in a reader slot (`hazard.rs`) or counted in the header, plus the zspage
+/// pin a huge object's reader holds (its header lives in the zspage).
+#[derive(Clone, Copy)]
 struct Registration<'a> {
     header: &'a AtomicU64,
     owner: usize,
+    /// The reader slot this section is announced in; `None`: counted in the header.
     announced: Option<&'static AtomicUsize>,
     pin: Option<&'a PinWord>,
+}
+
+impl<'a> Registration<'a> {
+    /// A non-huge object's registration (no pin).
+    fn on(header: &'a AtomicU64, owner: usize, announced: Option<&'static AtomicUsize>) -> Self {
+        Registration { header, owner, announced, pin: None }
+    }
 }
 
 impl Registration<'_> {
@@ -294,7 +283,7 @@ impl Pool {
             if local_copy.len() >= p.len + HDR as usize {
                 self.access.record_read_by(t, false, 0);
                 let (ptr, len) = (p.in_place(), p.len);
-                return Ok(ReadSection { ptr, len, registration: p.registration() });
+                return Ok(ReadSection { ptr, len, registration: p.reg });
             }
             p.release();
         }
@@ -319,7 +308,7 @@ impl Pool {
         }
         // SAFETY: `local_copy` is a live, writable buffer of at least len + HDR bytes.
         let ptr = unsafe { self.begin_copy(&p, local_copy.as_mut_ptr()) };
-        Ok(ReadSection { ptr, len: p.len, registration: p.registration() })
+        Ok(ReadSection { ptr, len: p.len, registration: p.reg })
     }
 
     /// Copies the object into `out` (at least its length); returns the length.
@@ -445,7 +434,7 @@ impl Pool {
     pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
         let t = ThreadShard::current();
         let p = self.pin_fast_at(h.load(Ordering::Acquire), h, Some(mem_len), t)?;
-        if p.announced.is_none() {
+        if p.reg.announced.is_none() {
             self.remember(&p);
         }
         self.access.record_read_by(t, false, 0);
@@ -457,10 +446,10 @@ impl Pool {
     fn remember(&self, p: &Pinned<'_>) {
         open_section::record(OpenSection {
             pool: self.id,
-            handle: p.owner,
+            handle: p.reg.owner,
             word: p.loc.encode(),
-            pin: p.pin.map_or(std::ptr::null(), |p| p as *const PinWord),
-            header: p.header,
+            pin: p.reg.pin.map_or(std::ptr::null(), |p| p as *const PinWord),
+            header: p.reg.header,
             len: p.len,
         });
     }
@@ -481,7 +470,7 @@ impl Pool {
             let first = layout.pieces[0];
             return self.arena.page_ptr(first.pfn).add(first.offset);
         }
-        let hdr = p.header.load(Ordering::Acquire);
+        let hdr = p.reg.header.load(Ordering::Acquire);
         std::ptr::copy_nonoverlapping(hdr.to_ne_bytes().as_ptr(), local_copy, HDR as usize);
         let out = std::slice::from_raw_parts_mut(local_copy.add(HDR as usize), p.len);
         self.copy_pieces_out(&layout, out);
@@ -597,7 +586,7 @@ impl Pool {
     /// The segments are valid until `read_end_raw`; they must not be written.
     pub unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.pin_object(h, Some(mem_len))?;
-        if p.announced.is_none() {
+        if p.reg.announced.is_none() {
             self.remember(&p);
         }
         let layout = self.pinned_layout(&p);
@@ -1312,7 +1301,7 @@ impl Pool {
             })?,
             None => header::try_begin_read(hw, addr, mem_len)?,
         };
-        let p = Pinned::registered(zspage, info, loc, obj, len, hw, addr, slot);
+        let p = Pinned::registered(zspage, info, loc, obj, len, Registration::on(hw, addr, slot));
         if !fits(len) {
             p.release(); // spanning: `pin_slow` also checks the zspage
             return None;
@@ -1347,7 +1336,7 @@ impl Pool {
                 Err(_) if h.load(Ordering::Acquire) != word => continue,
                 Err(r) => return Err(refusal(r)),
             };
-            let p = Pinned::registered(z, info, loc, obj, len, hw, addr, None);
+            let p = Pinned::registered(z, info, loc, obj, len, Registration::on(hw, addr, None));
             if let Some(m) = mem_len.filter(|&m| m != len) {
                 p.release();
                 return Err(wrong_read_len(m, len));
@@ -1388,17 +1377,8 @@ impl Pool {
                 let _ = header::end_read(hw, addr);
                 return Err(wrong_read_len(m, len));
             }
-            Ok(Pinned {
-                zspage: z,
-                pin: Some(&z.pin),
-                announced: None,
-                info,
-                obj,
-                loc,
-                len,
-                header: hw,
-                owner: addr,
-            })
+            let reg = Registration { pin: Some(&z.pin), ..Registration::on(hw, addr, None) };
+            Ok(Pinned { zspage: z, info, obj, loc, len, reg })
         })();
         if pinned.is_err() {
             z.pin.unpin();
