@@ -2,8 +2,9 @@
 //!
 //! Each of the first `OWNED_SHARDS` threads (their index is the one `stats` gives them) owns one
 //! slot here, on its own cache line. A reader that finds its slot empty *announces* the header
-//! word it is about to read by swapping the word's address into the slot, then loads the header
-//! and checks it (`header::check_announced`). Its section ends with a plain store of 0. So the
+//! word it is about to read by swapping an `announcement` (the word's address and a tag of the
+//! handle it reads through) into the slot, then loads the header and checks it
+//! (`header::check_announced`). Its section ends with a plain store of 0. So the
 //! common read writes no shared line: no locked instruction waits for the header's cache miss,
 //! and the end has none at all (docs/PERFORMANCE.md, session 7). A thread whose slot is in use
 //! (a second open section) or that has no slot counts itself in the header instead
@@ -11,9 +12,11 @@
 //!
 //! Who may change an allocated header while it could be read — a free, a handle move,
 //! compaction — claims it first (`header::claim_owned`, `header::claim`), then scans the slots
-//! (`announced`), and undoes the claim if one names the header. Readers that find a claim back
-//! off and retry (`Refusal::Claimed`), so a free refused because of a reader never makes that
-//! reader fail.
+//! for an announcement of the header by its owner (`announced`), and undoes the claim if one
+//! stays. Readers that find a claim back off and retry (`Refusal::Claimed`), so a free refused
+//! because of a reader never makes that reader fail. An announce through any other handle (a
+//! stale copy whose old object's place was reused) can never become a section, so it does not
+//! hold up the claim, however long its thread is preempted before it retracts.
 //!
 //! Invariants (the Dekker pairing, checked by `tests/loom_headers.rs`):
 //! - A reader's announce is a `SeqCst` swap before its `SeqCst` load of the header; a writer's
@@ -81,39 +84,60 @@ impl SlotWord for loom::sync::atomic::AtomicUsize {
     }
 }
 
-/// Fills `slot` with the address of the header word about to be read, if the slot is empty
-/// (only its own thread fills it). False: the caller counts itself in the header instead.
+/// Header addresses are user-space addresses, below 2^48; the bits above carry the owner tag.
+const ADDR_MASK: usize = (1 << 48) - 1;
+
+/// What a reader of the header word at `header` through the handle word at `owner` announces:
+/// the header's address with a 16-bit tag of the handle's (its address's low bits above the
+/// alignment). Only the header's owner can read it, so a claim looks for its owner's tag alone;
+/// two owners sharing a tag only make a claim wait for the other's announce to be retracted.
 #[inline(always)]
-pub fn announce(slot: &impl SlotWord, header: usize) -> bool {
+pub fn announcement(header: usize, owner: usize) -> usize {
+    debug_assert!(header & !ADDR_MASK == 0 && header != 0);
+    header | ((owner >> 3) << 48)
+}
+
+/// The header address an announcement names.
+#[inline(always)]
+pub fn announced_header(announced: usize) -> usize {
+    announced & ADDR_MASK
+}
+
+/// Fills `slot` with `announced` (an `announcement`), if the slot is empty (only its own thread
+/// fills it). False: the caller counts itself in the header instead.
+#[inline(always)]
+pub fn announce(slot: &impl SlotWord, announced: usize) -> bool {
     if slot.load(Ordering::Relaxed) != 0 {
         return false;
     }
-    slot.announce(header);
+    slot.announce(announced);
     true
 }
 
-/// Whether a slot names the header at `header`. The caller claimed the header with a `SeqCst`
+/// Whether a slot holds `announced`. The caller claimed the header with a `SeqCst`
 /// read-modify-write just before.
 #[inline]
-pub fn announced<S: SlotWord>(slots: &[S], header: usize) -> bool {
-    slots.iter().any(|s| s.load(Ordering::SeqCst) == header)
+pub fn announced<S: SlotWord>(slots: &[S], announced: usize) -> bool {
+    slots.iter().any(|s| s.load(Ordering::SeqCst) == announced)
 }
 
-/// Ends the announced section on `header` that some thread holds (a section may be ended by
+/// Empties `slot` if what it holds satisfies `ends` (by CAS: an announce made since the load
+/// stays).
+fn retract_if(slot: &impl SlotWord, ends: impl Fn(usize) -> bool) -> bool {
+    let v = slot.load(Ordering::Acquire);
+    v != 0 && ends(v) && slot.compare_exchange(v, 0).is_ok()
+}
+
+/// Ends a section announced as `announced` that some thread holds (a section may be ended by
 /// another thread than its own). False if none does.
-pub fn retract_any<S: SlotWord>(slots: &[S], header: usize) -> bool {
-    slots
-        .iter()
-        .any(|s| s.load(Ordering::Acquire) == header && s.compare_exchange(header, 0).is_ok())
+pub fn retract_any<S: SlotWord>(slots: &[S], announced: usize) -> bool {
+    slots.iter().any(|s| retract_if(s, |v| v == announced))
 }
 
-/// Empties every slot naming an address in `lo..hi` (a mapping about to go away).
+/// Empties every slot naming a header in `lo..hi` (a mapping about to go away).
 pub(crate) fn retract_range(lo: usize, hi: usize) {
     for s in in_use() {
-        let v = s.0.load(Ordering::Acquire);
-        if (lo..hi).contains(&v) {
-            let _ = s.0.compare_exchange(v, 0, Ordering::AcqRel, Ordering::Relaxed);
-        }
+        retract_if(s, |v| (lo..hi).contains(&announced_header(v)));
     }
 }
 
@@ -171,13 +195,20 @@ mod tests {
     #[test]
     fn a_full_slot_is_not_announced_in_and_any_thread_may_empty_it() {
         let slots: Vec<AtomicUsize> = (0..3).map(|_| AtomicUsize::new(0)).collect();
-        assert!(announce(&slots[1], 0x1000));
-        assert!(!announce(&slots[1], 0x2000), "one announced section per slot");
-        assert!(announced(&slots, 0x1000));
-        assert!(!announced(&slots, 0x2000));
-        assert!(!retract_any(&slots, 0x2000));
-        assert!(retract_any(&slots, 0x1000));
-        assert!(!announced(&slots, 0x1000));
-        assert!(announce(&slots[1], 0x2000), "empty again");
+        let (a, b) = (announcement(0x1000, 0x40), announcement(0x2000, 0x40));
+        assert!(announce(&slots[1], a));
+        assert!(!announce(&slots[1], b), "one announced section per slot");
+        assert!(announced(&slots, a));
+        assert!(!announced(&slots, b));
+        assert!(!retract_any(&slots, b));
+        assert!(retract_any(&slots, a));
+        assert!(!announced(&slots, a));
+        assert!(announce(&slots[1], b), "empty again");
+    }
+
+    #[test]
+    fn announcements_name_their_owner() {
+        assert_eq!(announced_header(announcement(0x1000, 0x40)), 0x1000);
+        assert_ne!(announcement(0x1000, 0x40), announcement(0x1000, 0x48));
     }
 }

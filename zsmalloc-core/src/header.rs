@@ -286,8 +286,9 @@ const ANNOUNCE_RESCANS: u32 = 64;
 const ANNOUNCE_RESCANS: u32 = 1;
 
 /// Claims `h` from `cur` (allocated, uncounted), then undoes the claim if a reader announced
-/// itself on `h` and keeps its announce (`hazard.rs`: the `SeqCst` CAS orders the claim before
-/// the scan). New readers back off meanwhile, so only announces older than the claim can remain.
+/// itself on `h` through its owner and keeps its announce (`hazard.rs`: the `SeqCst` CAS orders
+/// the claim before the scan). New readers back off meanwhile, so only announces older than the
+/// claim can remain.
 #[inline]
 fn claim_word<S: SlotWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option<u64> {
     // Counted readers only add themselves by CAS on an unchanged word: a failed CAS means one did.
@@ -295,7 +296,8 @@ fn claim_word<S: SlotWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option
         .ok()?;
     h.fence_after_claim();
     let mut rescans = 0;
-    while hazard::announced(slots, address_of(h)) {
+    let reader = hazard::announcement(address_of(h), owner(cur));
+    while hazard::announced(slots, reader) {
         if rescans == ANNOUNCE_RESCANS {
             h.store(cur, Ordering::Release);
             return None;
@@ -363,7 +365,8 @@ mod tests {
     fn announced_readers_refuse_claims_and_claims_refuse_them() {
         let h = AtomicU64::new(encode(64, 100));
         let slots: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
-        assert!(hazard::announce(&slots[1], address_of(&h)));
+        let ours = hazard::announcement(address_of(&h), 64);
+        assert!(hazard::announce(&slots[1], ours));
         assert_eq!(check_announced(&h, 64, Some(100)), Some(100));
         assert_eq!(check_announced(&h, 64, Some(99)), None, "wrong length");
         assert_eq!(check_announced(&h, 72, None), None, "another owner");
@@ -372,10 +375,14 @@ mod tests {
         assert_eq!(h.load(Ordering::Relaxed), encode(64, 100), "claims undone");
         slots[1].store(0, Ordering::Release);
         let was = claim(&h, &slots).expect("unread: claimed");
-        assert!(hazard::announce(&slots[0], address_of(&h)));
+        assert!(hazard::announce(&slots[0], ours));
         assert_eq!(check_announced(&h, 64, None), None, "a claimed object is not read");
         slots[0].store(0, Ordering::Release);
         h.store(was, Ordering::Release);
+        // Another handle's announce (a stale copy about to fail its owner check, whose thread
+        // may be preempted for long) never holds up the owner's free.
+        assert!(hazard::announce(&slots[0], hazard::announcement(address_of(&h), 72)));
+        assert_eq!(check_announced(&h, 72, None), None);
         assert_eq!(try_free(&h, 64, Some(1), &slots), Ok(100));
         assert_eq!(next_free(h.load(Ordering::Relaxed)), Some(1));
     }

@@ -545,16 +545,18 @@ impl Pool {
         let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) else {
             return false;
         };
-        if held == 0 || held != self.arena.addr(loc.offset()) as usize {
+        // The owner check below makes the address enough here (the tag only spares claims).
+        let at = self.arena.addr(loc.offset()) as usize;
+        if held == 0 || hazard::announced_header(held) != at {
             return false;
         }
-        // SAFETY: `held` is a header word this thread announced (only the slot's thread fills
+        // SAFETY: `at` is a header word this thread announced (only the slot's thread fills
         // it, with an object start that `pin_fast_at` checked by its page's role, which never
         // changes, in this pool's mapping, which outlives `self`); header words are only
         // accessed atomically. If another thread ended the section meanwhile (the contract
         // allows it), the object may be gone: then the owner check below fails or the slot is
         // already empty, and the store changes nothing of another section.
-        let cur = unsafe { &*(held as *const AtomicU64) }.load(Ordering::Acquire);
+        let cur = unsafe { &*(at as *const AtomicU64) }.load(Ordering::Acquire);
         // The section was begun on the header's owner; a stale copy of the word is not it.
         if header::owner(cur) != h as *const AtomicUsize as usize
             || mem_len.is_some_and(|m| m != header::len(cur))
@@ -1293,7 +1295,7 @@ impl Pool {
         let slot = thread
             .owned_index()
             .map(hazard::slot)
-            .filter(|s| hazard::announce(*s, header::address_of(hw)));
+            .filter(|s| hazard::announce(*s, hazard::announcement(header::address_of(hw), addr)));
         let len = match slot {
             Some(slot) => header::check_announced(hw, addr, mem_len).or_else(|| {
                 slot.store(0, Ordering::Release);
@@ -1587,7 +1589,10 @@ fn end_registration(hw: &AtomicU64, addr: usize) -> Result<()> {
 fn end_counted_or_announced(hw: &AtomicU64, addr: usize) -> std::result::Result<(), Refusal> {
     header::end_read(hw, addr).or_else(|r| {
         let announced = header::check_owner(hw.load(Ordering::Acquire), addr).is_ok()
-            && hazard::retract_any(hazard::in_use(), header::address_of(hw));
+            && hazard::retract_any(
+                hazard::in_use(),
+                hazard::announcement(header::address_of(hw), addr),
+            );
         if announced {
             Ok(())
         } else {

@@ -72,7 +72,7 @@ impl World {
         if let Some(slot) = me.map(|i| &self.readers[i]) {
             let word = self.handle.load(Ordering::Acquire);
             let s = self.slot(word);
-            if hazard::announce(slot, header::address_of(&s.header)) {
+            if hazard::announce(slot, hazard::announcement(header::address_of(&s.header), OWNER)) {
                 if let Some(len) = header::check_announced(&s.header, OWNER, Some(LEN)) {
                     // SAFETY: loom's cell checks this read against every write of the bytes.
                     let v = s.bytes.with(|p| unsafe { *p });
