@@ -92,6 +92,19 @@ pub enum Fast<T> {
     Panicked,
 }
 
+impl<T> Fast<T> {
+    /// The exported function's return value if the fast path settled the call: `done(v)`, or
+    /// `on_panic` after a (recorded) panic; `None` sends the caller to its general path.
+    #[inline]
+    pub fn settled<R>(self, done: impl FnOnce(T) -> R, on_panic: R) -> Option<R> {
+        match self {
+            Fast::Done(v) => Some(done(v)),
+            Fast::Panicked => Some(on_panic),
+            Fast::NotTaken => None,
+        }
+    }
+}
+
 /// Runs the fast path `f` of `func` behind the panic boundary, after clearing the thread's last
 /// error as [`call`] does. `f` returns `None` only when it changed nothing.
 #[inline]

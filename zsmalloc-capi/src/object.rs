@@ -127,10 +127,8 @@ pub unsafe fn zs_store(
         // SAFETY: as below; a failed store changes nothing, so the general path may repeat it.
         let store = |pool: &Pool, word: &AtomicUsize| unsafe { pool.store_raw(word, data) }.ok();
         // SAFETY: forwarded contract.
-        match unsafe { fast(FUNC, p, h, store) } {
-            Fast::Done(()) => return 0,
-            Fast::Panicked => return -PANIC_ERRNO,
-            Fast::NotTaken => {}
+        if let Some(r) = unsafe { fast(FUNC, p, h, store) }.settled(|()| 0, -PANIC_ERRNO) {
+            return r;
         }
     }
     guard::call_int(FUNC, || {
@@ -197,10 +195,8 @@ pub unsafe fn zs_free(p: *mut zs_pool, h: *mut zs_handle) -> c_int {
     // general path may repeat it to report why.
     let free = |pool: &Pool, word: &AtomicUsize| unsafe { pool.free_raw(word) }.ok();
     // SAFETY: forwarded contract.
-    match unsafe { fast(FUNC, p, h, free) } {
-        Fast::Done(()) => return 0,
-        Fast::Panicked => return -PANIC_ERRNO,
-        Fast::NotTaken => {}
+    if let Some(r) = unsafe { fast(FUNC, p, h, free) }.settled(|()| 0, -PANIC_ERRNO) {
+        return r;
     }
     guard::call_int(FUNC, || {
         // SAFETY: forwarded contract.

@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use zsmalloc_core::{Pool, Result};
 
 use crate::errors::PANIC_ERRNO;
-use crate::guard::{self, invalid, Fast};
+use crate::guard::{self, invalid};
 use crate::object::{fast, pool_and_handle, zs_handle};
 use crate::pool::zs_pool;
 use crate::size_t;
@@ -67,11 +67,10 @@ pub unsafe fn zs_obj_read_begin(
     // `zs_obj_read_end` (forwarded contract).
     let begin =
         |pool: &Pool, word: &AtomicUsize| unsafe { pool.read_begin_in_place(word, mem_len) };
+    let in_place = |ptr: *const u8| ptr.cast_mut().cast();
     // SAFETY: forwarded contract.
-    match unsafe { fast(FUNC, p, h, begin) } {
-        Fast::Done(ptr) => return ptr.cast_mut().cast(),
-        Fast::Panicked => return std::ptr::null_mut(),
-        Fast::NotTaken => {}
+    if let Some(r) = unsafe { fast(FUNC, p, h, begin) }.settled(in_place, std::ptr::null_mut()) {
+        return r;
     }
     guard::call(FUNC, std::ptr::null_mut(), || {
         // SAFETY: forwarded contract.
@@ -98,10 +97,8 @@ pub unsafe fn zs_obj_read_end(
         unsafe { pool.read_end_recorded(word, mem_len) }.then_some(())
     };
     // SAFETY: forwarded contract.
-    match unsafe { fast(FUNC, p, h, end) } {
-        Fast::Done(()) => return 0,
-        Fast::Panicked => return -PANIC_ERRNO,
-        Fast::NotTaken => {}
+    if let Some(r) = unsafe { fast(FUNC, p, h, end) }.settled(|()| 0, -PANIC_ERRNO) {
+        return r;
     }
     guard::call_int(FUNC, || {
         // SAFETY: forwarded contract.
