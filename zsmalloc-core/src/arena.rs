@@ -179,6 +179,10 @@ pub struct PageArena {
     can_release: bool,
     /// `None` if no address space could be reserved: every allocation then fails.
     range: Option<Reservation>,
+    /// `range`'s base address and length, (0, 0) without one: for the read fast paths, which
+    /// compute addresses and test membership without a branch on `range`.
+    base: usize,
+    len: usize,
     free: Mutex<FreePages>,
     cached: AtomicU64,
     /// Role of each page ever handed out, + 1 (0: none yet). Written once, before the page is
@@ -191,11 +195,15 @@ impl PageArena {
         let page_size = page_size as usize;
         // SAFETY: sysconf has no memory-safety preconditions.
         let host_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        let range = Reservation::new();
+        let (base, len) = range.as_ref().map_or((0, 0), |r| (r.base.as_ptr() as usize, r.len));
         PageArena {
             page_size,
             page_shift: page_size.trailing_zeros(),
             can_release: host_page > 0 && host_page as usize <= page_size,
-            range: Reservation::new(),
+            range,
+            base,
+            len,
             free: Mutex::new(FreePages::default()),
             cached: AtomicU64::new(0),
             roles: ChunkedTable::new(),
@@ -346,10 +354,17 @@ impl PageArena {
     }
 
     /// The address of arena byte `offset`, computed (never dereferenced here): for callers that
-    /// have checked the offset by its page's role.
+    /// have checked the offset by its page's role. (Without a reservation there are no roles;
+    /// the result is then `offset` itself.)
     #[inline]
     pub fn addr(&self, offset: usize) -> *mut u8 {
-        self.range.as_ref().map_or(std::ptr::null_mut(), |r| r.base.as_ptr().wrapping_add(offset))
+        self.base.wrapping_add(offset) as *mut u8
+    }
+
+    /// Whether address `addr` lies inside the reservation.
+    #[inline]
+    pub fn holds(&self, addr: usize) -> bool {
+        addr.wrapping_sub(self.base) < self.len
     }
 
     /// The 8-byte word at `offset` of page `pfn`, accessed only atomically.

@@ -93,7 +93,7 @@ const ADDR_MASK: usize = (1 << 48) - 1;
 /// two owners sharing a tag only make a claim wait for the other's announce to be retracted.
 #[inline(always)]
 pub fn announcement(header: usize, owner: usize) -> usize {
-    debug_assert!(header & !ADDR_MASK == 0 && header != 0);
+    debug_assert!(header & !ADDR_MASK == 0);
     header | ((owner >> 3) << 48)
 }
 
@@ -160,7 +160,9 @@ pub(crate) fn register(index: usize) {
 /// The slot of thread index `index`.
 #[inline(always)]
 pub(crate) fn slot(index: usize) -> &'static AtomicUsize {
-    &SLOTS[index].0
+    const { assert!(OWNED_SHARDS.is_power_of_two()) };
+    // Owned indices are below OWNED_SHARDS: the mask only spares the bounds check.
+    &SLOTS[index & (OWNED_SHARDS - 1)].0
 }
 
 /// The slots a writer must scan (`SeqCst`, after its claim).

@@ -91,12 +91,18 @@ impl<'a> Pinned<'a> {
     #[inline]
     fn in_place(&self) -> *const u8 {
         debug_assert!(!self.info.huge);
-        (self.reg.header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
+        payload_of(self.reg.header)
     }
 
     fn release(&self) {
         self.reg.release();
     }
+}
+
+/// The payload of a non-huge object that does not cross a page: just after its header word.
+#[inline(always)]
+fn payload_of(header: &AtomicU64) -> *const u8 {
+    (header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
 }
 
 /// What a reader holds until its section ends: a registration on `header` by the handle at
@@ -278,19 +284,17 @@ impl Pool {
         self.same_pool(h.pool())?;
         let w = h.slot_word_for_bytes();
         // The handle's hint first: no wait for the slot word's cache line.
-        let t = ThreadShard::current();
-        if let Some(p) = self.pin_fast_at(h.hint(), w, Some(h.len()), t) {
-            if local_copy.len() >= p.len + HDR as usize {
+        let (t, len) = (ThreadShard::current(), h.len());
+        if local_copy.len() >= len + HDR as usize {
+            if let Some(reg) = self.announce_in_place(h.hint(), w, len, t) {
                 self.access.record_read_by(t, false, 0);
-                let (ptr, len) = (p.in_place(), p.len);
-                return Ok(ReadSection { ptr, len, registration: p.reg });
+                return Ok(ReadSection { ptr: payload_of(reg.header), len, registration: reg });
             }
-            p.release();
         }
         self.read_not_in_place(w, local_copy)
     }
 
-    /// `read` of an object `pin_fast_at` does not take.
+    /// `read` of an object `announce_in_place` does not take.
     #[inline(never)]
     fn read_not_in_place<'a>(
         &'a self,
@@ -423,9 +427,10 @@ impl Pool {
     }
 
     /// [`Pool::read_begin_raw`]'s common case, for bindings that want it without the `Result`:
-    /// a non-huge object of `mem_len` bytes in one page, returned in place. `None` changes
-    /// nothing: the object is huge or crosses a page, or something is wrong, and
-    /// `read_begin_raw` then does the read or says what is wrong.
+    /// a non-huge object of `mem_len` bytes in one page, announced in this thread's reader slot
+    /// and returned in place. `None` changes nothing: the object is huge or crosses a page, the
+    /// thread has no free reader slot, or something is wrong, and `read_begin_raw` then does the
+    /// read or says what is wrong.
     ///
     /// # Safety
     /// As [`Pool::read_begin_raw`]; the section ends with [`Pool::read_end_raw`] (or
@@ -433,12 +438,9 @@ impl Pool {
     #[inline]
     pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
         let t = ThreadShard::current();
-        let p = self.pin_fast_at(h.load(Ordering::Acquire), h, Some(mem_len), t)?;
-        if p.reg.announced.is_none() {
-            self.remember(&p);
-        }
+        let reg = self.announce_in_place(h.load(Ordering::Acquire), h, mem_len, t)?;
         self.access.record_read_by(t, false, 0);
-        Some(p.in_place())
+        Some(payload_of(reg.header))
     }
 
     /// Records a raw section begun by this thread, for `read_end_raw`.
@@ -540,27 +542,23 @@ impl Pool {
         let Some(slot) = ThreadShard::current().owned_index().map(hazard::slot) else {
             return false;
         };
-        let held = slot.load(Ordering::Relaxed);
-        let word = h.load(Ordering::Acquire);
-        let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) else {
-            return false;
-        };
-        // The owner check below makes the address enough here (the tag only spares claims).
-        let at = self.arena.addr(loc.offset()) as usize;
-        if held == 0 || hazard::announced_header(held) != at {
+        let (held, owner) = (slot.load(Ordering::Relaxed), h as *const AtomicUsize as usize);
+        // What the slot names is enough: no load of `h` (an announced object is never moved,
+        // so `h` still names it) and, for an empty slot, no header (0 is outside the mapping).
+        let at = hazard::announced_header(held);
+        if held != hazard::announcement(at, owner) || !self.arena.holds(at) {
             return false;
         }
-        // SAFETY: `at` is a header word this thread announced (only the slot's thread fills
-        // it, with an object start that `pin_fast_at` checked by its page's role, which never
-        // changes, in this pool's mapping, which outlives `self`); header words are only
-        // accessed atomically. If another thread ended the section meanwhile (the contract
-        // allows it), the object may be gone: then the owner check below fails or the slot is
-        // already empty, and the store changes nothing of another section.
+        // SAFETY: `at` lies in this pool's mapping, which outlives `self`, and this thread
+        // announced it (only the slot's thread fills it), so it is an object start that
+        // `announce_in_place` or `pin_fast_at` checked by its page's role, which never changes:
+        // a header word, only ever accessed atomically. If another thread ended the section
+        // meanwhile (the contract allows it), the object may be gone: then the owner check
+        // below fails or the slot is already empty, and the store changes nothing of another
+        // section.
         let cur = unsafe { &*(at as *const AtomicU64) }.load(Ordering::Acquire);
-        // The section was begun on the header's owner; a stale copy of the word is not it.
-        if header::owner(cur) != h as *const AtomicUsize as usize
-            || mem_len.is_some_and(|m| m != header::len(cur))
-        {
+        // The section was begun on the header's owner: the tag alone could be another's.
+        if header::owner(cur) != owner || mem_len.is_some_and(|m| m != header::len(cur)) {
             return false;
         }
         slot.store(0, Ordering::Release);
@@ -1255,6 +1253,60 @@ impl Pool {
             Some(p) => Ok(p),
             None => self.pin_slow(h, mem_len),
         }
+    }
+
+    /// The common read: a non-huge object of `len` bytes in one page, found by handle word
+    /// `word` of `h` (loaded, or the safe layer's hint), whose page's role makes `word`'s place
+    /// an object start (`is_object_start`), announced in this thread's empty reader slot and
+    /// checked in its header (`header::check_announced`: `h`'s, allocated, not claimed, `len`
+    /// bytes). Sound whatever `word` is: only `h`'s one live object passes the header check,
+    /// and the announce then keeps it there until the section ends. `None` changes nothing
+    /// (no slot, slot in use, huge, spanning or anything wrong): the general path counts the
+    /// reader or says what is wrong.
+    #[inline(always)]
+    fn announce_in_place(
+        &self,
+        word: usize,
+        h: &AtomicUsize,
+        len: usize,
+        thread: ThreadShard,
+    ) -> Option<Registration<'_>> {
+        let slot = hazard::slot(thread.owned_index()?);
+        let loc = Location::decode(word).filter(|l| l.tag == self.tag)?;
+        let (offset, page) = (loc.offset(), self.page());
+        if (offset & (page - 1)) + HDR as usize + len > page || !self.is_object_start(loc) {
+            return None;
+        }
+        // SAFETY: the page's role makes `offset` an object start of a non-huge class (the role
+        // never changes, see `arena.rs`): an 8-aligned header word inside the mapped
+        // reservation, which is only ever accessed atomically.
+        let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
+        let addr = h as *const AtomicUsize as usize;
+        if !hazard::announce(slot, hazard::announcement(header::address_of(hw), addr)) {
+            return None;
+        }
+        if header::check_announced(hw, addr, Some(len)).is_none() {
+            slot.store(0, Ordering::Release);
+            return None;
+        }
+        Some(Registration::on(hw, addr, Some(slot)))
+    }
+
+    /// Whether `loc` is the start of an object of a non-huge class, by its page's role alone
+    /// (`place_by_role` without the object index, the class info or an error).
+    #[inline(always)]
+    fn is_object_start(&self, loc: Location) -> bool {
+        let shift = self.page_shift();
+        let Some((pos, index)) = self.arena.role((loc.offset() >> shift) as Pfn) else {
+            return false;
+        };
+        let Some(class) = self.classes.get(pos) else {
+            return false;
+        };
+        let start = ((loc.page as usize) << shift) | (loc.offset() & (self.page() - 1));
+        index == loc.page
+            && start < class.object_area as usize
+            && class.by_size.divides(start as u32)
     }
 
     /// `pin_object`'s common case, with every check of `check_role` and `header::begin_read`

@@ -20,6 +20,9 @@ pub struct SizeClass {
     pub fullness: Fullness,
     /// Divides an offset within a zspage by the class size (the object index of a handle).
     pub by_size: Reciprocal,
+    /// Bytes of a zspage its objects cover (`objs * size`); 0 for a huge class, whose objects
+    /// are never read in place.
+    pub object_area: u32,
     /// Arena offset of the object the class's next store will most likely take (0: none, which
     /// also skips the prefetch of the arena's very first object): a store prefetches it for
     /// writing before it takes the lock. Written under the lock, read without it; a stale value
@@ -32,10 +35,12 @@ impl SizeClass {
     pub fn new(info: ClassInfo) -> Self {
         let fullness = Fullness::new(info.objs_per_zspage);
         let by_size = Reciprocal::new(info.size);
+        let object_area = if info.huge { 0 } else { info.objs_per_zspage * info.size };
         SizeClass {
             info,
             fullness,
             by_size,
+            object_area,
             next_obj: AtomicUsize::new(0),
             state: SpinMutex::new(ClassState::default()),
         }

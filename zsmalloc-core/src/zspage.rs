@@ -55,6 +55,13 @@ impl Reciprocal {
     pub fn div(&self, n: u32) -> u32 {
         ((u128::from(self.magic) * u128::from(n)) >> 64) as u32
     }
+
+    /// Whether `d` divides `n`, with one multiplication: `n * ceil(2^64 / d)`, wrapped, is
+    /// below `ceil(2^64 / d)` exactly for the multiples of `d` (same paper, section 5).
+    #[inline]
+    pub fn divides(&self, n: u32) -> bool {
+        u64::from(n).wrapping_mul(self.magic) < self.magic
+    }
 }
 
 /// `fullness_group` for one class without a division on the hot path.
@@ -225,10 +232,11 @@ mod tests {
 
     #[test]
     fn reciprocal_divides_exactly() {
-        for d in [2u32, 3, 7, 32, 48, 694, 1120, 4096, 65536] {
+        for d in [2u32, 3, 7, 32, 48, 694, 1120, 3264, 4096, 65536] {
             let r = Reciprocal::new(d);
             for n in (0..(16 << 16)).step_by(97).chain([d - 1, d, d + 1, 16 * 65536 - 1]) {
                 assert_eq!(r.div(n), n / d, "{n}/{d}");
+                assert_eq!(r.divides(n), n % d == 0, "{d} | {n}");
             }
         }
     }
