@@ -240,11 +240,20 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot)
     }
 
-    /// The slot word, with the whole hinted object on its way into the cache (for reads and
-    /// writes of its bytes).
+    /// The slot word, with the whole hinted object on its way into the cache (for writes of
+    /// its bytes).
     #[inline]
     pub(crate) fn slot_word_for_bytes(&self) -> &AtomicUsize {
         self.pool.prefetch_word(self.hint, self.len as usize);
+        self.pool.slots().word(self.slot)
+    }
+
+    /// The slot word, with the hinted object's page role and first two lines on their way into
+    /// the cache (for reads). Not the whole object: a prefetch loop's instructions cost more
+    /// than they save once the reader copies the bytes itself (docs/PERFORMANCE.md, session 8).
+    #[inline]
+    pub(crate) fn slot_word_for_read(&self) -> &AtomicUsize {
+        self.pool.prefetch_word(self.hint, (self.len as usize).min(64));
         self.pool.slots().word(self.slot)
     }
 

@@ -282,7 +282,7 @@ impl Pool {
         local_copy: &'a mut [u8],
     ) -> Result<ReadSection<'a>> {
         self.same_pool(h.pool())?;
-        let w = h.slot_word_for_bytes();
+        let w = h.slot_word_for_read();
         // The handle's hint first: no wait for the slot word's cache line.
         let (t, len) = (ThreadShard::current(), h.len());
         if local_copy.len() >= len + HDR as usize {
@@ -322,14 +322,14 @@ impl Pool {
         out: &mut [u8],
     ) -> Result<usize> {
         self.same_pool(h.pool())?;
-        self.read_word_into(h.slot_word_for_bytes(), Some((h.hint(), h.len())), out)
+        self.read_word_into(h.slot_word_for_read(), Some((h.hint(), h.len())), out)
     }
 
     /// The object's bytes as a new vector.
     pub fn read_to_vec<P: Deref<Target = Pool>>(&self, h: &Handle<P>) -> Result<Vec<u8>> {
         self.same_pool(h.pool())?;
         let mut v = vec![0; h.len()];
-        self.read_word_into(h.slot_word_for_bytes(), Some((h.hint(), h.len())), &mut v)?;
+        self.read_word_into(h.slot_word_for_read(), Some((h.hint(), h.len())), &mut v)?;
         Ok(v)
     }
 
@@ -339,7 +339,7 @@ impl Pool {
         h: &'a Handle<P>,
     ) -> Result<SgSection<'a>> {
         self.same_pool(h.pool())?;
-        let p = self.pin_object(h.slot_word_for_bytes(), None)?;
+        let p = self.pin_object(h.slot_word_for_read(), None)?;
         let layout = self.pinned_layout(&p);
         self.access.record_read(layout.spanning, 0);
         Ok(SgSection { pool: self, layout, pinned: p })
@@ -1495,6 +1495,19 @@ impl Pool {
         out: &mut [u8],
     ) -> Result<usize> {
         let t = ThreadShard::current();
+        if let Some((hint, len)) = known.filter(|&(_, len)| len <= out.len()) {
+            if let Some(reg) = self.announce_in_place(hint, h, len, t) {
+                // SAFETY: announced, so the `len` payload bytes after the header (within its
+                // page: `announce_in_place` takes only objects that do not cross one) are the
+                // object's and nobody writes them meanwhile; `out` holds at least `len` bytes.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(payload_of(reg.header), out.as_mut_ptr(), len)
+                };
+                self.access.record_read_by(t, false, 0);
+                reg.release();
+                return Ok(len);
+            }
+        }
         let fast = match known {
             Some((hint, len)) => self.pin_fast_at(hint, h, Some(len), t),
             None => self.pin_fast_at(h.load(Ordering::Acquire), h, None, t),
