@@ -10,6 +10,8 @@
 //!         read-safe | read-raw | read-malloc  non-spanning read + copy out
 //!         read-registered                     the same on malloc'd blocks with a registered
 //!                                             header: the floor of a read (`RegisteredModel`)
+//!         read-padded                         read-malloc plus OPS_PAD (default 0, a multiple
+//!                                             of 12) single-cycle instructions per read
 //! ```
 //!
 //! `scripts/bench-callgrind.sh` runs it under `valgrind --tool=callgrind` and prints the table.
@@ -20,7 +22,7 @@ mod common;
 use common::{LockedModel, MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 
 const USAGE: &str =
-    "usage: ops_count <safe|raw|malloc|step-floor|read-safe|read-raw|read-malloc|read-registered> <N> <ops>";
+    "usage: ops_count <safe|raw|malloc|step-floor|read-safe|read-raw|read-malloc|read-registered|read-padded> <N> <ops>";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -59,7 +61,7 @@ fn main() {
             timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
-        "read-safe" | "read-raw" | "read-malloc" | "read-registered" => {
+        "read-safe" | "read-raw" | "read-malloc" | "read-registered" | "read-padded" => {
             // The non-spanning objects, from a safe-layer pool (placement is deterministic).
             let pool = common::pool();
             let safe = SafeModel::fill(&pool, &w);
@@ -83,6 +85,15 @@ fn main() {
                     drop(safe);
                     let floor = RegisteredModel::fill(&w);
                     timed(ops, || common::read_registered(&floor, &order, &mut at, ops, &mut out));
+                    done();
+                }
+                "read-padded" => {
+                    drop(safe);
+                    let pad = std::env::var("OPS_PAD").map_or(0, |v| v.parse().expect("OPS_PAD"));
+                    let base = MallocModel::fill(&w);
+                    timed(ops, || {
+                        common::read_malloc_padded(&base, &order, &mut at, ops, &mut out, pad)
+                    });
                     done();
                 }
                 _ => {

@@ -512,6 +512,46 @@ pub fn read_malloc(m: &MallocModel, order: &[u32], at: &mut usize, count: u64, o
     }
 }
 
+/// `read_malloc` with `pad` extra single-cycle instructions per read (register adds in six
+/// independent chains, 12 per round; `pad` a multiple of 12), before the copy: how the baseline
+/// loop's time grows with the instructions a read adds, whatever they do (scripts/bench-window.sh).
+#[inline(never)]
+pub fn read_malloc_padded(
+    m: &MallocModel,
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    out: &mut [u8],
+    pad: usize,
+) {
+    assert!(pad % 12 == 0, "OPS_PAD must be a multiple of 12");
+    #[cfg(not(target_arch = "x86_64"))]
+    assert!(pad == 0, "OPS_PAD needs x86_64");
+    for _ in 0..count {
+        let i = order[*at] as usize;
+        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let len = m.lens[i] as usize;
+        let mut r = [i, i + 1, i + 2, i + 3, i + 4, i + 5];
+        for _ in 0..pad / 12 {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: register arithmetic only (no memory, no stack, no flags anyone reads).
+            unsafe {
+                std::arch::asm!(
+                    "add {0}, 1", "add {1}, 1", "add {2}, 1", "add {3}, 1", "add {4}, 1", "add {5}, 1",
+                    "add {0}, 1", "add {1}, 1", "add {2}, 1", "add {3}, 1", "add {4}, 1", "add {5}, 1",
+                    inout(reg) r[0], inout(reg) r[1], inout(reg) r[2],
+                    inout(reg) r[3], inout(reg) r[4], inout(reg) r[5],
+                    options(nomem, nostack),
+                );
+            }
+        }
+        std::hint::black_box(r);
+        // SAFETY: `ptrs[i]` is a live block of `lens[i]` bytes; `out` holds at least that many.
+        unsafe { std::ptr::copy_nonoverlapping(m.ptrs[i], out.as_mut_ptr(), len) };
+        std::hint::black_box(&mut *out);
+    }
+}
+
 /// Buffers for reads: a local copy (page + header) and the destination.
 pub fn read_buffers() -> (Vec<u8>, Vec<u8>) {
     (vec![0; MAX_SIZE as usize + 64], vec![0; MAX_SIZE as usize + 64])
