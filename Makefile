@@ -28,15 +28,19 @@ EXAMPLES := zsmalloc_test zram_store mt_stress bad_input compat_demo replay abi_
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
 
-.PHONY: all lib examples header install test demo bench bench-abi
+.PHONY: all lib examples header install test demo bench bench-abi FORCE
 all: lib
 	$(MAKE) examples
 
 lib:
 	$(CARGO) build --release
 
-$(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a:
+# Always asks cargo (a no-op when nothing changed): otherwise a library left from older sources
+# would be linked into the examples and benchmarked.
+$(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a: FORCE
 	$(CARGO) build --release -p zsmalloc-capi
+
+FORCE:
 
 examples: $(EX_BINS)
 

@@ -8,6 +8,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CStr, CString};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use zsmalloc_core::Error;
 
@@ -19,14 +20,24 @@ thread_local! {
     static LAST_MESSAGE: RefCell<CString> = RefCell::new(CString::default());
 }
 
+/// Whether any thread has recorded an error yet. Until one has, every thread's last error is
+/// 0 and `clear` has nothing to do: it skips the thread-local access, a call to
+/// `__tls_get_addr` in the shared library, on every exported function's way in.
+static ANY_RECORDED: AtomicBool = AtomicBool::new(false);
+
 /// Forgets the last error of this thread (called when an exported function starts).
 #[inline]
 pub fn clear() {
-    let _ = LAST_ERRNO.try_with(|e| e.set(0));
+    // A thread that recorded an error set the flag itself before, so it sees it (program
+    // order); threads that see it unset have nothing recorded.
+    if ANY_RECORDED.load(Ordering::Relaxed) {
+        let _ = LAST_ERRNO.try_with(|e| e.set(0));
+    }
 }
 
 /// Records a failure of `func` with positive errno `errno` and a message.
 pub fn record(func: &str, errno: c_int, message: &str) {
+    ANY_RECORDED.store(true, Ordering::Relaxed);
     let _ = LAST_ERRNO.try_with(|e| e.set(errno));
     let text = format!("{func}: {message}").replace('\0', " ");
     let _ = LAST_MESSAGE.try_with(|m| {
