@@ -1141,7 +1141,11 @@ impl Pool {
             } else {
                 self.arena.prefetch_role((loc.offset() >> self.page_shift()) as Pfn);
             }
-            self.arena.prefetch_range(loc.offset(), (len + HDR as usize).max(128), false);
+            if len + HDR as usize <= 128 {
+                self.arena.prefetch(loc.offset()); // two lines, without a loop
+            } else {
+                self.arena.prefetch_range(loc.offset(), len + HDR as usize, false);
+            }
         }
     }
 
