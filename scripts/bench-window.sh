@@ -2,7 +2,8 @@
 # How a read's time grows with the instructions it adds to the baseline copy loop, whatever they
 # do: the copy out of a malloc'd block (read-malloc) against the same copy after OPS_PAD extra
 # single-cycle register adds (read-padded), and the pool's reads against the same baseline, all
-# as interleaved A/B runs (scripts/ab-ops.sh: both at once, one per core).
+# as interleaved A/B runs (scripts/ab-ops.sh: both at once, one per core). read-direct copies out
+# of the pool's own objects through addresses taken once: the pool's layout without its protocol.
 #
 # Why: at N = 10^5 and 10^6 the objects miss the caches, and the baseline loop is short enough
 # for the CPU to overlap several reads' misses; a longer loop body overlaps fewer. The table
@@ -38,7 +39,7 @@ for k in $PADS; do
   for n in $NS; do printf ' %10s' "$(OPS_PAD=$k ratio read-padded "$n")"; done
   echo
 done
-for mode in read-raw read-safe; do
+for mode in read-direct read-raw read-safe; do
   printf '%-22s' "$mode"
   for n in $NS; do printf ' %10s' "$(ratio "$mode" "$n")"; done
   echo

@@ -12,6 +12,8 @@
 //!                                             header: the floor of a read (`RegisteredModel`)
 //!         read-padded                         read-malloc plus OPS_PAD (default 0, a multiple
 //!                                             of 12) single-cycle instructions per read
+//!         read-direct                         the same copy out of the pool's objects through
+//!                                             addresses taken once: layout without protocol
 //! ```
 //!
 //! `scripts/bench-callgrind.sh` runs it under `valgrind --tool=callgrind` and prints the table.
@@ -22,7 +24,7 @@ mod common;
 use common::{LockedModel, MallocModel, Model, RawModel, RegisteredModel, SafeModel, Workload};
 
 const USAGE: &str =
-    "usage: ops_count <safe|raw|malloc|step-floor|read-safe|read-raw|read-malloc|read-registered|read-padded> <N> <ops>";
+    "usage: ops_count <safe|raw|malloc|step-floor|read-safe|read-raw|read-malloc|read-registered|read-padded|read-direct> <N> <ops>";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
@@ -61,7 +63,8 @@ fn main() {
             timed(ops, || m.run(&w, &mut at, ops));
             done();
         }
-        "read-safe" | "read-raw" | "read-malloc" | "read-registered" | "read-padded" => {
+        "read-safe" | "read-raw" | "read-malloc" | "read-registered" | "read-padded"
+        | "read-direct" => {
             // The non-spanning objects, from a safe-layer pool (placement is deterministic).
             let pool = common::pool();
             let safe = SafeModel::fill(&pool, &w);
@@ -85,6 +88,18 @@ fn main() {
                     drop(safe);
                     let floor = RegisteredModel::fill(&w);
                     timed(ops, || common::read_registered(&floor, &order, &mut at, ops, &mut out));
+                    done();
+                }
+                "read-direct" => {
+                    drop(safe);
+                    let pool = common::pool();
+                    let raw = RawModel::fill(&pool, &w);
+                    let addrs = common::direct_addresses(&raw, &mut local);
+                    // SAFETY: nothing frees or moves an object while the copies run; the read
+                    // order holds only non-spanning objects, whose addresses are not null.
+                    timed(ops, || unsafe {
+                        common::read_direct(&addrs, &raw.lens, &order, &mut at, ops, &mut out)
+                    });
                     done();
                 }
                 "read-padded" => {

@@ -226,8 +226,8 @@ impl<P: Deref<Target = Pool>> Handle<P> {
         self.pool.slots().word(self.slot).load(Ordering::Acquire)
     }
 
-    /// The slot's word when the object was stored (see `pin_fast_at`: reading through it is
-    /// sound even after compaction moved the object; it then just fails).
+    /// The slot's word when the object was stored (see `Pool::announce_in_place`: reading
+    /// through it is sound even after compaction moved the object; it then just fails).
     #[inline]
     pub(crate) fn hint(&self) -> usize {
         self.hint

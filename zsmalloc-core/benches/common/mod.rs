@@ -502,12 +502,66 @@ pub fn read_raw(
 /// Baseline read: copying the same bytes out of the `malloc`'d block.
 #[inline(never)]
 pub fn read_malloc(m: &MallocModel, order: &[u32], at: &mut usize, count: u64, out: &mut [u8]) {
+    // SAFETY: the model's blocks are live, `lens[i]` bytes each.
+    unsafe { copy_blocks(&m.ptrs, &m.lens, order, at, count, out) }
+}
+
+/// The baseline's copy out of the pool's own objects, through addresses taken once
+/// (`direct_addresses`) instead of read sections: the pool's layout without its protocol.
+///
+/// # Safety
+/// Nothing has freed or moved the objects since the addresses were taken.
+#[inline(never)]
+pub unsafe fn read_direct(
+    addrs: &[*mut u8],
+    lens: &[u32],
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    out: &mut [u8],
+) {
+    // SAFETY: forwarded contract.
+    unsafe { copy_blocks(addrs, lens, order, at, count, out) }
+}
+
+/// The in-place address of each of a raw model's non-spanning objects (null for the others).
+pub fn direct_addresses(m: &RawModel<'_>, local: &mut [u8]) -> Vec<*mut u8> {
+    (m.words.iter().zip(&m.lens))
+        .map(|(h, &len)| {
+            // SAFETY: `h` holds a live object of `len` bytes; `local` has room for it and its
+            // header; the section ends at once.
+            unsafe {
+                let p = m.pool.read_begin_raw(h, len as usize, local.as_mut_ptr()).expect("read");
+                m.pool.read_end_raw(h, Some(len as usize)).expect("read end");
+                if p == local.as_ptr().add(8) {
+                    std::ptr::null_mut()
+                } else {
+                    p.cast_mut()
+                }
+            }
+        })
+        .collect()
+}
+
+/// `count` copies of `lens[i]` bytes from `ptrs[i]` into `out`, `i` taken from `order` at `*at`.
+///
+/// # Safety
+/// `ptrs[i]` is readable for `lens[i]` bytes for every `i` in `order`; `out` holds that many.
+#[inline(always)]
+unsafe fn copy_blocks(
+    ptrs: &[*mut u8],
+    lens: &[u32],
+    order: &[u32],
+    at: &mut usize,
+    count: u64,
+    out: &mut [u8],
+) {
     for _ in 0..count {
         let i = order[*at] as usize;
         *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
-        let len = m.lens[i] as usize;
-        // SAFETY: `ptrs[i]` is a live block of `lens[i]` bytes; `out` holds at least that many.
-        unsafe { std::ptr::copy_nonoverlapping(m.ptrs[i], out.as_mut_ptr(), len) };
+        let len = lens[i] as usize;
+        // SAFETY: the caller's promise.
+        unsafe { std::ptr::copy_nonoverlapping(ptrs[i], out.as_mut_ptr(), len) };
         std::hint::black_box(&mut *out);
     }
 }
