@@ -5,8 +5,8 @@
 # runs made at the same time compare; consecutive runs of one binary differ by up to 20%.
 #
 # Usage: scripts/ab-ops.sh BIN_A MODE_A BIN_B MODE_B N [RUNS]
-#   BIN_*: ops_count executables (copy target/release/deps/ops_count-<hash> aside after each
-#          build: `cargo bench -p zsmalloc-core --bench ops_count --no-run` prints its path)
+#   BIN_*: ops_count executables (`scripts/build-ops-count.sh DIR` builds one into DIR/ops_count;
+#          give each build its own DIR)
 #   MODE_*: safe | raw | malloc | step-floor | read-safe | read-raw | read-malloc | read-registered
 #   RUNS: even, so that both binaries run on both cores equally often (default 4)
 # Environment: OPS (operations per run, default 2000000).

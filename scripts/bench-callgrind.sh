@@ -23,14 +23,7 @@ OPS2=${CG_OPS2:-120000}
 OUT=${CG_OUT:-target/zsbench/callgrind}
 
 command -v valgrind >/dev/null || { echo "valgrind is not installed" >&2; exit 1; }
-command -v jq >/dev/null || { echo "jq is not installed" >&2; exit 1; }
-
-mkdir -p "$OUT"
-bin=$(cargo bench -p zsmalloc-core --bench ops_count --no-run --message-format=json 2>"$OUT/build.log" |
-  jq -r 'select(.reason == "compiler-artifact" and .target.name == "ops_count") | .executable') || true
-[ -n "$bin" ] && [ -x "$bin" ] || { cat "$OUT/build.log" >&2; echo "could not build the ops_count harness" >&2; exit 1; }
-# A private copy, so a concurrent rebuild of the shared target dir cannot swap it mid-run.
-cp "$bin" "$OUT/ops_count"
+scripts/build-ops-count.sh "$OUT" >/dev/null
 
 ir() { # mode n ops -> total instructions
   local log="$OUT/$1.$2.$3.log"

@@ -18,13 +18,7 @@ NS=${WIN_NS:-"10000 100000 1000000"}
 PADS=${WIN_PADS:-"0 24 48 72 96 144"}
 RUNS=${WIN_RUNS:-2}
 OUT=target/zsbench/window
-command -v jq >/dev/null || { echo "jq is not installed" >&2; exit 1; }
-
-mkdir -p "$OUT"
-bin=$(cargo bench -p zsmalloc-core --bench ops_count --no-run --message-format=json 2>"$OUT/build.log" |
-  jq -r 'select(.reason == "compiler-artifact" and .target.name == "ops_count") | .executable') || true
-[ -n "$bin" ] && [ -x "$bin" ] || { cat "$OUT/build.log" >&2; echo "could not build the ops_count harness" >&2; exit 1; }
-cp "$bin" "$OUT/ops_count"
+scripts/build-ops-count.sh "$OUT" >/dev/null
 
 ratio() { # mode n -> geometric mean of mode / read-malloc
   scripts/ab-ops.sh "$OUT/ops_count" "$1" "$OUT/ops_count" read-malloc "$2" "$RUNS" |

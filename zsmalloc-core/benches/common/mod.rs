@@ -131,8 +131,7 @@ impl Model for SafeModel<'_> {
     #[inline(never)]
     fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
         for _ in 0..count {
-            let s = w.steps[*at];
-            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let s = next_of(&w.steps, at);
             let v = s.victim as usize;
             drop(self.handles[v].take());
             self.handles[v] = Some(self.pool.store(&w.data[..s.size as usize]).expect("store"));
@@ -165,8 +164,7 @@ impl Model for RawModel<'_> {
     #[inline(never)]
     fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
         for _ in 0..count {
-            let s = w.steps[*at];
-            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let s = next_of(&w.steps, at);
             let v = s.victim as usize;
             let h = &self.words[v];
             // SAFETY: `h` is a word of `self.words` holding an object of this pool; after the
@@ -219,8 +217,7 @@ impl Model for MallocModel {
     #[inline(never)]
     fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
         for _ in 0..count {
-            let s = w.steps[*at];
-            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let s = next_of(&w.steps, at);
             let v = s.victim as usize;
             // SAFETY: every entry of `ptrs` is a live block from `malloc_copy`, freed once here
             // and replaced at once.
@@ -338,8 +335,7 @@ impl Model for LockedModel {
     #[inline(never)]
     fn run(&mut self, w: &Workload, at: &mut usize, count: u64) {
         for _ in 0..count {
-            let s = w.steps[*at];
-            *at = if *at + 1 == w.steps.len() { 0 } else { *at + 1 };
+            let s = next_of(&w.steps, at);
             let v = s.victim as usize;
             self.free(v);
             self.store(v, &w.data[..s.size as usize]);
@@ -414,8 +410,7 @@ pub fn read_registered(
     out: &mut [u8],
 ) {
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let (p, len) = (m.blocks[i], m.lens[i] as usize);
         // SAFETY: `p` is a live block of `fill`: an aligned header word, then `len` bytes; the
         // header is only ever accessed atomically after `fill`, and `out` holds `len` bytes.
@@ -450,8 +445,7 @@ pub fn read_safe(
     out: &mut [u8],
 ) {
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let h = m.handles[i].as_ref().expect("live");
         let s = m.pool.read(h, local).expect("read");
         out[..s.len()].copy_from_slice(&s);
@@ -464,8 +458,7 @@ pub fn read_safe(
 #[inline(never)]
 pub fn read_into(m: &SafeModel<'_>, order: &[u32], at: &mut usize, count: u64, out: &mut [u8]) {
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let h = m.handles[i].as_ref().expect("live");
         m.pool.read_into(h, out).expect("read_into");
         std::hint::black_box(&mut *out);
@@ -484,8 +477,7 @@ pub fn read_raw(
     out: &mut [u8],
 ) {
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let (h, len) = (&m.words[i], m.lens[i] as usize);
         // SAFETY: `h` holds a live object of `len` bytes; `local` has room for len + 8 bytes
         // (a page plus a header); the returned pointer is read for `len` bytes before the
@@ -557,8 +549,7 @@ unsafe fn copy_blocks(
     out: &mut [u8],
 ) {
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let len = lens[i] as usize;
         // SAFETY: the caller's promise.
         unsafe { std::ptr::copy_nonoverlapping(ptrs[i], out.as_mut_ptr(), len) };
@@ -582,8 +573,7 @@ pub fn read_malloc_padded(
     #[cfg(not(target_arch = "x86_64"))]
     assert!(pad == 0, "OPS_PAD needs x86_64");
     for _ in 0..count {
-        let i = order[*at] as usize;
-        *at = if *at + 1 == order.len() { 0 } else { *at + 1 };
+        let i = next_of(order, at) as usize;
         let len = m.lens[i] as usize;
         let mut r = [i, i + 1, i + 2, i + 3, i + 4, i + 5];
         for _ in 0..pad / 12 {
@@ -604,6 +594,14 @@ pub fn read_malloc_padded(
         unsafe { std::ptr::copy_nonoverlapping(m.ptrs[i], out.as_mut_ptr(), len) };
         std::hint::black_box(&mut *out);
     }
+}
+
+/// `seq[*at]`, advancing `*at` cyclically: how every model walks its steps and read orders.
+#[inline(always)]
+fn next_of<T: Copy>(seq: &[T], at: &mut usize) -> T {
+    let v = seq[*at];
+    *at = if *at + 1 == seq.len() { 0 } else { *at + 1 };
+    v
 }
 
 /// Buffers for reads: a local copy (page + header) and the destination.
