@@ -1278,7 +1278,8 @@ impl Pool {
         let slot = hazard::slot(thread.owned_index()?);
         let loc = Location::decode(word).filter(|l| l.tag == self.tag)?;
         let (offset, page) = (loc.offset(), self.page());
-        if (offset & (page - 1)) + HDR as usize + len > page || !self.is_object_start(loc) {
+        // `len` is the caller's: compared against the room after the header, it cannot overflow.
+        if len > page - HDR as usize - (offset & (page - 1)) || !self.is_object_start(loc) {
             return None;
         }
         // SAFETY: the page's role makes `offset` an object start of a non-huge class (the role
@@ -1339,7 +1340,7 @@ impl Pool {
         let (_, info, obj) = self.place_by_role(loc).ok().filter(|(_, info, _)| !info.huge)?;
         let (offset, page) = (loc.offset(), self.page());
         let in_page = offset & (page - 1);
-        let fits = |len: usize| in_page + HDR as usize + len <= page;
+        let fits = |len: usize| len <= page - HDR as usize - in_page;
         if mem_len.is_some_and(|l| !fits(l)) {
             return None;
         }
