@@ -217,6 +217,28 @@ pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) ->
     want.map_or(true, |w| w == len).then_some(len)
 }
 
+/// The announced reader's registration on header word `h` by the handle at `addr`: announces
+/// it in the reader's `slot` (`hazard::announce`), then checks it (`check_announced`), and
+/// retracts the announce if the check fails. Returns the object's length; `None` registers
+/// nothing: the slot was in use (the caller counts itself in the header instead) or the header
+/// refused (`begin_read` says why).
+#[inline(always)]
+pub fn begin_announced(
+    slot: &impl SlotWord,
+    h: &impl HeaderWord,
+    addr: usize,
+    want: Option<usize>,
+) -> Option<usize> {
+    if !hazard::announce(slot, hazard::announcement(address_of(h), addr)) {
+        return None;
+    }
+    if let Some(len) = check_announced(h, addr, want) {
+        return Some(len);
+    }
+    slot.store(0, Ordering::Release);
+    None
+}
+
 /// Ends a read registered by `begin_read` on the object owned by `addr`.
 #[inline]
 pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {

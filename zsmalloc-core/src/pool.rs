@@ -1287,13 +1287,7 @@ impl Pool {
         // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
         let addr = h as *const AtomicUsize as usize;
-        if !hazard::announce(slot, hazard::announcement(header::address_of(hw), addr)) {
-            return None;
-        }
-        if header::check_announced(hw, addr, Some(len)).is_none() {
-            slot.store(0, Ordering::Release);
-            return None;
-        }
+        header::begin_announced(slot, hw, addr, Some(len))?;
         Some(Registration::on(hw, addr, Some(slot)))
     }
 
@@ -1349,16 +1343,14 @@ impl Pool {
         // never changes, see `arena.rs`): an 8-aligned header word inside the mapped
         // reservation, which is only ever accessed atomically.
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
-        let slot = thread
-            .owned_index()
-            .map(hazard::slot)
-            .filter(|s| hazard::announce(*s, hazard::announcement(header::address_of(hw), addr)));
-        let len = match slot {
-            Some(slot) => header::check_announced(hw, addr, mem_len).or_else(|| {
-                slot.store(0, Ordering::Release);
-                None
-            })?,
-            None => header::try_begin_read(hw, addr, mem_len)?,
+        // Announced if this thread's slot is free; otherwise, or if the header refused the
+        // announced reader, counted (which refuses whatever the announce refused).
+        let announced = thread.owned_index().map(hazard::slot).and_then(|slot| {
+            header::begin_announced(slot, hw, addr, mem_len).map(|len| (len, slot))
+        });
+        let (len, slot) = match announced {
+            Some((len, slot)) => (len, Some(slot)),
+            None => (header::try_begin_read(hw, addr, mem_len)?, None),
         };
         let p = Pinned::registered(zspage, info, loc, obj, len, Registration::on(hw, addr, slot));
         if !fits(len) {

@@ -20,7 +20,6 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use zsmalloc_core::hazard;
 use zsmalloc_core::header::{self, Refusal};
 
 /// The handle word's address, recorded as the owner in the header.
@@ -67,19 +66,16 @@ impl World {
     }
 
     /// The pool's `pin_object` for a non-huge object, then the read and its end: announced in
-    /// reader slot `me` (`pin_fast_at`), else counted in the header (`pin_slow`).
+    /// reader slot `me` (`header::begin_announced`), else counted in the header (`pin_slow`).
     fn read(&self, me: Option<usize>) -> Result<u64, Refusal> {
         if let Some(slot) = me.map(|i| &self.readers[i]) {
             let word = self.handle.load(Ordering::Acquire);
             let s = self.slot(word);
-            if hazard::announce(slot, hazard::announcement(header::address_of(&s.header), OWNER)) {
-                if let Some(len) = header::check_announced(&s.header, OWNER, Some(LEN)) {
-                    // SAFETY: loom's cell checks this read against every write of the bytes.
-                    let v = s.bytes.with(|p| unsafe { *p });
-                    slot.store(0, Ordering::Release);
-                    return Ok(v);
-                }
+            if header::begin_announced(slot, &s.header, OWNER, Some(LEN)).is_some() {
+                // SAFETY: loom's cell checks this read against every write of the bytes.
+                let v = s.bytes.with(|p| unsafe { *p });
                 slot.store(0, Ordering::Release);
+                return Ok(v);
             }
         }
         loop {
