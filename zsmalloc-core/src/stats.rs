@@ -113,7 +113,7 @@ impl Drop for ThreadSlot {
 
 thread_local! {
     static THREAD_SLOT: ThreadSlot = ThreadSlot::acquire();
-    /// `shard_of_thread()` cached as `(index << 1 | owned) + 1` (0: not yet). A `const` slot
+    /// `ThreadShard::current()` cached as `(index << 1 | owned) + 1` (0: not yet). A `const` slot
     /// with no destructor, so reading it is one load (the id's slot above checks its state).
     static SHARD: Cell<usize> = const { Cell::new(0) };
 }
@@ -129,8 +129,27 @@ pub(crate) struct ThreadShard {
 impl ThreadShard {
     #[inline(always)]
     pub(crate) fn current() -> ThreadShard {
-        let (index, owned) = shard_of_thread();
-        ThreadShard { index, owned }
+        if let Some(v) = SHARD.try_with(|c| c.get()).ok().and_then(|c| c.checked_sub(1)) {
+            return ThreadShard { index: v >> 1, owned: v & 1 == 1 };
+        }
+        Self::first()
+    }
+
+    #[cold]
+    fn first() -> ThreadShard {
+        THREAD_SLOT
+            .try_with(|s| {
+                let shard = if s.0 < OWNED_SHARDS {
+                    crate::hazard::register(s.0);
+                    ThreadShard { index: s.0, owned: true }
+                } else {
+                    ThreadShard { index: OWNED_SHARDS + s.0 % SHARED_SHARDS, owned: false }
+                };
+                let _ = SHARD.try_with(|c| c.set(((shard.index << 1) | shard.owned as usize) + 1));
+                shard
+            })
+            // During thread teardown the slot may be gone: use a shared shard.
+            .unwrap_or(ThreadShard { index: OWNED_SHARDS, owned: false })
     }
 
     /// The thread's index if it owns one (below `OWNED_SHARDS`): its shard and reader slot.
@@ -138,32 +157,6 @@ impl ThreadShard {
     pub(crate) fn owned_index(self) -> Option<usize> {
         self.owned.then_some(self.index)
     }
-}
-
-/// (shard index, owned by this thread).
-#[inline]
-fn shard_of_thread() -> (usize, bool) {
-    if let Some(v) = SHARD.try_with(|c| c.get()).ok().and_then(|c| c.checked_sub(1)) {
-        return (v >> 1, v & 1 == 1);
-    }
-    first_shard_of_thread()
-}
-
-#[cold]
-fn first_shard_of_thread() -> (usize, bool) {
-    THREAD_SLOT
-        .try_with(|s| {
-            let shard = if s.0 < OWNED_SHARDS {
-                crate::hazard::register(s.0);
-                (s.0, true)
-            } else {
-                (OWNED_SHARDS + s.0 % SHARED_SHARDS, false)
-            };
-            let _ = SHARD.try_with(|c| c.set(((shard.0 << 1) | shard.1 as usize) + 1));
-            shard
-        })
-        // During thread teardown the slot may be gone: use a shared shard.
-        .unwrap_or((OWNED_SHARDS, false))
 }
 
 /// Read and write counters, sharded by thread so readers never share a counter line.
@@ -200,8 +193,8 @@ impl AccessCounters {
     #[inline]
     pub fn record_write(&self, spanning: bool) {
         if spanning {
-            let (i, owned) = shard_of_thread();
-            Shard::add(&self.shards[i].writes_spanning, 1, owned);
+            let t = ThreadShard::current();
+            Shard::add(&self.shards[t.index].writes_spanning, 1, t.owned);
         }
     }
     /// (reads, spanning reads, bytes copied, spanning writes).
