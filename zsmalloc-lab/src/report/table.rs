@@ -2,8 +2,8 @@
 //! lines for the kernel-test workload); a comparison as the seed RFC's blocks, one row per
 //! configuration, and the deltas against the first.
 
-use crate::lab::compare::Comparison;
-use crate::lab::result::{delta_str, permille_str, RunResult};
+use crate::compare::Comparison;
+use crate::result::{delta_str, permille_str, RunResult};
 
 /// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
 pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {

@@ -11,14 +11,14 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use zsmalloc_core::lab::classes::{self, ClassTableReport};
-use zsmalloc_core::lab::compare::{self, Comparison};
-use zsmalloc_core::lab::config::ConfigSpec;
-use zsmalloc_core::lab::progress::ProgressSink;
-use zsmalloc_core::lab::report::{self, Format};
-use zsmalloc_core::lab::runner::{run_one, RunOptions};
-use zsmalloc_core::lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
-use zsmalloc_core::lab::{plot, sweep, timeline, LabError, LabResult};
+use zsmalloc_lab::classes::{self, ClassTableReport};
+use zsmalloc_lab::compare::{self, Comparison};
+use zsmalloc_lab::config::ConfigSpec;
+use zsmalloc_lab::progress::ProgressSink;
+use zsmalloc_lab::report::{self, Format};
+use zsmalloc_lab::runner::{run_one, RunOptions};
+use zsmalloc_lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
+use zsmalloc_lab::{plot, sweep, timeline, LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
 side-by-side comparisons of configurations.";

@@ -1,4 +1,3 @@
-#![cfg(feature = "cli")]
 //! The `zsmalloc` command, run as a user runs it: the seed figures in table and JSON form, class
 //! tables, reproducibility, trace record/replay, SVG, mm_stat/debugfs and error handling.
 

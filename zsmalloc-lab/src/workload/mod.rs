@@ -11,9 +11,9 @@ pub mod kernel_test;
 pub mod pages;
 pub mod trace;
 
-use super::driver::Driver;
-use super::error::{LabError, LabResult};
-use super::result::{CorpusFacts, KernelTestLines, WorkloadDesc};
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
+use crate::result::{CorpusFacts, KernelTestLines, WorkloadDesc};
 
 /// How same-filled pages are handled (`dist`, `pages`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

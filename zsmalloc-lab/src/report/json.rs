@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::lab::compare::Comparison;
-use crate::lab::error::{LabError, LabResult};
-use crate::lab::result::{delta_value, RunResult, WorkloadDesc};
+use crate::compare::Comparison;
+use crate::error::{LabError, LabResult};
+use crate::result::{delta_value, RunResult, WorkloadDesc};
 
 pub fn run(r: &RunResult) -> LabResult<String> {
     serde_json::to_string_pretty(r)

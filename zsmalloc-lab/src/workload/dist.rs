@@ -9,8 +9,8 @@ use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
 use super::{Extra, SameFilled};
-use crate::lab::driver::Driver;
-use crate::lab::error::{LabError, LabResult};
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dist {

@@ -5,9 +5,9 @@
 use serde_json::json;
 
 use super::Extra;
-use crate::lab::driver::Driver;
-use crate::lab::error::{LabError, LabResult};
-use crate::lab::result::{utilization_permille, KernelTestLines};
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
+use crate::result::{utilization_permille, KernelTestLines};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelTest {
