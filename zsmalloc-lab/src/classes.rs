@@ -1,4 +1,4 @@
-//! Class tables for `zsmalloc classes`: one row per logical size, like the seed RFC's table
+//! Class tables for `zsmalloc classes`: one row per logical size, like the RFC's table
 //! (logical size, physical class size, chain, objects per zspage, tail waste, merge waste),
 //! plus spanning objects per zspage.
 

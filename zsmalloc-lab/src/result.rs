@@ -1,4 +1,4 @@
-//! What a run measures (SPEC §8 field names) and the arithmetic of its figures.
+//! What a run measures (the field names of docs/LAB.md) and the arithmetic of its figures.
 
 use serde::Serialize;
 
@@ -83,7 +83,7 @@ pub struct KernelTestLines {
 }
 
 impl KernelTestLines {
-    /// The module's five lines, as in the seed RFC.
+    /// The module's five lines, as the RFC prints them.
     pub fn lines(&self) -> Vec<String> {
         vec![
             format!(" zsmalloc_test: num write objects: {}", self.num_write_objects),

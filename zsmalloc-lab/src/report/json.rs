@@ -1,4 +1,4 @@
-//! JSON: a run is one object with the §8 field names; a comparison holds the workload, the
+//! JSON: a run is one object with the field names of docs/LAB.md ("Result fields"); a comparison holds the workload, the
 //! reference label and the runs, each with `deltas_pct` against the first.
 
 use std::collections::BTreeMap;
