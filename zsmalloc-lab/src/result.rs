@@ -275,7 +275,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_deltas_round_as_the_rfc_says() {
+    fn deltas_round_as_the_rfc_prints_them() {
         assert_eq!(delta_str(delta_tenths_u64(110377, 103256)), "-6.5%");
         assert_eq!(delta_str(delta_tenths_u64(278318624, 265378608)), "-4.6%");
         assert_eq!(delta_str(delta_tenths_u64(175111, 175920)), "+0.5%");
