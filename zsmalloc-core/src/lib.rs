@@ -33,8 +33,6 @@ pub mod error;
 pub mod handle;
 pub mod hazard;
 pub mod header;
-#[cfg(feature = "lab")]
-pub mod lab;
 mod open_section;
 pub mod pin;
 pub mod pool;

@@ -38,7 +38,6 @@ pub struct PoolStats {
 
 /// One class's row: the kernel's debugfs `classes` line plus layout facts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-#[cfg_attr(feature = "lab", derive(serde::Serialize))]
 pub struct ClassStats {
     pub index: u32,
     pub size: u32,

@@ -52,10 +52,10 @@ impl fmt::Display for LabError {
 
 impl std::error::Error for LabError {}
 
-impl From<crate::Error> for LabError {
-    fn from(e: crate::Error) -> Self {
+impl From<zsmalloc_core::Error> for LabError {
+    fn from(e: zsmalloc_core::Error) -> Self {
         match e {
-            crate::Error::Config { .. } => LabError::Usage(e.to_string()),
+            zsmalloc_core::Error::Config { .. } => LabError::Usage(e.to_string()),
             other => LabError::Runtime(other.to_string()),
         }
     }

@@ -15,9 +15,9 @@ use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 
 use super::{corpus, Extra, SameFilled};
-use crate::lab::driver::Driver;
-use crate::lab::error::{LabError, LabResult};
-use crate::lab::result::CorpusFacts;
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
+use crate::result::CorpusFacts;
 
 /// Compression algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -5,10 +5,10 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::classes::ClassTableReport;
-use super::compare::Comparison;
-use super::error::{LabError, LabResult};
-use super::result::RunResult;
+use crate::classes::ClassTableReport;
+use crate::compare::Comparison;
+use crate::error::{LabError, LabResult};
+use crate::result::RunResult;
 
 /// One panel: a title, axis labels and named series of (x, y) points.
 struct Panel {
@@ -222,7 +222,7 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
 
 /// Class-table shape: chain, tail waste and spanning objects per zspage against class size.
 pub fn classes(path: &Path, tables: &[ClassTableReport]) -> LabResult<()> {
-    let mk = |f: &dyn Fn(&super::classes::LogicalClassRow) -> f64| {
+    let mk = |f: &dyn Fn(&crate::classes::LogicalClassRow) -> f64| {
         tables
             .iter()
             .map(|t| {

@@ -1,12 +1,12 @@
-//! Class tables for `zsmalloc classes`: one row per logical size, like the seed RFC's table
+//! Class tables for `zsmalloc classes`: one row per logical size, like the RFC's table
 //! (logical size, physical class size, chain, objects per zspage, tail waste, merge waste),
 //! plus spanning objects per zspage.
 
 use serde::Serialize;
 
-use super::config::{ConfigDesc, ConfigSpec};
-use super::error::{LabError, LabResult};
-use crate::ClassTable;
+use crate::config::{ConfigDesc, ConfigSpec};
+use crate::error::{LabError, LabResult};
+use zsmalloc_core::ClassTable;
 
 /// One logical size of a class table.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -203,7 +203,7 @@ pub fn render_csv(tables: &[ClassTableReport]) -> String {
         for r in &t.rows {
             out += &format!(
                 "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                super::report::csv::field(&t.label),
+                crate::report::csv::field(&t.label),
                 t.config.page_size,
                 t.config.chain_size,
                 t.config.class_delta,

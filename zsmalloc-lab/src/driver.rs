@@ -3,13 +3,13 @@
 //! way (`returned pointer == local_copy + ZS_HANDLE_SIZE`), records traces, samples the
 //! timeline and ticks the progress bar.
 
-use super::content::Content;
-use super::error::{LabError, LabResult};
-use super::handles::HandleWords;
-use super::progress::Progress;
-use super::timeline::Sample;
-use super::trace_format::{TraceOp, TraceWriter};
-use crate::{Pool, HANDLE_SIZE};
+use crate::content::Content;
+use crate::error::{LabError, LabResult};
+use crate::handles::HandleWords;
+use crate::progress::Progress;
+use crate::timeline::Sample;
+use crate::trace_format::{TraceOp, TraceWriter};
+use zsmalloc_core::{Pool, HANDLE_SIZE};
 
 /// What a slot (one handle word) holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +199,7 @@ impl<'p> Driver<'p> {
             objects: self.live_objects,
             bytes_stored: self.live_bytes,
             pages,
-            utilization_permille: super::result::utilization_permille(
+            utilization_permille: crate::result::utilization_permille(
                 self.live_bytes,
                 pages,
                 self.page as u64,
@@ -242,9 +242,9 @@ impl<'p> Driver<'p> {
         }
     }
 
-    fn store_failed(&mut self, slot: usize, e: crate::Error) -> LabResult<bool> {
+    fn store_failed(&mut self, slot: usize, e: zsmalloc_core::Error) -> LabResult<bool> {
         self.counters.store_failures += 1;
-        if self.strict && e != crate::Error::OutOfMemory {
+        if self.strict && e != zsmalloc_core::Error::OutOfMemory {
             return Err(LabError::runtime(format!("store of object {slot} was refused: {e}")));
         }
         Ok(false)
@@ -283,14 +283,14 @@ impl<'p> Driver<'p> {
 
     fn store_generated(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         if self.holds(slot) {
-            self.refused("store", slot, &crate::Error::HandleInUse)?;
+            self.refused("store", slot, &zsmalloc_core::Error::HandleInUse)?;
             return Ok(false);
         }
         if len == 0 || len > self.page {
             let e = if len == 0 {
-                crate::Error::InvalidArgument("zero length".into())
+                zsmalloc_core::Error::InvalidArgument("zero length".into())
             } else {
-                crate::Error::TooLarge { len, max: self.page }
+                zsmalloc_core::Error::TooLarge { len, max: self.page }
             };
             return self.store_failed(slot, e);
         }
@@ -315,7 +315,7 @@ impl<'p> Driver<'p> {
         self.record(TraceOp::Store { id: slot as u64, len: data.len() })?;
         self.drop_same(slot);
         let r = if self.holds(slot) {
-            self.refused("store", slot, &crate::Error::HandleInUse).map(|_| false)
+            self.refused("store", slot, &zsmalloc_core::Error::HandleInUse).map(|_| false)
         } else {
             // SAFETY: as in `store_generated`.
             match unsafe { self.pool.store_raw(self.words.get(slot), data) } {
@@ -356,7 +356,7 @@ impl<'p> Driver<'p> {
         self.record(TraceOp::Malloc { id: slot as u64, len })?;
         self.drop_same(slot);
         let r = if self.holds(slot) {
-            self.refused("malloc", slot, &crate::Error::HandleInUse).map(|_| false)
+            self.refused("malloc", slot, &zsmalloc_core::Error::HandleInUse).map(|_| false)
         } else {
             // SAFETY: as in `store_generated`.
             match unsafe { self.pool.malloc_raw(self.words.get(slot), len) } {

@@ -6,7 +6,7 @@
 //! same-filled page (`orig_data_size = (objects + same_pages) * page_size`); `huge_pages` are
 //! live objects in huge classes, `huge_pages_since` stores into them ever.
 
-use crate::lab::result::RunResult;
+use crate::result::RunResult;
 
 pub fn line(r: &RunResult) -> String {
     let page = u64::from(r.config.page_size);

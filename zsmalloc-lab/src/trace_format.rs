@@ -20,7 +20,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use super::error::{LabError, LabResult};
+use crate::error::{LabError, LabResult};
 
 /// One operation of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

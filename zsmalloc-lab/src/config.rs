@@ -1,9 +1,9 @@
 //! Pool configurations as the lab names them: flags (`--page-size 16K`), `--config` specs
 //! (`chain-policy=heuristic,chain-size=10`) and sweep points, all validated by the core.
 
-use super::error::{LabError, LabResult};
-use crate::{PolicyRef, PoolConfig, ReadMode};
+use crate::error::{LabError, LabResult};
 use serde::Serialize;
+use zsmalloc_core::{PolicyRef, PoolConfig, ReadMode};
 
 /// One configuration to run, with the label it is reported under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -29,7 +29,7 @@ impl Default for ConfigSpec {
         ConfigSpec {
             label: String::new(),
             page_size: 4096,
-            chain_size: crate::config::DEFAULT_CHAIN_SIZE,
+            chain_size: PoolConfig::default().chain_size,
             class_delta: 0,
             chain_policy: "classic".into(),
             read_mode: "copy".into(),
@@ -144,7 +144,7 @@ impl ConfigSpec {
             LabError::usage(format!("invalid chain-policy: '{}'", self.chain_policy))
         })?;
         let read_mode = ReadMode::parse(&self.read_mode).map_err(|e| match e {
-            crate::Error::Config { message, .. } => {
+            zsmalloc_core::Error::Config { message, .. } => {
                 LabError::usage(format!("invalid read-mode: {message}"))
             }
             other => LabError::from(other),
@@ -158,7 +158,7 @@ impl ConfigSpec {
             mem_limit_pages: self.mem_limit_pages,
         };
         cfg.validate().map_err(|e| match e {
-            crate::Error::Config { setting, message } => {
+            zsmalloc_core::Error::Config { setting, message } => {
                 LabError::usage(format!("invalid {}: {message}", setting.replace('_', "-")))
             }
             other => LabError::from(other),

@@ -1,9 +1,9 @@
 //! Tables for people: a run as `field value` lines (preceded by the `zsmalloc_test` module's
-//! lines for the kernel-test workload); a comparison as the seed RFC's blocks, one row per
+//! lines for the kernel-test workload); a comparison as the RFC's blocks, one row per
 //! configuration, and the deltas against the first.
 
-use crate::lab::compare::Comparison;
-use crate::lab::result::{delta_str, permille_str, RunResult};
+use crate::compare::Comparison;
+use crate::result::{delta_str, permille_str, RunResult};
 
 /// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
 pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {
@@ -161,7 +161,8 @@ pub fn run(r: &RunResult) -> String {
 
 pub fn comparison(c: &Comparison) -> String {
     let mut out = format!("workload  {}\n\n", c.workload.summary);
-    // The zsmalloc_test blocks, as in the seed RFC (not for sweeps: the table says it all).
+    // The zsmalloc_test blocks, as the RFC "zsmalloc: size-classes chain-length tunings"
+    // (January 2026) prints them; not for sweeps, where the table says it all.
     if c.sweep_keys.is_empty() && c.runs.iter().any(|r| r.kernel_test.is_some()) {
         for r in &c.runs {
             let title = format!("{} ({})", r.label, config_line(r));

@@ -1,8 +1,8 @@
 //! `--sweep KEY=A..B[:STEP]` or `--sweep KEY=V1,V2,...`: configurations varying one key.
 //! Several sweeps multiply (the first varies slowest).
 
-use super::config::ConfigSpec;
-use super::error::{LabError, LabResult};
+use crate::config::ConfigSpec;
+use crate::error::{LabError, LabResult};
 
 /// One swept key and its values (as text, applied with [`ConfigSpec::set`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,9 +7,9 @@ pub mod json;
 pub mod mm_stat;
 pub mod table;
 
-use super::compare::Comparison;
-use super::error::{LabError, LabResult};
-use super::result::RunResult;
+use crate::compare::Comparison;
+use crate::error::{LabError, LabResult};
+use crate::result::RunResult;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -1,5 +1,5 @@
 //! The `zsmalloc` command: the lab's class tables, runs, comparisons and trace replays
-//! (SPEC §8; docs/LAB.md is the user guide).
+//! (docs/LAB.md is the user guide).
 //!
 //! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
 //! output (one line on stderr); 1 a failure while running (e.g. an object that does not read
@@ -11,20 +11,20 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
-use zsmalloc_core::lab::classes::{self, ClassTableReport};
-use zsmalloc_core::lab::compare::{self, Comparison};
-use zsmalloc_core::lab::config::ConfigSpec;
-use zsmalloc_core::lab::progress::ProgressSink;
-use zsmalloc_core::lab::report::{self, Format};
-use zsmalloc_core::lab::runner::{run_one, RunOptions};
-use zsmalloc_core::lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
-use zsmalloc_core::lab::{plot, sweep, timeline, LabError, LabResult};
+use zsmalloc_lab::classes::{self, ClassTableReport};
+use zsmalloc_lab::compare::{self, Comparison};
+use zsmalloc_lab::config::ConfigSpec;
+use zsmalloc_lab::progress::ProgressSink;
+use zsmalloc_lab::report::{self, Format};
+use zsmalloc_lab::runner::{run_one, RunOptions};
+use zsmalloc_lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
+use zsmalloc_lab::{plot, sweep, timeline, LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
 side-by-side comparisons of configurations.";
 
 const AFTER_HELP: &str = "Examples:
-  zsmalloc compare                                   # the seed RFC: classic vs heuristic, 4K pages, chain 10
+  zsmalloc compare                                   # the RFC's benchmark: classic vs heuristic, 4K pages, chain 10
   zsmalloc classes --page-size 16K --vs class-delta=16
   zsmalloc run --chain-size 10 kernel-test --lo 32 --hi 4080 --step 16 -n 1337
   zsmalloc run dist --mean 694 --sd 474 --churn 200000 --compact --timeline t.csv
@@ -48,13 +48,13 @@ enum Cmd {
     /// Run a workload on one configuration (default workload: kernel-test).
     Run(RunArgs),
     /// Run a workload on several configurations in parallel, with deltas against the first.
-    /// Without --config or --sweep: the seed RFC's classic vs heuristic at chain 10.
+    /// Without --config or --sweep: the RFC's classic vs heuristic at chain 10.
     Compare(CompareArgs),
     /// Replay a trace file (the same as `run trace FILE`).
     Replay(ReplayArgs),
 }
 
-/// Configuration flags (SPEC §4). The ZSMALLOC_* environment is not read.
+/// Configuration flags. The ZSMALLOC_* environment is not read.
 #[derive(Args, Default)]
 struct PoolFlags {
     /// Simulated page size: a power of two in 4096..=65536 (4K, 16K, 64K accepted) [default: 4096]
@@ -176,7 +176,7 @@ struct ClassesArgs {
 #[derive(Subcommand, Clone)]
 enum WorkloadCmd {
     /// The zsmalloc_test module's pattern: for each size lo..=hi by step, n objects; then read
-    /// and verify all in store order [default: the seed RFC's 32..=4080 step 16, 1337 each]
+    /// and verify all in store order [default: the RFC's 32..=4080 step 16, 1337 each]
     #[command(allow_negative_numbers = true)]
     KernelTest {
         #[arg(long, default_value_t = 32)]
@@ -189,8 +189,9 @@ enum WorkloadCmd {
         #[arg(short = 'n', long = "count", default_value_t = 1337)]
         n: usize,
     },
-    /// Sizes from a normal distribution (seed 004: mean 694, sd 474) clipped to 1..=page, with
-    /// same-filled pages, a churn phase and optional compaction
+    /// Sizes from a normal distribution (mean 694, sd 474, as measured in the thread "zsmalloc
+    /// limitations and related topics") clipped to 1..=page, with same-filled pages, a churn
+    /// phase and optional compaction
     #[command(allow_negative_numbers = true)]
     Dist {
         /// Pages written in the fill phase
@@ -420,7 +421,7 @@ fn cmd_compare(a: CompareArgs) -> LabResult<()> {
     let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
     let mut specs = Vec::new();
     if a.configs.is_empty() && sweeps.is_empty() {
-        // The demonstration: the seed RFC's BASE (classic) and PATCHED (heuristic), chain 10.
+        // The demonstration: the RFC's BASE (classic) and PATCHED (heuristic), chain 10.
         if a.pool.chain_size.is_none() {
             base.chain_size = 10;
         }

@@ -9,9 +9,9 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::Extra;
-use crate::lab::driver::Driver;
-use crate::lab::error::LabResult;
-use crate::lab::trace_format::{TraceOp, TraceReader};
+use crate::driver::Driver;
+use crate::error::LabResult;
+use crate::trace_format::{TraceOp, TraceReader};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trace {

@@ -3,12 +3,12 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use super::config::ConfigSpec;
-use super::error::{LabError, LabResult};
-use super::progress::ProgressSink;
-use super::result::{RunResult, WorkloadDesc};
-use super::runner::{run_one, RunOptions};
-use super::workload::Workload;
+use crate::config::ConfigSpec;
+use crate::error::{LabError, LabResult};
+use crate::progress::ProgressSink;
+use crate::result::{RunResult, WorkloadDesc};
+use crate::runner::{run_one, RunOptions};
+use crate::workload::Workload;
 
 /// The runs of a comparison, in configuration order (the first is the reference).
 #[derive(Debug, Clone)]

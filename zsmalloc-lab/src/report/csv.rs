@@ -1,7 +1,7 @@
 //! CSV: a header and one row per run (deltas against the first for comparisons), or one row per
 //! class with `--per-class`.
 
-use crate::lab::result::{delta_value, RunResult};
+use crate::result::{delta_value, RunResult};
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
 pub fn field(s: &str) -> String {
@@ -66,7 +66,7 @@ pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
             r.bytes_stored.to_string(),
             r.pages.to_string(),
             r.pages_peak.to_string(),
-            crate::lab::result::permille_str(r.utilization_permille),
+            crate::result::permille_str(r.utilization_permille),
             r.reads.to_string(),
             r.reads_spanning.to_string(),
             r.read_copy_bytes.to_string(),

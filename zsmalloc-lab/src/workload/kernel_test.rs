@@ -1,13 +1,14 @@
 //! The `zsmalloc_test` module's pattern: for each size `lo..=hi` by `step`, store all `n`
 //! objects of that size, then the next size; then read and verify every object in store order.
-//! With 32..=4080 step 16, 1337 objects, 4K pages and chain 10 it is the seed RFC's benchmark.
+//! With 32..=4080 step 16, 1337 objects, 4K pages and chain 10 it is the benchmark of the RFC
+//! "zsmalloc: size-classes chain-length tunings" (January 2026).
 
 use serde_json::json;
 
 use super::Extra;
-use crate::lab::driver::Driver;
-use crate::lab::error::{LabError, LabResult};
-use crate::lab::result::{utilization_permille, KernelTestLines};
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
+use crate::result::{utilization_permille, KernelTestLines};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelTest {

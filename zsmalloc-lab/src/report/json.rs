@@ -1,13 +1,13 @@
-//! JSON: a run is one object with the §8 field names; a comparison holds the workload, the
+//! JSON: a run is one object with the field names of docs/LAB.md ("Result fields"); a comparison holds the workload, the
 //! reference label and the runs, each with `deltas_pct` against the first.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::lab::compare::Comparison;
-use crate::lab::error::{LabError, LabResult};
-use crate::lab::result::{delta_value, RunResult, WorkloadDesc};
+use crate::compare::Comparison;
+use crate::error::{LabError, LabResult};
+use crate::result::{delta_value, RunResult, WorkloadDesc};
 
 pub fn run(r: &RunResult) -> LabResult<String> {
     serde_json::to_string_pretty(r)

@@ -3,14 +3,14 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use super::config::{ConfigDesc, ConfigSpec};
-use super::driver::Driver;
-use super::error::LabResult;
-use super::progress::{Progress, ProgressSink};
-use super::result::{utilization_permille, RunResult};
-use super::trace_format::TraceWriter;
-use super::workload::Workload;
-use crate::Pool;
+use crate::config::{ConfigDesc, ConfigSpec};
+use crate::driver::Driver;
+use crate::error::LabResult;
+use crate::progress::{Progress, ProgressSink};
+use crate::result::{utilization_permille, ClassRow, RunResult};
+use crate::trace_format::TraceWriter;
+use crate::workload::Workload;
+use zsmalloc_core::Pool;
 
 /// How to run (the same for every configuration of a comparison).
 #[derive(Debug, Clone, Default)]
@@ -93,7 +93,7 @@ pub fn run_one(
         wall_time_s: opts.timing.then(|| (wall.as_secs_f64() * 1e3).round() / 1e3),
         kernel_test: extra.kernel_test,
         corpus: extra.corpus,
-        classes: opts.per_class.then(|| class_stats.clone()),
+        classes: opts.per_class.then(|| class_stats.iter().map(ClassRow::from).collect()),
         class_stats,
         timeline: outcome.samples,
     })

@@ -4,8 +4,8 @@ use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
 
-use super::error::{LabError, LabResult};
-use super::report::csv::field;
+use crate::error::{LabError, LabResult};
+use crate::report::csv::field;
 
 /// One sample, taken every N operations and at each phase change.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -34,7 +34,7 @@ pub fn write_csv(path: &Path, runs: &[(&str, &[Sample])]) -> LabResult<()> {
                 s.objects,
                 s.bytes_stored,
                 s.pages,
-                super::result::permille_str(s.utilization_permille)
+                crate::result::permille_str(s.utilization_permille)
             );
         }
     }

@@ -1,5 +1,5 @@
 //! The lab: workloads, runner, comparisons and reports behind the `zsmalloc` command
-//! (SPEC §8; user guide in docs/LAB.md).
+//! (user guide in docs/LAB.md).
 //!
 //! One file per concept:
 //! - [`config`]: configurations from flags and `--config` specs; [`sweep`]: `--sweep`;
@@ -13,8 +13,8 @@
 //! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG.
 //!
 //! ```no_run
-//! use zsmalloc_core::lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
-//! use zsmalloc_core::lab::{progress::ProgressSink, workload::Workload};
+//! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
+//! use zsmalloc_lab::{progress::ProgressSink, workload::Workload};
 //! let spec = ConfigSpec { chain_size: 10, label: "classic".into(), ..Default::default() };
 //! let r = run_one(&Workload::default(), &spec, &RunOptions::default(), &ProgressSink::silent())
 //!     .unwrap();

@@ -1,7 +1,8 @@
-//! Sizes from a distribution: normal with mean/sd (seed 004: mean 694, sd 474) clipped to
-//! 1..=page; a share of same-filled pages (11% in seed 004) kept outside the pool as modern zram
-//! does, or stored at 28 bytes as in 2012; then a churn phase (a random page is freed and a new
-//! one stored in its place), optional compaction, and a read of every live object.
+//! Sizes from a distribution: normal with mean/sd (mean 694, sd 474 as measured in the thread
+//! "zsmalloc limitations and related topics") clipped to 1..=page; a share of same-filled
+//! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
+//! as in that thread; then a churn phase (a random page is freed and a new one stored in its
+//! place), optional compaction, and a read of every live object.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -9,8 +10,8 @@ use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
 use super::{Extra, SameFilled};
-use crate::lab::driver::Driver;
-use crate::lab::error::{LabError, LabResult};
+use crate::driver::Driver;
+use crate::error::{LabError, LabResult};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dist {

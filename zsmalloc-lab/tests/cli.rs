@@ -1,5 +1,4 @@
-#![cfg(feature = "cli")]
-//! The `zsmalloc` command, run as a user runs it: the seed figures in table and JSON form, class
+//! The `zsmalloc` command, run as a user runs it: the RFC's figures in table and JSON form, class
 //! tables, reproducibility, trace record/replay, SVG, mm_stat/debugfs and error handling.
 
 use std::path::PathBuf;
@@ -60,14 +59,14 @@ const PATCHED_BLOCK: [&str; 5] = [
 ];
 
 #[test]
-fn compare_without_arguments_prints_the_seed_blocks_and_deltas() {
+fn compare_without_arguments_prints_the_rfc_blocks_and_deltas() {
     let out = ok(&["compare"]);
     let base = BASE_BLOCK.join("\n");
     let patched = PATCHED_BLOCK.join("\n");
     let (b, p) = (out.find(&base), out.find(&patched));
-    assert!(b.is_some() && p.is_some() && b < p, "seed blocks missing or out of order:\n{out}");
+    assert!(b.is_some() && p.is_some() && b < p, "RFC blocks missing or out of order:\n{out}");
     assert!(out.contains("classic (page 4096, chain 10, delta 16, classic)"), "{out}");
-    // One row per configuration with the §8 columns.
+    // One row per configuration with the result columns.
     let row = out
         .lines()
         .find(|l| l.starts_with("heuristic ") && l.contains(" 339598 "))

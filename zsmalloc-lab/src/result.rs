@@ -1,10 +1,10 @@
-//! What a run measures (SPEC §8 field names) and the arithmetic of its figures.
+//! What a run measures (the field names of docs/LAB.md) and the arithmetic of its figures.
 
 use serde::Serialize;
 
-use super::config::ConfigDesc;
-use super::timeline::Sample;
-use crate::ClassStats;
+use crate::config::ConfigDesc;
+use crate::timeline::Sample;
+use zsmalloc_core::ClassStats;
 
 /// `floor(1000 * bytes / (pages * page))`: utilization in tenths of a percent, truncated like
 /// the kernel's test module. 0 when no pages are held.
@@ -83,7 +83,7 @@ pub struct KernelTestLines {
 }
 
 impl KernelTestLines {
-    /// The module's five lines, as in the seed RFC.
+    /// The module's five lines, as the RFC prints them.
     pub fn lines(&self) -> Vec<String> {
         vec![
             format!(" zsmalloc_test: num write objects: {}", self.num_write_objects),
@@ -125,8 +125,73 @@ pub struct CorpusFacts {
     pub read_time_s: Option<f64>,
 }
 
-/// One class's row of a run: the core's row (debugfs `classes` plus layout facts), serialisable.
-pub type ClassRow = ClassStats;
+/// One class's row of a run: the core's [`ClassStats`] (debugfs `classes` plus layout facts),
+/// field for field and in the same order, as the lab serialises it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct ClassRow {
+    pub index: u32,
+    pub size: u32,
+    pub pages_per_zspage: u32,
+    pub objs_per_zspage: u32,
+    pub huge: bool,
+    /// Zspages per fullness group: 0 empty, 1..=10 by tenths of inuse ratio, 11 full.
+    pub fullness: [u64; 12],
+    pub obj_allocated: u64,
+    pub obj_used: u64,
+    pub pages_used: u64,
+    /// Pages compaction could free now (`zs_can_compact`).
+    pub freeable: u64,
+    /// Objects of a full zspage crossing a page boundary.
+    pub spanning_per_zspage: u32,
+    pub tail_waste: u32,
+    pub worst_merge_waste: u32,
+    /// Smallest and largest class index served by this class.
+    pub first_index: u32,
+    pub last_index: u32,
+    pub bytes_stored: u64,
+}
+
+impl From<&ClassStats> for ClassRow {
+    fn from(c: &ClassStats) -> Self {
+        // Destructured without `..`: a field the core adds must be given a column here.
+        let ClassStats {
+            index,
+            size,
+            pages_per_zspage,
+            objs_per_zspage,
+            huge,
+            fullness,
+            obj_allocated,
+            obj_used,
+            pages_used,
+            freeable,
+            spanning_per_zspage,
+            tail_waste,
+            worst_merge_waste,
+            first_index,
+            last_index,
+            bytes_stored,
+        } = *c;
+        ClassRow {
+            index,
+            size,
+            pages_per_zspage,
+            objs_per_zspage,
+            huge,
+            fullness,
+            obj_allocated,
+            obj_used,
+            pages_used,
+            freeable,
+            spanning_per_zspage,
+            tail_waste,
+            worst_merge_waste,
+            first_index,
+            last_index,
+            bytes_stored,
+        }
+    }
+}
 
 /// Everything one run of one workload on one configuration measured.
 #[derive(Debug, Clone, Serialize)]
@@ -210,7 +275,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_deltas_round_as_the_rfc_says() {
+    fn deltas_round_as_the_rfc_prints_them() {
         assert_eq!(delta_str(delta_tenths_u64(110377, 103256)), "-6.5%");
         assert_eq!(delta_str(delta_tenths_u64(278318624, 265378608)), "-4.6%");
         assert_eq!(delta_str(delta_tenths_u64(175111, 175920)), "+0.5%");

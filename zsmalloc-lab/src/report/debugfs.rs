@@ -1,7 +1,7 @@
 //! The kernel's debugfs `zsmalloc/<pool>/classes` table (6.x layout): one row per created
 //! class with zspages per fullness group (10%..99%, 100%), then a Total row.
 
-use crate::lab::result::RunResult;
+use crate::result::RunResult;
 
 pub fn table(r: &RunResult) -> String {
     let mut out = format!(

@@ -1,0 +1,120 @@
+//! The progress bar: on stderr, only when stderr is a terminal and a run lasts over a second.
+
+use std::io::IsTerminal;
+use std::time::{Duration, Instant};
+
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Whether progress bars may be drawn at all (stderr is a terminal).
+pub fn stderr_is_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Where a run's bar goes: nowhere, or a shared multi-bar (one line per configuration).
+#[derive(Clone, Default)]
+pub struct ProgressSink {
+    multi: Option<MultiProgress>,
+}
+
+impl ProgressSink {
+    /// Draws on stderr when it is a terminal; otherwise silent.
+    pub fn auto() -> Self {
+        if stderr_is_terminal() {
+            ProgressSink {
+                multi: Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+            }
+        } else {
+            ProgressSink::silent()
+        }
+    }
+
+    pub fn silent() -> Self {
+        ProgressSink { multi: None }
+    }
+
+    /// Whether bars may be drawn (so a run's length is worth estimating).
+    pub fn is_active(&self) -> bool {
+        self.multi.is_some()
+    }
+}
+
+/// One run's progress. Cheap to tick: the clock is read every few thousand operations.
+pub struct Progress {
+    multi: Option<MultiProgress>,
+    bar: Option<ProgressBar>,
+    label: String,
+    total: u64,
+    start: Instant,
+    next_check: u64,
+}
+
+const CHECK_EVERY: u64 = 4096;
+const SHOW_AFTER: Duration = Duration::from_secs(1);
+
+impl Progress {
+    pub fn new(sink: &ProgressSink, label: &str) -> Self {
+        Progress {
+            multi: sink.multi.clone(),
+            bar: None,
+            label: label.to_string(),
+            total: 0,
+            start: Instant::now(),
+            next_check: CHECK_EVERY,
+        }
+    }
+
+    /// Expected number of operations (0 = unknown: a spinner).
+    pub fn set_total(&mut self, total: u64) {
+        self.total = total;
+        if let Some(b) = &self.bar {
+            b.set_length(total);
+        }
+    }
+
+    #[inline]
+    pub fn tick(&mut self, done: u64) {
+        if self.multi.is_none() || done < self.next_check {
+            return;
+        }
+        self.next_check = done + CHECK_EVERY;
+        if self.bar.is_none() && self.start.elapsed() >= SHOW_AFTER {
+            self.show();
+        }
+        if let Some(b) = &self.bar {
+            b.set_position(done);
+        }
+    }
+
+    fn show(&mut self) {
+        let Some(multi) = &self.multi else { return };
+        let bar = if self.total > 0 {
+            let b = ProgressBar::new(self.total);
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix:>12} [{bar:30}] {percent:>3}% {pos}/{len} ops, {elapsed_precise}",
+            ) {
+                b.set_style(style.progress_chars("=> "));
+            }
+            b
+        } else {
+            ProgressBar::new_spinner()
+        };
+        bar.set_prefix(self.label.clone());
+        self.bar = Some(multi.add(bar));
+    }
+
+    /// Removes the bar, if one was drawn.
+    pub fn finish(&mut self) {
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
+            if let Some(m) = &self.multi {
+                m.remove(&b);
+            }
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
