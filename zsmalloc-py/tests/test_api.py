@@ -1,4 +1,4 @@
-"""The Python API of SPEC §7, used the way a notebook user would."""
+"""The Python API, used the way a notebook user would."""
 
 from __future__ import annotations
 
