@@ -34,7 +34,7 @@ pub struct Handles {
 }
 
 impl Handles {
-    pub(crate) fn pool_ref(&self) -> &Pool {
+    pub fn pool_ref(&self) -> &Pool {
         self.pool.get()
     }
 
@@ -42,7 +42,7 @@ impl Handles {
         self.pool.get().core()
     }
 
-    pub(crate) fn store_many(
+    pub fn store_many(
         pool_obj: &Bound<'_, Pool>,
         items: &Bound<'_, PyAny>,
         lengths: Option<&Bound<'_, PyAny>>,
@@ -176,7 +176,7 @@ impl Handles {
         Ok((words, lens.iter().map(|&l| l as u32).collect()))
     }
 
-    pub(crate) fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    pub fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let pool = self.core();
         read_into_new_bytes(
             py,
@@ -198,7 +198,7 @@ impl Handles {
         )
     }
 
-    pub(crate) fn read_all_into(&self, py: Python<'_>, out: &Exported) -> PyResult<usize> {
+    pub fn read_all_into(&self, py: Python<'_>, out: &Exported) -> PyResult<usize> {
         let total: usize = self.lens.iter().map(|&l| l as usize).sum();
         check_out(out, total)?;
         let base = out.as_mut_ptr() as usize;
@@ -225,7 +225,7 @@ impl Handles {
 
     /// Frees every live object; returns how many were freed. Keeps going past a refusal and
     /// raises the first one at the end.
-    pub(crate) fn free_all(&self, py: Python<'_>) -> PyResult<usize> {
+    pub fn free_all(&self, py: Python<'_>) -> PyResult<usize> {
         let pool = self.core();
         exclusive(py, &self.gate, true, || {
             let mut freed = 0;

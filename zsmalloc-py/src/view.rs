@@ -40,7 +40,7 @@ pub struct View {
 }
 
 impl View {
-    pub(crate) fn begin(handle: &Bound<'_, Handle>) -> PyResult<View> {
+    pub fn begin(handle: &Bound<'_, Handle>) -> PyResult<View> {
         let py = handle.py();
         let h = handle.get();
         if !h.live() {
