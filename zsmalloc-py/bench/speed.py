@@ -67,7 +67,7 @@ class CSide:
         self._dir = tempfile.TemporaryDirectory(prefix="zsmalloc-speed-")
         so = os.path.join(self._dir.name, "speed_c.so")
         subprocess.run(
-            [cc, "-O2", "-std=gnu11", "-shared", "-fPIC", f"-I{INCLUDE}",
+            [cc, "-O2", "-std=gnu11", "-Wall", "-Wextra", "-shared", "-fPIC", f"-I{INCLUDE}",
              str(HERE / "speed_c.c"), "-o", so],
             check=True,
         )
