@@ -63,13 +63,13 @@ impl Pool {
     /// Borrows the pool made by C at `address`; takes a share of its allocator, so the Python
     /// side stays valid even if C destroys its `struct zs_pool` first.
     pub fn borrow_c_pool(address: usize) -> PyResult<Self> {
-        if address == 0 || address % std::mem::align_of::<zs_pool>() != 0 {
+        let c_pool = address as *mut zs_pool;
+        if c_pool.is_null() || !c_pool.is_aligned() {
             return Err(Error::InvalidArgument(format!(
                 "{address:#x} is not a struct zs_pool pointer"
             )))
             .py();
         }
-        let c_pool = address as *mut zs_pool;
         // SAFETY: non-NULL and aligned; that it is a live pool of this library is `Pool.wrap`'s
         // documented contract (as for any C caller of the ABI).
         let pool = unsafe { zs_pool::get(c_pool) }.py()?.arc();

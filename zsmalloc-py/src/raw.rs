@@ -41,7 +41,8 @@ pub fn handle_word<'a>(address: usize) -> PyResult<&'a AtomicUsize> {
     if address == 0 {
         return Err(Error::InvalidArgument("handle address is NULL".into())).py();
     }
-    if address % std::mem::align_of::<AtomicUsize>() != 0 {
+    let word = address as *const AtomicUsize;
+    if !word.is_aligned() {
         return Err(Error::InvalidArgument(format!(
             "handle address {address:#x} is not 8-byte aligned"
         )))
@@ -49,5 +50,5 @@ pub fn handle_word<'a>(address: usize) -> PyResult<&'a AtomicUsize> {
     }
     // SAFETY: non-null and aligned; that it points to a live `struct zs_handle` is the caller's
     // promise (documented on `read_raw`), as for the C ABI.
-    Ok(unsafe { &*(address as *const AtomicUsize) })
+    Ok(unsafe { &*word })
 }
