@@ -14,7 +14,7 @@ import pytest
 
 import zsmalloc
 
-from conftest import bind, c_read, zs_pool_config, zs_pool_stats
+from conftest import c_read, zs_pool_config, zs_pool_stats
 
 C_ABI_FUNCTIONS = [
     "zs_pool_config_init", "zs_pool_config_from_env", "zs_create_pool",
@@ -175,20 +175,20 @@ def test_python_pool_address_is_stable_and_distinct(lib):
     assert a.read(h) == b"in a"
 
 
-def test_second_copy_of_the_library_would_be_detected():
-    """Guard for the one-instance test: a different library (the standalone libzsmalloc.so, if
-    it has been built) is a different copy, with different function addresses. Checked in a
-    child process so this process keeps a single copy mapped."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    other = os.path.join(root, "target", "release", "libzsmalloc.so")
-    if not os.path.exists(other):
-        pytest.skip("target/release/libzsmalloc.so not built")
+def test_second_copy_of_the_library_would_be_detected(tmp_path):
+    """Guard for the one-instance test: a second copy of the library (here the extension module
+    copied to another file) is a second allocator, with other function addresses, and shows in
+    the process's maps. Checked in a child process so this process keeps a single copy mapped."""
+    other = tmp_path / "second_copy.so"
+    shutil.copyfile(zsmalloc.library_path(), other)
     code = (
         "import ctypes, zsmalloc\n"
-        f"lib = ctypes.CDLL({other!r})\n"
+        f"lib = ctypes.CDLL({str(other)!r})\n"
         "ours = ctypes.CDLL(zsmalloc.library_path())\n"
         "address = lambda lib: ctypes.cast(lib.zs_store, ctypes.c_void_p).value\n"
-        "print(address(lib) != address(ours))\n"
+        "maps = [line.split()[-1] for line in open('/proc/self/maps') if '/' in line]\n"
+        "print(address(lib) != address(ours), len({m for m in maps if 'zsmalloc' in m or "
+        f"m == {str(other)!r}}}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == "True"
+    assert out.stdout.split() == ["True", "2"]
