@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The Python package's tests (issue: Python package): builds the extension from source into a
-# virtual environment and runs its pytest suite (API, errors, hypothesis model, threads, ctypes
-# same-pool round trips, the chain-policies notebook, the speed harness smoke test).
+# The Python package's tests: builds the extension from source into a virtual environment, checks
+# its type stubs against the built module (mypy's stubtest) and runs its pytest suite (API, errors,
+# hypothesis model, threads, ctypes same-pool round trips, the chain-policies notebook, the speed
+# harness smoke test).
 #
 #   scripts/test-python.sh            # venv in .venv-test/ (reused when present)
 #   ZSMALLOC_VENV=/tmp/v scripts/test-python.sh -k capi   # extra arguments go to pytest
@@ -31,6 +32,11 @@ rm -rf "$WHEELS"
 step "the C ABI is exported by the extension module itself"
 SO="$("$PY" -c 'import zsmalloc; print(zsmalloc.library_path())')"
 echo "$SO: $(nm -D --defined-only "$SO" | grep -c ' T zs_') zs_* functions"
+
+step "type stubs match the built module (stubtest)"
+# Run from target/ (outside the sources; mypy leaves its cache there) so that the installed
+# package, compiled module and stubs, is what is checked.
+(cd target && "$PY" -m mypy.stubtest zsmalloc --allowlist ../zsmalloc-py/stubtest-allowlist.txt)
 
 step "pytest"
 cd zsmalloc-py

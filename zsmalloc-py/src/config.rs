@@ -14,18 +14,36 @@ pub type PolicyError = Arc<Mutex<Option<PyErr>>>;
 
 /// Builds a `PoolConfig` from the keywords of `Pool(...)` / `class_table(...)`.
 ///
-/// `chain_policy` is a name (`classic`, `heuristic`, `fixed-N`) or a callable
-/// `f(class_size, page_size, max_chain) -> pages`; a callable's exception is kept in the returned
-/// slot and must be raised by the caller after the table is built ([`take_policy_error`]).
+/// `chain_policy` is a name (`classic`, `heuristic`, `fixed-N`; `None` is `classic`) or a
+/// callable `f(class_size, page_size, max_chain) -> pages`; a callable's exception is kept in the
+/// returned slot and must be raised by the caller after the table is built
+/// ([`take_policy_error`]).
 pub fn build(
     page_size: u32,
     chain_size: u32,
     class_delta: u32,
-    chain_policy: &Bound<'_, PyAny>,
+    chain_policy: Option<&Bound<'_, PyAny>>,
     read_mode: &str,
     mem_limit_pages: u64,
 ) -> PyResult<(PoolConfig, PolicyError)> {
     let failed: PolicyError = Arc::new(Mutex::new(None));
+    let policy = match chain_policy {
+        None => PoolConfig::default().chain_policy,
+        Some(p) => policy(p, &failed)?,
+    };
+    let config = PoolConfig {
+        page_size,
+        chain_size,
+        class_delta,
+        chain_policy: policy,
+        read_mode: ReadMode::parse(read_mode).py()?,
+        mem_limit_pages,
+    };
+    Ok((config, failed))
+}
+
+/// The chain policy named by, or calling, `chain_policy`.
+fn policy(chain_policy: &Bound<'_, PyAny>, failed: &PolicyError) -> PyResult<PolicyRef> {
     let policy = if let Ok(name) = chain_policy.extract::<String>() {
         PolicyRef::by_name(&name)
             .ok_or_else(|| zsmalloc_core::Error::Config {
@@ -70,15 +88,7 @@ pub fn build(
             "chain_policy must be a policy name or a callable(class_size, page_size, max_chain)",
         ));
     };
-    let config = PoolConfig {
-        page_size,
-        chain_size,
-        class_delta,
-        chain_policy: policy,
-        read_mode: ReadMode::parse(read_mode).py()?,
-        mem_limit_pages,
-    };
-    Ok((config, failed))
+    Ok(policy)
 }
 
 fn record(slot: &PolicyError, e: PyErr) {

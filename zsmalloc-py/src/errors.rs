@@ -54,7 +54,25 @@ pub fn zs_error(errno: i32, msg: impl Into<String>) -> PyErr {
     ZsError::new_err((errno, msg.into()))
 }
 
-/// `BufferError` (a view's buffer is still exported).
+/// `BufferError` (a view's buffer is still exported, or the view is closed).
 pub fn buffer_error(msg: impl Into<String>) -> PyErr {
     PyBufferError::new_err(msg.into())
+}
+
+/// The `ZsError` of a handle whose object was freed.
+pub fn freed_error() -> PyErr {
+    zs_error(Error::InvalidHandle("").errno(), "invalid handle: its object was freed")
+}
+
+/// The `ZsError` of a handle given to a pool it does not belong to.
+pub fn other_pool_error() -> PyErr {
+    zs_error(Error::InvalidHandle("").errno(), "invalid handle: handle belongs to another pool")
+}
+
+/// The `ZsError` of a free or write refused while a view of the object is open.
+pub fn busy_error() -> PyErr {
+    zs_error(
+        Error::Busy.errno(),
+        "object is being read: a view of it is open (leave its `with` block first)",
+    )
 }

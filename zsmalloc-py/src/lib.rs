@@ -1,11 +1,16 @@
 //! Python binding over zsmalloc-core (`zsmalloc._zsmalloc`, wrapped by the pure-Python package
 //! `zsmalloc`). Translation only: every allocator decision is the core's.
 //!
-//! - [`pool`]: `Pool` (keyword configuration, stores, reads, statistics, compaction);
-//! - [`handle`]: `Handle`, the packed `Handles` array and `View` read sections;
-//! - [`raw`]: handle words by address and pools by address (same pools as the C ABI);
-//! - [`config`], [`errors`], [`buffers`]: keywords and dicts, exceptions, bytes-like arguments;
-//! - [`bench`]: the pure-Rust side of the Python-vs-Rust speed harness.
+//! Modules, bottom up (each uses only those above it):
+//!
+//! - [`errors`], [`buffers`]: exceptions; bytes-like arguments and new `bytes`;
+//! - [`config`]: keywords to a `PoolConfig`, statistics and class tables as dicts;
+//! - [`raw`]: handle words at addresses (the core's raw layer);
+//! - [`gate`]: the per-object gate and when calls release the GIL;
+//! - [`pool`]: the `Pool` object's data (a share of the core pool, its `struct zs_pool *`);
+//! - [`bulk`]: the chunked loops of the bulk calls;
+//! - [`handle`], [`handles`], [`view`]: `Handle`, the packed `Handles` array, `View` sections;
+//! - [`pool_api`]: `Pool`'s Python methods, which hand out the three above.
 
 // pyo3 0.22's #[pymethods] expansion converts `PyErr` into itself for every fallible method,
 // which newer clippy flags at each method (fixed in pyo3 0.23).
@@ -15,13 +20,17 @@
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-mod bench;
 mod buffers;
+mod bulk;
 mod config;
 mod errors;
+mod gate;
 mod handle;
+mod handles;
 mod pool;
+mod pool_api;
 mod raw;
+mod view;
 
 // The C ABI (`zs_create_pool`, `zs_store`, ...) exported by this very module, so that ctypes/cffi
 // bind to the allocator instance Python uses (`zsmalloc.library_path()`).
@@ -30,7 +39,9 @@ zsmalloc::export_c_abi!();
 /// The class table of a configuration (same keywords as `Pool`): one dict per created class.
 #[pyfunction]
 #[pyo3(signature = (*, page_size = 4096, chain_size = 8, class_delta = 0, chain_policy = None,
-    read_mode = "copy", mem_limit_pages = 0))]
+    read_mode = "copy", mem_limit_pages = 0),
+    text_signature = "(*, page_size=4096, chain_size=8, class_delta=0, chain_policy='classic', \
+        read_mode='copy', mem_limit_pages=0)")]
 fn class_table<'py>(
     py: Python<'py>,
     page_size: u32,
@@ -41,41 +52,27 @@ fn class_table<'py>(
     mem_limit_pages: u64,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;
-    let classic = pyo3::types::PyString::new_bound(py, "classic");
-    let policy = chain_policy.unwrap_or(classic.as_any());
-    let (cfg, failed) =
-        config::build(page_size, chain_size, class_delta, policy, read_mode, mem_limit_pages)?;
+    let (cfg, failed) = config::build(
+        page_size,
+        chain_size,
+        class_delta,
+        chain_policy,
+        read_mode,
+        mem_limit_pages,
+    )?;
     let table = zsmalloc_core::ClassTable::new(&cfg).py();
     config::take_policy_error(&failed)?;
     config::class_table_rows(py, &table?)
-}
-
-/// Addresses of a few exported C ABI functions as this module sees them, so tests can prove
-/// that `ctypes.CDLL(zsmalloc.library_path())` binds to this very copy of the allocator.
-#[pyfunction]
-fn _c_abi_symbols() -> std::collections::HashMap<&'static str, usize> {
-    use __zsmalloc_c_abi as c;
-    [
-        ("zs_create_pool", c::zs_create_pool as *const () as usize),
-        ("zs_store", c::zs_store as *const () as usize),
-        ("zs_obj_read_begin", c::zs_obj_read_begin as *const () as usize),
-        ("zs_free", c::zs_free as *const () as usize),
-        ("zs_version", c::zs_version as *const () as usize),
-    ]
-    .into_iter()
-    .collect()
 }
 
 #[pymodule]
 fn _zsmalloc(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pool::Pool>()?;
     m.add_class::<handle::Handle>()?;
-    m.add_class::<handle::Handles>()?;
-    m.add_class::<handle::View>()?;
+    m.add_class::<handles::Handles>()?;
+    m.add_class::<view::View>()?;
     m.add("ZsError", m.py().get_type_bound::<errors::ZsError>())?;
     m.add_function(wrap_pyfunction!(class_table, m)?)?;
-    m.add_function(wrap_pyfunction!(bench::rust_bench, m)?)?;
-    m.add_function(wrap_pyfunction!(_c_abi_symbols, m)?)?;
     m.add("HANDLE_SIZE", zsmalloc_core::HANDLE_SIZE)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

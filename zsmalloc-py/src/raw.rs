@@ -1,4 +1,4 @@
-//! The raw layer: handle words at addresses, object copies, and pools by address.
+//! Handle words at addresses: the core's raw layer as the binding uses it.
 //!
 //! Every Python handle is a `struct zs_handle` (one atomic machine word at a stable heap
 //! address) given to the core's raw layer, so C code can use it directly (`Handle.address`,
@@ -10,8 +10,6 @@ use pyo3::prelude::*;
 use zsmalloc_core::{Error, Pool as CorePool, Result};
 
 use crate::errors::PyRes;
-use crate::pool::{Hold, Pool};
-use zsmalloc::zs_pool;
 
 /// Copies the object of `word` (`len` bytes, checked against the stored length) to `dst` in one
 /// read section (the core's `read_into_raw`: one lookup, one copy), so statistics count it as the
@@ -26,8 +24,10 @@ pub unsafe fn copy_object(
     len: usize,
     dst: *mut u8,
 ) -> Result<()> {
-    let out = std::slice::from_raw_parts_mut(dst, len);
-    let stored = pool.read_into_raw(word, out)?;
+    // SAFETY: `dst` is writable for `len` bytes (the caller's promise).
+    let out = unsafe { std::slice::from_raw_parts_mut(dst, len) };
+    // SAFETY: `word` stays at its address for the call (the caller's promise).
+    let stored = unsafe { pool.read_into_raw(word, out) }?;
     if stored != len {
         return Err(Error::InvalidArgument(format!(
             "read length {len} differs from the stored length {stored}"
@@ -41,7 +41,8 @@ pub fn handle_word<'a>(address: usize) -> PyResult<&'a AtomicUsize> {
     if address == 0 {
         return Err(Error::InvalidArgument("handle address is NULL".into())).py();
     }
-    if address % std::mem::align_of::<AtomicUsize>() != 0 {
+    let word = address as *const AtomicUsize;
+    if !word.is_aligned() {
         return Err(Error::InvalidArgument(format!(
             "handle address {address:#x} is not 8-byte aligned"
         )))
@@ -49,24 +50,5 @@ pub fn handle_word<'a>(address: usize) -> PyResult<&'a AtomicUsize> {
     }
     // SAFETY: non-null and aligned; that it points to a live `struct zs_handle` is the caller's
     // promise (documented on `read_raw`), as for the C ABI.
-    Ok(unsafe { &*(address as *const AtomicUsize) })
-}
-
-/// The `struct zs_pool *` of a pool.
-pub fn pool_address(pool: &Pool) -> usize {
-    pool.hold.c_pool() as usize
-}
-
-/// A Python pool borrowing the C pool at `address`.
-pub fn wrap_pool(address: usize) -> PyResult<Pool> {
-    if address == 0 || address % std::mem::align_of::<zs_pool>() != 0 {
-        return Err(Error::InvalidArgument(format!(
-            "{address:#x} is not a struct zs_pool pointer"
-        )))
-        .py();
-    }
-    // SAFETY: non-NULL and aligned; that it is a live pool of this library is `Pool.wrap`'s
-    // documented contract (as for any C caller of the ABI).
-    let hold = unsafe { Hold::borrow(address as *mut zs_pool) }.py()?;
-    Ok(Pool { hold })
+    Ok(unsafe { &*word })
 }

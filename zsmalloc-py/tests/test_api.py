@@ -1,9 +1,10 @@
-"""The Python API of SPEC §7, used the way a notebook user would."""
+"""The Python API, used the way a notebook user would."""
 
 from __future__ import annotations
 
 import array
 import gc
+import inspect
 
 import pytest
 
@@ -127,6 +128,16 @@ def test_defaults_are_mainline():
         "read_mode": "copy",
         "mem_limit_pages": 0,
     }
+
+
+@pytest.mark.parametrize("function", [zsmalloc.Pool, zsmalloc.class_table])
+def test_help_shows_the_defaults_a_pool_gets(function):
+    params = inspect.signature(function).parameters
+    shown = {k: p.default for k, p in params.items() if k != "name"}
+    assert shown == {**zsmalloc.Pool().config, "class_delta": 0}  # 0: page_size >> 8
+    assert zsmalloc.Pool(**shown).config == zsmalloc.Pool().config
+    if function is zsmalloc.Pool:
+        assert params["name"].default == "pool" == zsmalloc.Pool().name
 
 
 def test_fixed_and_callable_chain_policies():

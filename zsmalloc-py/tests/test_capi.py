@@ -13,11 +13,10 @@ import sys
 import pytest
 
 import zsmalloc
-from zsmalloc import _zsmalloc
 
-from conftest import bind, c_read, zs_pool_config, zs_pool_stats
+from conftest import c_read, zs_pool_config, zs_pool_stats
 
-SPEC_FUNCTIONS = [
+C_ABI_FUNCTIONS = [
     "zs_pool_config_init", "zs_pool_config_from_env", "zs_create_pool",
     "zs_create_pool_with_config", "zs_destroy_pool", "zs_store", "zs_malloc", "zs_obj_write",
     "zs_free", "zs_handle_move", "zs_obj_read_begin", "zs_obj_read_end", "zs_obj_read_sg_begin",
@@ -25,29 +24,52 @@ SPEC_FUNCTIONS = [
     "zs_compact", "zs_pool_stats", "zs_class_stats", "zs_last_error", "zs_strerror", "zs_version",
 ]
 
+needs_nm = pytest.mark.skipif(shutil.which("nm") is None, reason="binutils' nm is not installed")
 
-@pytest.mark.skipif(shutil.which("nm") is None, reason="binutils' nm is not installed")
-def test_extension_module_exports_the_c_abi():
+
+def exported_functions(path: str) -> dict[str, int]:
+    """The functions a shared library exports, with their offsets in it (``nm -D``)."""
     out = subprocess.run(
-        ["nm", "-D", "--defined-only", zsmalloc.library_path()],
-        check=True, capture_output=True, text=True,
+        ["nm", "-D", "--defined-only", path], check=True, capture_output=True, text=True
     ).stdout
-    exported = {line.split()[-1] for line in out.splitlines() if " T " in line}
-    missing = [f for f in SPEC_FUNCTIONS if f not in exported]
+    rows = (line.split() for line in out.splitlines())
+    return {r[2]: int(r[0], 16) for r in rows if len(r) == 3 and r[1] == "T"}
+
+
+def mapped_at(path: str) -> list[int]:
+    """Where this process maps the start of the file ``path`` (one address per loaded copy)."""
+    real = os.path.realpath(path)
+    with open("/proc/self/maps") as maps:
+        rows = [line.split() for line in maps]
+    return [
+        int(r[0].split("-")[0], 16) for r in rows if len(r) == 6 and r[5] == real and int(r[2], 16) == 0
+    ]
+
+
+def address_of(lib: ctypes.CDLL, name: str) -> int:
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
+
+
+@needs_nm
+def test_extension_module_exports_the_c_abi():
+    exported = exported_functions(zsmalloc.library_path())
+    missing = [f for f in C_ABI_FUNCTIONS if f not in exported]
     assert not missing, f"not exported by the extension module: {missing}"
     assert "PyInit__zsmalloc" in exported
 
 
+@needs_nm
 def test_ctypes_binds_to_the_loaded_copy(lib):
-    # The functions ctypes finds are the very ones compiled into the imported module ...
-    inside = _zsmalloc._c_abi_symbols()
-    for name, address in inside.items():
-        assert ctypes.cast(getattr(lib, name), ctypes.c_void_p).value == address, name
-    # ... and the process maps that one file once, and no other zsmalloc library.
-    maps = open("/proc/self/maps").read().splitlines()
-    real = os.path.realpath(zsmalloc.library_path())
-    files = {line.split()[-1] for line in maps if "zsmalloc" in line and "/" in line}
-    assert files == {real}, files
+    # The process maps the imported extension module once, and no other zsmalloc library ...
+    path = zsmalloc.library_path()
+    (base,) = mapped_at(path)
+    with open("/proc/self/maps") as maps:
+        files = {line.split()[-1] for line in maps if "zsmalloc" in line and "/" in line}
+    assert files == {os.path.realpath(path)}, files
+    # ... and the functions ctypes finds are that copy's: its base plus each symbol's offset.
+    offsets = exported_functions(path)
+    for name in ["zs_create_pool", "zs_store", "zs_obj_read_begin", "zs_free", "zs_version"]:
+        assert address_of(lib, name) == base + offsets[name], name
 
 
 def test_python_pool_used_from_c(lib, pool):
@@ -153,19 +175,20 @@ def test_python_pool_address_is_stable_and_distinct(lib):
     assert a.read(h) == b"in a"
 
 
-def test_second_copy_of_the_library_would_be_detected():
-    """Guard for the one-instance test: a different library (the standalone libzsmalloc.so, if
-    it has been built) is a different copy, with different function addresses. Checked in a
-    child process so this process keeps a single copy mapped."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    other = os.path.join(root, "target", "release", "libzsmalloc.so")
-    if not os.path.exists(other):
-        pytest.skip("target/release/libzsmalloc.so not built")
+def test_second_copy_of_the_library_would_be_detected(tmp_path):
+    """Guard for the one-instance test: a second copy of the library (here the extension module
+    copied to another file) is a second allocator, with other function addresses, and shows in
+    the process's maps. Checked in a child process so this process keeps a single copy mapped."""
+    other = tmp_path / "second_copy.so"
+    shutil.copyfile(zsmalloc.library_path(), other)
     code = (
-        "import ctypes, zsmalloc; from zsmalloc import _zsmalloc\n"
-        f"lib = ctypes.CDLL({other!r})\n"
-        "ours = _zsmalloc._c_abi_symbols()['zs_store']\n"
-        "print(ctypes.cast(lib.zs_store, ctypes.c_void_p).value != ours)\n"
+        "import ctypes, zsmalloc\n"
+        f"lib = ctypes.CDLL({str(other)!r})\n"
+        "ours = ctypes.CDLL(zsmalloc.library_path())\n"
+        "address = lambda lib: ctypes.cast(lib.zs_store, ctypes.c_void_p).value\n"
+        "maps = [line.split()[-1] for line in open('/proc/self/maps') if '/' in line]\n"
+        "print(address(lib) != address(ours), len({m for m in maps if 'zsmalloc' in m or "
+        f"m == {str(other)!r}}}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
-    assert out.stdout.strip() == "True"
+    assert out.stdout.split() == ["True", "2"]

@@ -2,16 +2,27 @@
 
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Literal, TypedDict, final, overload
+from typing import TypedDict, final, overload
 
 from typing_extensions import Buffer
+
+__all__ = [
+    "Pool",
+    "Handle",
+    "Handles",
+    "View",
+    "ZsError",
+    "class_table",
+    "HANDLE_SIZE",
+    "__version__",
+]
 
 HANDLE_SIZE: int
 __version__: str
 
-ChainPolicy = str | Callable[[int, int, int], int]
+_ChainPolicy = str | Callable[[int, int, int], int]
 
-class PoolConfigDict(TypedDict):
+class _PoolConfigDict(TypedDict):
     page_size: int
     chain_size: int
     class_delta: int
@@ -19,7 +30,7 @@ class PoolConfigDict(TypedDict):
     read_mode: str
     mem_limit_pages: int
 
-class PoolStatsDict(TypedDict):
+class _PoolStatsDict(TypedDict):
     pages_compacted: int
     pages_allocated: int
     pages_peak: int
@@ -33,7 +44,7 @@ class PoolStatsDict(TypedDict):
     writes_spanning: int
     objs_moved: int
 
-class ClassStatsDict(TypedDict):
+class _ClassStatsDict(TypedDict):
     index: int
     size: int
     pages_per_zspage: int
@@ -51,7 +62,7 @@ class ClassStatsDict(TypedDict):
     last_index: int
     bytes_stored: int
 
-class ClassTableRow(TypedDict):
+class _ClassTableRow(TypedDict):
     index: int
     size: int
     pages_per_zspage: int
@@ -79,8 +90,8 @@ class Pool:
         page_size: int = 4096,
         chain_size: int = 8,
         class_delta: int = 0,
-        chain_policy: ChainPolicy | None = None,  # None: "classic"
-        read_mode: Literal["copy"] | str = "copy",
+        chain_policy: _ChainPolicy = "classic",
+        read_mode: str = "copy",
         mem_limit_pages: int = 0,
     ) -> Pool: ...
     @classmethod
@@ -94,7 +105,7 @@ class Pool:
     @property
     def name(self) -> str: ...
     @property
-    def config(self) -> PoolConfigDict: ...
+    def config(self) -> _PoolConfigDict: ...
     @property
     def page_size(self) -> int: ...
     @property
@@ -110,9 +121,9 @@ class Pool:
     def view(self, handle: Handle) -> View: ...
     def free(self, handle: Handle | Handles) -> None: ...
     def compact(self) -> int: ...
-    def stats(self) -> PoolStatsDict: ...
-    def class_stats(self) -> list[ClassStatsDict]: ...
-    def class_table(self) -> list[ClassTableRow]: ...
+    def stats(self) -> _PoolStatsDict: ...
+    def class_stats(self) -> list[_ClassStatsDict]: ...
+    def class_table(self) -> list[_ClassTableRow]: ...
     def store_many(
         self, items: Iterable[Buffer] | Buffer, lengths: Iterable[int] | None = None
     ) -> Handles: ...
@@ -183,11 +194,7 @@ def class_table(
     page_size: int = 4096,
     chain_size: int = 8,
     class_delta: int = 0,
-    chain_policy: ChainPolicy | None = None,  # None: "classic"
+    chain_policy: _ChainPolicy = "classic",
     read_mode: str = "copy",
     mem_limit_pages: int = 0,
-) -> list[ClassTableRow]: ...
-def rust_bench(
-    data: Buffer, lengths: list[int], repeats: int = 5, ops: list[str] | None = None
-) -> dict[str, float]: ...
-def _c_abi_symbols() -> dict[str, int]: ...
+) -> list[_ClassTableRow]: ...

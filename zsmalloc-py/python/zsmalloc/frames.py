@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from . import _zsmalloc
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pandas as pd  # type: ignore[import-untyped]
+    import pandas as _pd  # type: ignore[import-untyped]
 
     from ._zsmalloc import Pool
 
@@ -34,7 +34,7 @@ def require_pandas() -> Any:
     return pandas
 
 
-def _with_layout_columns(df: "pd.DataFrame", page_size: int) -> "pd.DataFrame":
+def _with_layout_columns(df: "_pd.DataFrame", page_size: int) -> "_pd.DataFrame":
     """Adds derived per-class columns: zspage bytes and waste as a percentage of them."""
     if len(df):
         df["zspage_bytes"] = df["pages_per_zspage"] * page_size
@@ -42,7 +42,7 @@ def _with_layout_columns(df: "pd.DataFrame", page_size: int) -> "pd.DataFrame":
     return df
 
 
-def class_stats(pool: "Pool") -> "pd.DataFrame":
+def class_stats(pool: "Pool") -> "_pd.DataFrame":
     """``pool.class_stats()`` as a DataFrame indexed by class index, with the 12 fullness
     groups as columns ``fullness_0 .. fullness_11`` and ``tail_waste_pct`` added."""
     pd = require_pandas()
@@ -58,7 +58,7 @@ def class_stats(pool: "Pool") -> "pd.DataFrame":
     return _with_layout_columns(df, pool.page_size)
 
 
-def class_table(*, by_index: bool = False, **config: Any) -> "pd.DataFrame":
+def class_table(*, by_index: bool = False, **config: Any) -> "_pd.DataFrame":
     """``zsmalloc.class_table(**config)`` as a DataFrame indexed by class index.
 
     With ``by_index=True`` there is one row per class *index* (merged indices included), each
@@ -83,7 +83,7 @@ def class_table(*, by_index: bool = False, **config: Any) -> "pd.DataFrame":
     return _with_layout_columns(df, page)
 
 
-def stats(pools: "Pool | Mapping[str, Pool]") -> "pd.DataFrame":
+def stats(pools: "Pool | Mapping[str, Pool]") -> "_pd.DataFrame":
     """``pool.stats()`` as a one-row DataFrame, or one row per named pool."""
     pd = require_pandas()
     if isinstance(pools, Mapping):
@@ -94,7 +94,7 @@ def stats(pools: "Pool | Mapping[str, Pool]") -> "pd.DataFrame":
 def results(
     runs: "Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any]]",
     base: str | None = None,
-) -> "pd.DataFrame":
+) -> "_pd.DataFrame":
     """Result dicts (e.g. of :func:`zsmalloc.kernel_test`) as rows of a DataFrame.
 
     ``runs`` maps a label to a result, or is a list of results (labelled 0, 1, ...). With
