@@ -14,7 +14,7 @@
 //!
 //! Run: `scripts/test-loom.sh`.
 
-#![cfg(feature = "loom")]
+#![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -9,7 +9,7 @@
 //! Run: `LOOM_MAX_PREEMPTIONS=3 cargo test -p zsmalloc-core --release --no-default-features
 //! --features loom --test loom_protocol` (scripts/test-loom.sh).
 
-#![cfg(feature = "loom")]
+#![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
