@@ -20,9 +20,10 @@
 //!
 //! Invariants (the Dekker pairing, checked by `tests/loom_headers.rs`):
 //! - A reader's announce is a `SeqCst` swap before its `SeqCst` load of the header; a writer's
-//!   claim is a `SeqCst` CAS before its `SeqCst` loads of `tid::owned_high` and the slots. In the single
-//!   order of those operations, either the reader's load follows the claim (it sees the claim
-//!   and backs off) or the writer's scan follows the announce (it sees the reader and undoes).
+//!   claim is a `SeqCst` CAS before its `SeqCst` loads of `tid::owned_high` and the slots. In the
+//!   single order of those operations, either the reader's load follows the claim (it sees the
+//!   claim and backs off) or the writer's scan follows the announce (it sees the reader and
+//!   undoes).
 //! - `tid::owned_high` covers every slot ever announced in: a thread raises it when it gets its
 //!   index, before its first announce, and it never falls.
 //! - Only a slot's thread fills it, and only when it is empty; any thread may empty it (a

@@ -22,10 +22,10 @@
 //! released in that window) faults a zero page back in, since even a failing `lock cmpxchg`
 //! writes; the page stays resident, outside `total_pages`, until its role reuses it.
 //!
-//! Room for the other read modes (`map`, `contiguous`): pages are named by number, never by address, so
-//! `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and `map` only needs
-//! the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be mapped side by
-//! side into a per-thread window. Neither changes a zspage or the pool.
+//! Room for the other read modes (`map`, `contiguous`): pages are named by number, never by
+//! address, so `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and
+//! `map` only needs the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be
+//! mapped side by side into a per-thread window. Neither changes a zspage or the pool.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};

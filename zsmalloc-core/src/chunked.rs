@@ -1,14 +1,14 @@
 //! An append-only table of address-stable entries, grown in fixed chunks.
 //!
-//! Used for zspage metadata, page roles and the safe layer's handle words: entries never move (readers hold
-//! references without locks) and a lookup is one acquire load of the chunk pointer plus an index.
-//! Chunks are allocated when the first entry in them is taken, so memory follows the high-water mark
-//! in chunk steps.
+//! Used for zspage metadata, page roles and the safe layer's handle words: entries never move
+//! (readers hold references without locks) and a lookup is one acquire load of the chunk pointer
+//! plus an index. Chunks are allocated when the first entry in them is taken, so memory follows the
+//! high-water mark in chunk steps.
 //!
 //! Invariant: a chunk pointer is null or points at `CHUNK` initialised `T`s leaked from a
-//! `Box<[T]>` by `get_or_alloc`; it is set once (compare-and-swap from null) and freed only by `Drop`,
-//! which `&self` borrows exclude. So a non-null pointer read with Acquire names live entries for as
-//! long as `&self` lives.
+//! `Box<[T]>` by `get_or_alloc`; it is set once (compare-and-swap from null) and freed only by
+//! `Drop`, which `&self` borrows exclude. So a non-null pointer read with Acquire names live
+//! entries for as long as `&self` lives.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};

@@ -105,9 +105,9 @@ impl Pool {
         }
     }
 
-    /// Bookkeeping once object `obj` of the zspage at table entry `entry` is free (its header word already links
-    /// the freelist): counters, fullness group, release of an emptied zspage. Caller holds the
-    /// class lock.
+    /// Bookkeeping once object `obj` of the zspage at table entry `entry` is free (its header word
+    /// already links the freelist): counters, fullness group, release of an emptied zspage. Caller
+    /// holds the class lock.
     pub(crate) fn object_freed(
         &self,
         st: &mut ClassState,

@@ -10,13 +10,13 @@
 //! +----------------+-----------------------------+---------+---+
 //! ```
 //!
-//! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above
-//! it, as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47
-//! (checked when an object is stored). Most readers announce themselves in their thread's announce slot
+//! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above it,
+//! as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47 (checked
+//! when an object is stored). Most readers announce themselves in their thread's announce slot
 //! instead (`announce.rs`) and only load this word; the reader bits count the others (a thread's
-//! second open section, threads without an announce slot, huge objects). At most `MAX_READERS` counted
-//! sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7) is
-//! not readers: compaction, a free or a handle move has claimed the object, and readers back off
+//! second open section, threads without an announce slot, huge objects). At most `MAX_READERS`
+//! counted sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7)
+//! is not readers: compaction, a free or a handle move has claimed the object, and readers back off
 //! until the claim is undone or the handle word names the copy.
 
 use crate::announce::{self, AnnounceWord};
@@ -217,9 +217,10 @@ pub fn try_begin_read(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> 
         .map(|_| len)
 }
 
-/// The announced reader's check, after `announce::announce` named `h` in its announce slot: the object is
-/// `addr`'s, not claimed and (when `want` is given) `want` bytes long. Returns its length; `None`
-/// means the reader must retract its announce (and take `begin_read`, which says why).
+/// The announced reader's check, after `announce::announce` named `h` in its announce slot: the
+/// object is `addr`'s, not claimed and (when `want` is given) `want` bytes long. Returns its
+/// length; `None` means the reader must retract its announce (and take `begin_read`, which says
+/// why).
 #[inline(always)]
 pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> Option<usize> {
     let cur = h.load(Ordering::SeqCst);
@@ -231,10 +232,10 @@ pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) ->
     want.map_or(true, |w| w == len).then_some(len)
 }
 
-/// The announced reader's registration on header word `h` by the handle at `addr`: announces
-/// it in the reader's announce `slot` (`announce::announce`), then checks it (`check_announced`), and
-/// retracts the announce if the check fails. Returns the object's length; `None` registers
-/// nothing: the announce slot was in use (the caller counts itself in the header instead) or the header
+/// The announced reader's registration on header word `h` by the handle at `addr`: announces it in
+/// the reader's announce `slot` (`announce::announce`), then checks it (`check_announced`), and
+/// retracts the announce if the check fails. Returns the object's length; `None` registers nothing:
+/// the announce slot was in use (the caller counts itself in the header instead) or the header
 /// refused (`begin_read` says why).
 #[inline(always)]
 pub fn begin_announced(

@@ -24,8 +24,8 @@
 //!   class lock: the object is reachable only once complete, and nothing can move it meanwhile.
 //! - Compaction rewrites each moved object's handle word (Release) before it frees the old place,
 //!   and drops the claims of the objects it left before unlocking the source.
-//! - Every owner address in a header is a live handle word: the safe layer's slots live as long
-//!   as the pool; raw-layer callers promise it (see `store_raw`). Compaction relies on this.
+//! - Every owner address in a header is a live handle word: the safe layer's handle slots live as
+//!   long as the pool; raw-layer callers promise it (see `store_raw`). Compaction relies on this.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 

@@ -18,7 +18,7 @@ pub struct PoolStats {
     pub pages_peak: u64,
     /// Released pages kept resident for reuse (not counted in `pages_allocated`).
     pub pages_cached: u64,
-    /// Object slots in existing zspages.
+    /// Objects, live or free, that existing zspages hold room for.
     pub objs_allocated: u64,
     /// Live objects.
     pub objs_inuse: u64,

@@ -1,7 +1,7 @@
 //! Zspages: chains of pages holding objects of one class, and the table that names them.
 //!
-//! A zspage's metadata lives in an address-stable table entry (its *zspage entry*, which handle words name) so that readers reach it from a
-//! handle word without locks. Field ownership:
+//! A zspage's metadata lives in an address-stable table entry (its *zspage entry*, which handle
+//! words name) so that readers reach it from a handle word without locks. Field ownership:
 //! - `pin`: atomic protocol of `pin.rs` (huge objects' readers, migration, release).
 //! - `state` (generation, live bit) and `class_pos`: written under the owning class's lock
 //!   (creation, release); read by anyone to validate a handle.
@@ -180,7 +180,8 @@ impl Zspage {
     }
 }
 
-/// Address-stable zspage metadata entries (4096 per chunk, 2^24 in all), reused through a free list.
+/// Address-stable zspage metadata entries (4096 per chunk, 2^24 in all), reused through a free
+/// list.
 pub struct ZspageTable {
     entries: ChunkedTable<Zspage, 12, 4096>,
     free: Mutex<Vec<u32>>,

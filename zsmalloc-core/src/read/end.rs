@@ -31,9 +31,9 @@ impl Pool {
         }
         // SAFETY: `at` lies in this pool's mapping, which outlives `self`, and this thread
         // announced it (only the slot's thread fills it), so it is an object start that
-        // `announce_in_place` or `pin_fast_at` checked by its page's role (`place`), which never changes:
-        // a header word, only ever accessed atomically. If another thread ended the section
-        // meanwhile (the contract allows it), the object may be gone: then the owner check
+        // `announce_in_place` or `pin_fast_at` checked by its page's role (`place`), which never
+        // changes: a header word, only ever accessed atomically. If another thread ended the
+        // section meanwhile (the contract allows it), the object may be gone: then the owner check
         // below fails or the slot is already empty, and the store changes nothing of another
         // section.
         let cur = unsafe { &*(at as *const AtomicU64) }.load(Ordering::Acquire);
@@ -115,8 +115,8 @@ pub(crate) fn end_registration(hw: &AtomicU64, addr: usize) -> Result<()> {
     end_counted_or_announced(hw, addr).map_err(end_refusal)
 }
 
-/// Ends one section on the object owned by `addr` at header `hw`, begun by any thread: a
-/// counted one, else one announced in some thread's announce slot (the contract lets any thread end a
+/// Ends one section on the object owned by `addr` at header `hw`, begun by any thread: a counted
+/// one, else one announced in some thread's announce slot (the contract lets any thread end a
 /// section, and sections of one handle are alike).
 pub(crate) fn end_counted_or_announced(
     hw: &AtomicU64,

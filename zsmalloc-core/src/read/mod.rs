@@ -211,9 +211,9 @@ mod tests {
     use crate::tid::Tid;
     use crate::{Pool, PoolConfig};
 
-    /// A read section announces itself in this thread's announce slot; one left open when its pool goes
-    /// away (a broken contract) is retracted with the mapping, so it cannot make a header at the
-    /// same address in a later pool look read forever.
+    /// A read section announces itself in this thread's announce slot; one left open when its pool
+    /// goes away (a broken contract) is retracted with the mapping, so it cannot make a header at
+    /// the same address in a later pool look read forever.
     #[test]
     fn announces_are_retracted_with_their_pool() {
         let mine = || Tid::current().owned_index().map(announce::slot_of).expect("owned");

@@ -116,14 +116,14 @@ impl Pool {
         }
     }
 
-    /// The common read: a non-huge object of `len` bytes in one page, found by handle word
-    /// `word` of `h` (loaded, or the safe layer's hint), whose page's role makes `word`'s place
-    /// an object start (`place::<START>`), announced in this thread's empty announce slot and
-    /// checked in its header (`header::check_announced`: `h`'s, allocated, not claimed, `len`
-    /// bytes). Sound whatever `word` is: only `h`'s one live object passes the header check,
-    /// and the announce then keeps it there until the section ends. `None` changes nothing
-    /// (no announce slot, announce slot in use, huge, spanning or anything wrong): the general path counts the
-    /// reader or says what is wrong.
+    /// The common read: a non-huge object of `len` bytes in one page, found by handle word `word`
+    /// of `h` (loaded, or the safe layer's hint), whose page's role makes `word`'s place an object
+    /// start (`place::<START>`), announced in this thread's empty announce slot and checked in its
+    /// header (`header::check_announced`: `h`'s, allocated, not claimed, `len` bytes). Sound
+    /// whatever `word` is: only `h`'s one live object passes the header check, and the announce
+    /// then keeps it there until the section ends. `None` changes nothing (no announce slot,
+    /// announce slot in use, huge, spanning or anything wrong): the general path counts the reader
+    /// or says what is wrong.
     #[inline(always)]
     pub(crate) fn announce_in_place(
         &self,
@@ -148,9 +148,9 @@ impl Pool {
         Some(Registration::on(hw, addr, Some(slot)))
     }
 
-    /// `pin_object`'s common case, with every check of `place::<ROLE>` and `header::begin_read`
-    /// but none of their errors: a non-huge object that does not cross a page, announced (or
-    /// counted) in one attempt. `None` sends the caller to `pin_slow`, which repeats the checks and says
+    /// `pin_object`'s common case, with every check of `place::<ROLE>` and `header::begin_read` but
+    /// none of their errors: a non-huge object that does not cross a page, announced (or counted)
+    /// in one attempt. `None` sends the caller to `pin_slow`, which repeats the checks and says
     /// what failed.
     #[inline(always)]
     pub(crate) fn pin_fast(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Option<Pinned<'_>> {
