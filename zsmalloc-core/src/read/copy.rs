@@ -35,7 +35,11 @@ impl Pool {
                 }
             }
         }
-        self.copy_begin_slow(layer, copy)
+        let (h, mem_len) = match layer {
+            Layer::Safe { word, .. } => (word, None),
+            Layer::Raw { word, mem_len } => (word, Some(mem_len)),
+        };
+        self.copy_begin_slow(h, mem_len, copy)
     }
 
     /// `copy` mode's common case of a raw section: a non-huge object of `mem_len` bytes in one
@@ -53,13 +57,16 @@ impl Pool {
     }
 
     /// `copy_begin` of an object the common case does not take: counted in its header (or
-    /// pinned, if huge), then in place or copied. A raw section is recorded for its end.
+    /// pinned, if huge), then in place or copied. `mem_len` is the raw layer's (`None`: a safe
+    /// section); a raw section is recorded for its end. Takes the layer's parts, not the
+    /// `Layer`, so that the common case never builds one in memory.
     #[inline(never)]
-    fn copy_begin_slow<'a>(&'a self, layer: Layer<'a>, copy: LocalCopy) -> Result<Begun<'a>> {
-        let (h, mem_len) = match layer {
-            Layer::Safe { word, .. } => (word, None),
-            Layer::Raw { word, mem_len } => (word, Some(mem_len)),
-        };
+    fn copy_begin_slow<'a>(
+        &'a self,
+        h: &'a AtomicUsize,
+        mem_len: Option<usize>,
+        copy: LocalCopy,
+    ) -> Result<Begun<'a>> {
         let p = self.pin_slow(h, mem_len)?;
         if copy.len < p.len + HDR as usize {
             p.release();
@@ -69,7 +76,7 @@ impl Pool {
                 p.len + HDR as usize
             )));
         }
-        if let Layer::Raw { .. } = layer {
+        if mem_len.is_some() {
             self.remember(&p);
         }
         // SAFETY: `copy` is a live, writable buffer of at least len + HDR bytes (checked above
