@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Instructions per operation (SPEC §10) under callgrind, for the steady-state store+free step and
+# Instructions per operation under callgrind, for the steady-state store+free step and
 # the non-spanning read + copy, pool (safe and raw layers) against the malloc baseline.
 #
 # For each mode and N the harness (zsmalloc-core/benches/ops_count.rs) runs twice, with OPS1 and

@@ -7,7 +7,7 @@
 #
 # Why: at N = 10^5 and 10^6 the objects miss the caches, and the baseline loop is short enough
 # for the CPU to overlap several reads' misses; a longer loop body overlaps fewer. The table
-# shows where that happens on this machine (docs/PERFORMANCE.md, session 8).
+# shows where that happens on this machine.
 #
 # Usage: scripts/bench-window.sh
 # Environment: WIN_NS="10000 100000 1000000"  WIN_PADS="0 24 48 72 96 144"  WIN_RUNS=2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed and memory of zsmalloc-core against the SPEC §10 baseline, in one bounded run (~6-8 min on
+# Speed and memory of zsmalloc-core against the malloc baseline, in one bounded run (~6-8 min on
 # 2 cores): criterion (steady-state step, read), callgrind instruction counts, memory outside the
 # pages; then one summary table of ratios with each target marked met or MISSED.
 #

@@ -1,4 +1,4 @@
-//! Instruction-count harness for callgrind (SPEC §10): runs one model of the steady-state
+//! Instruction-count harness for callgrind: runs one model of the steady-state
 //! workload for a given N and number of operations, so that
 //! `(Ir(N, ops2) - Ir(N, ops1)) / (ops2 - ops1)` is the cost of one operation with setup cancelled.
 //!

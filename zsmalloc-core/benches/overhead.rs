@@ -1,4 +1,4 @@
-//! Memory outside the pages (SPEC §10): a counting global allocator measures the heap bytes a pool
+//! Memory outside the pages: a counting global allocator measures the heap bytes a pool
 //! allocates besides its pages, for N = 10^6 objects of the §10 size distribution, as a share of
 //! the pool's bytes (total_pages x page_size). Target: at most 2%.
 //!

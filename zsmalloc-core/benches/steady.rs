@@ -1,4 +1,4 @@
-//! Criterion benchmarks of SPEC §10: the steady-state store+free step and the read section, each
+//! Criterion benchmarks of the steady-state store+free step and the read section, each
 //! against its `malloc` baseline on the identical precomputed sequence.
 //!
 //! Groups (results in `target/criterion/<group>/<function>/<N>/new/estimates.json`):

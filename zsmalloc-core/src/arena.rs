@@ -22,10 +22,10 @@
 //! released in that window) faults a zero page back in, since even a failing `lock cmpxchg`
 //! writes; the page stays resident, outside `total_pages`, until its role reuses it.
 //!
-//! Room for the other read modes (SPEC §5): pages are named by number, never by address, so
-//! `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and `map` only needs
-//! the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be mapped side by
-//! side into a per-thread window. Neither changes a zspage or the pool.
+//! Room for the other read modes (`map`, `contiguous`): pages are named by number, never by
+//! address, so `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and
+//! `map` only needs the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be
+//! mapped side by side into a per-thread window. Neither changes a zspage or the pool.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -106,7 +106,7 @@ impl Drop for Reservation {
         // A section left open on this pool (a broken contract) must not make a header at the
         // same address in a later mapping look read forever.
         let base = self.base.as_ptr() as usize;
-        crate::hazard::retract_range(base, base + self.len);
+        crate::announce::retract_range(base, base + self.len);
         // SAFETY: `base`/`len` are exactly what mmap returned; nothing references the range once
         // the arena (its only owner) is dropped.
         unsafe {
@@ -238,20 +238,20 @@ impl PageArena {
             }
             free.committed = upto;
         }
-        for (i, slot) in out.iter_mut().enumerate() {
+        for (i, out_pfn) in out.iter_mut().enumerate() {
             let role = role_of(class_pos, i);
             let f = free.role(role);
             if let Some(p) = f.cached.pop() {
                 free.cached -= 1;
-                *slot = p;
+                *out_pfn = p;
             } else if let Some(p) = f.released.pop() {
-                *slot = p;
+                *out_pfn = p;
             } else {
                 let pfn = free.next_unused as Pfn;
                 free.next_unused += 1;
                 let r = self.roles.get_or_alloc(pfn as usize).expect("checked against capacity");
                 r.store(role + 1, Ordering::Release);
-                *slot = pfn;
+                *out_pfn = pfn;
             }
         }
         self.cached.store(free.cached as u64, Ordering::Relaxed);
@@ -444,7 +444,7 @@ impl PageArena {
     /// Copies `src` into page `pfn` at `offset`.
     ///
     /// # Safety
-    /// The caller owns the object slot these bytes belong to (allocated to it and not yet
+    /// The caller owns the object these bytes belong to (allocated to it and not yet
     /// published, or held under migration), and the range lies within the page.
     #[inline]
     pub unsafe fn write(&self, pfn: Pfn, offset: usize, src: &[u8]) {

@@ -40,7 +40,8 @@ impl ChainPolicy for Classic {
     }
 }
 
-/// The RFC heuristic (seeds/000, patch 2/2): lengthen the chain only for substantial savings.
+/// The RFC heuristic ("zsmalloc: size-classes chain-length tunings", January 2026, patch 2/2):
+/// lengthen the chain only for substantial savings.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Heuristic;
 
@@ -145,7 +146,7 @@ mod tests {
 
     #[test]
     fn classic_picks_least_waste_shortest_on_ties() {
-        // 16K pages, chain 8 (seed RFC table): 1120 -> 8 pages.
+        // 16K pages, chain 8 (the RFC's table): 1120 -> 8 pages.
         assert_eq!(Classic.chain_size(1120, 16384, 8), 8);
         assert_eq!(Classic.chain_size(1088, 16384, 8), 1);
         assert_eq!(Classic.chain_size(64, 4096, 8), 1);

@@ -1,14 +1,14 @@
-//! An append-only table of address-stable slots, grown in fixed chunks.
+//! An append-only table of address-stable entries, grown in fixed chunks.
 //!
-//! Used for zspage metadata, page roles and the safe layer's handle words: slots never move (readers hold
-//! references without locks) and a lookup is one acquire load of the chunk pointer plus an index.
-//! Chunks are allocated when the first slot in them is taken, so memory follows the high-water mark
-//! in chunk steps.
+//! Used for zspage metadata, page roles and the safe layer's handle words: entries never move
+//! (readers hold references without locks) and a lookup is one acquire load of the chunk pointer
+//! plus an index. Chunks are allocated when the first entry in them is taken, so memory follows the
+//! high-water mark in chunk steps.
 //!
 //! Invariant: a chunk pointer is null or points at `CHUNK` initialised `T`s leaked from a
-//! `Box<[T]>` by `get_or_alloc`; it is set once (compare-and-swap from null) and freed only by `Drop`,
-//! which `&self` borrows exclude. So a non-null pointer read with Acquire names live slots for as
-//! long as `&self` lives.
+//! `Box<[T]>` by `get_or_alloc`; it is set once (compare-and-swap from null) and freed only by
+//! `Drop`, which `&self` borrows exclude. So a non-null pointer read with Acquire names live
+//! entries for as long as `&self` lives.
 
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -40,24 +40,24 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
         }
     }
 
-    /// Most slots the table can hold.
+    /// Most entries the table can hold.
     pub const fn capacity() -> usize {
         CHUNKS << CHUNK_SHIFT
     }
 
-    /// The slot at `idx` if its chunk was ever allocated.
+    /// The entry at `idx` if its chunk was ever allocated.
     #[inline]
     pub fn get(&self, idx: usize) -> Option<&T> {
         let chunk = self.chunks.get(idx >> CHUNK_SHIFT)?.load(Ordering::Acquire);
         if chunk.is_null() {
             return None;
         }
-        // SAFETY: a non-null chunk holds CHUNK live slots until `Drop` (module invariant), and
+        // SAFETY: a non-null chunk holds CHUNK live entries until `Drop` (module invariant), and
         // the masked index is below CHUNK.
         Some(unsafe { &*chunk.add(idx & (Self::CHUNK - 1)) })
     }
 
-    /// Takes a new slot (its value is `T::default()`); `None` when the table is full.
+    /// Takes a new entry (its value is `T::default()`); `None` when the table is full.
     pub fn push(&self) -> Option<(usize, &T)> {
         let idx = self.len.fetch_add(1, Ordering::Relaxed);
         if idx >= Self::capacity() {
@@ -67,11 +67,11 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
         Some((idx, self.get_or_alloc(idx)?))
     }
 
-    /// The slot at `idx`, allocating its chunk if needed (for tables indexed by a number handed
+    /// The entry at `idx`, allocating its chunk if needed (for tables indexed by a number handed
     /// out elsewhere, such as page numbers); `None` beyond the capacity.
     pub fn get_or_alloc(&self, idx: usize) -> Option<&T> {
-        if let Some(slot) = self.get(idx) {
-            return Some(slot);
+        if let Some(entry) = self.get(idx) {
+            return Some(entry);
         }
         let entry = self.chunks.get(idx >> CHUNK_SHIFT)?;
         let fresh: Box<[T]> = (0..Self::CHUNK).map(|_| T::default()).collect();
@@ -79,7 +79,7 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
         if let Err(_installed) =
             entry.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire)
         {
-            // SAFETY: `fresh` came from `Box::into_raw` of CHUNK slots just above and was never
+            // SAFETY: `fresh` came from `Box::into_raw` of CHUNK entries just above and was never
             // published (the exchange failed), so this is its only owner.
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, Self::CHUNK)) });
         }
@@ -99,8 +99,8 @@ impl<T, const CHUNK_SHIFT: u32, const CHUNKS: usize> Drop for ChunkedTable<T, CH
         for entry in self.chunks.iter_mut() {
             let chunk = *entry.get_mut();
             if !chunk.is_null() {
-                // SAFETY: a non-null chunk came from `Box::into_raw` of `1 << CHUNK_SHIFT` slots
-                // and is freed only here, once; `&mut self` means no slot is borrowed.
+                // SAFETY: a non-null chunk came from `Box::into_raw` of `1 << CHUNK_SHIFT` entries
+                // and is freed only here, once; `&mut self` means no entry is borrowed.
                 drop(unsafe {
                     Box::from_raw(std::ptr::slice_from_raw_parts_mut(chunk, 1 << CHUNK_SHIFT))
                 });

@@ -1,4 +1,4 @@
-//! The size-class table (SPEC §3): merged and huge classes, `huge_class_size`, lookup.
+//! The size-class table: merged and huge classes, `huge_class_size`, lookup.
 
 use crate::config::PoolConfig;
 use crate::error::Result;
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn lookup_reports_target_of_merged_index() {
         let t = table(16384, 8, 0);
-        // 1072..1104 merge into 1120 with delta 64 (seed RFC).
+        // 1072..1104 merge into 1120 with delta 64 (the RFC's table).
         let idx_1120 = t.lookup_class_index(1120);
         for size in [1072, 1088, 1104, 1120] {
             assert_eq!(t.lookup_class_index(size), idx_1120);

@@ -12,7 +12,7 @@ pub const MAX_CHAIN_SIZE: u32 = 16;
 /// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
 pub const DEFAULT_CHAIN_SIZE: u32 = 8;
 
-/// How reads of objects spanning two pages are served (SPEC §5).
+/// How reads of objects spanning two pages are served.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadMode {
     /// Mainline: a spanning object is copied into the caller's buffer.
@@ -27,7 +27,7 @@ impl ReadMode {
         }
     }
 
-    /// Parses a read-mode name. `map` and `contiguous` are specified (SPEC §5) but not built yet.
+    /// Parses a read-mode name. `map` and `contiguous` are planned but not built yet.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "copy" => Ok(ReadMode::Copy),
@@ -68,16 +68,6 @@ impl Default for PoolConfig {
         }
     }
 }
-
-/// The environment variables `PoolConfig::from_env` reads, in SPEC §4 order.
-pub const ENV_VARS: [&str; 6] = [
-    "ZSMALLOC_PAGE_SIZE",
-    "ZSMALLOC_CHAIN_SIZE",
-    "ZSMALLOC_CLASS_DELTA",
-    "ZSMALLOC_CHAIN_POLICY",
-    "ZSMALLOC_READ_MODE",
-    "ZSMALLOC_MEM_LIMIT_PAGES",
-];
 
 impl PoolConfig {
     /// The class delta actually used (`page_size >> 8` when unset).

@@ -10,16 +10,17 @@
 //! +----------------+-----------------------------+---------+---+
 //! ```
 //!
-//! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above
-//! it, as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47
-//! (checked when an object is stored). Most readers announce themselves in their thread's slot
-//! instead (`hazard.rs`) and only load this word; the reader bits count the others (a thread's
-//! second open section, threads without a slot, huge objects). At most `MAX_READERS` counted
-//! sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7) is
-//! not readers: compaction, a free or a handle move has claimed the object, and readers back off
+//! A free object's word has bit 0 clear and holds the freelist link (`next + 1`, 0 = end) above it,
+//! as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47 (checked
+//! when an object is stored). Most readers announce themselves in their thread's announce slot
+//! instead (`announce.rs`) and only load this word; the reader bits count the others (a thread's
+//! second open section, threads without an announce slot, huge objects). At most `MAX_READERS`
+//! counted sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7)
+//! is not readers: compaction, a free or a handle move has claimed the object, and readers back off
 //! until the claim is undone or the handle word names the copy.
 
-use crate::hazard::{self, SlotWord};
+use crate::announce::{self, AnnounceWord};
+use crate::error::Error;
 use crate::sync::{backoff, spin};
 #[cfg(test)]
 use std::sync::atomic::AtomicU64;
@@ -42,8 +43,8 @@ pub trait HeaderWord {
     fn store(&self, v: u64, order: Ordering);
     fn compare_exchange(&self, cur: u64, new: u64, ok: Ordering, err: Ordering)
         -> Result<u64, u64>;
-    /// After a claim's `SeqCst` CAS, before the scan of the reader slots: nothing for `std`,
-    /// where the CAS is a full fence; loom needs an explicit one to model that (`hazard.rs`).
+    /// After a claim's `SeqCst` CAS, before the scan of the announce slots: nothing for `std`,
+    /// where the CAS is a full fence; loom needs an explicit one to model that (`announce.rs`).
     #[inline(always)]
     fn fence_after_claim(&self) {}
 }
@@ -75,7 +76,7 @@ macro_rules! header_word {
 }
 
 header_word!(std::sync::atomic::AtomicU64);
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 header_word!(
     loom::sync::atomic::AtomicU64,
     fn fence_after_claim(&self) {
@@ -95,14 +96,27 @@ pub const ADDR_LIMIT: usize = 1 << (ADDR_BITS + 3);
 /// Why a header refused a handle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
-    /// The slot is free: the handle is stale or was freed.
+    /// The object is free: the handle is stale or was freed.
     Free,
-    /// The slot belongs to another handle: a stale copy, a foreign or a garbage handle.
+    /// The object belongs to another handle: a stale copy, a foreign or a garbage handle.
     OtherOwner,
     /// The object is being read (only for free).
     Busy,
     /// Compaction is moving the object: reload the handle word and try again.
     Claimed,
+}
+
+impl Refusal {
+    /// The pool's error for a refusal.
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Refusal::Free => Error::InvalidHandle("stale handle: its object was freed"),
+            Refusal::OtherOwner => Error::InvalidHandle(
+                "handle does not own this object (stale copy, foreign or garbage)",
+            ),
+            Refusal::Busy | Refusal::Claimed => Error::Busy,
+        }
+    }
 }
 
 /// Encodes an allocated object's header. `addr` must be 8-aligned and below `ADDR_LIMIT`.
@@ -138,13 +152,13 @@ pub fn without_readers(word: u64) -> u64 {
     word & !READER_MASK
 }
 
-/// A free slot's word linking to the next free object (`None` = end of list).
+/// A free object's word linking to the next free object (`None` = end of list).
 #[inline]
 pub fn free_link(next: Option<u32>) -> u64 {
     next.map_or(0, |n| u64::from(n) + 1) << 1
 }
 
-/// The next free object of a free slot's word.
+/// The next free object of a free object's word.
 #[inline]
 pub fn next_free(word: u64) -> Option<u32> {
     debug_assert!(!is_allocated(word));
@@ -203,9 +217,10 @@ pub fn try_begin_read(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> 
         .map(|_| len)
 }
 
-/// The announced reader's check, after `hazard::announce` named `h` in its slot: the object is
-/// `addr`'s, not claimed and (when `want` is given) `want` bytes long. Returns its length; `None`
-/// means the reader must retract its announce (and take `begin_read`, which says why).
+/// The announced reader's check, after `announce::announce` named `h` in its announce slot: the
+/// object is `addr`'s, not claimed and (when `want` is given) `want` bytes long. Returns its
+/// length; `None` means the reader must retract its announce (and take `begin_read`, which says
+/// why).
 #[inline(always)]
 pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> Option<usize> {
     let cur = h.load(Ordering::SeqCst);
@@ -217,19 +232,19 @@ pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) ->
     want.map_or(true, |w| w == len).then_some(len)
 }
 
-/// The announced reader's registration on header word `h` by the handle at `addr`: announces
-/// it in the reader's `slot` (`hazard::announce`), then checks it (`check_announced`), and
-/// retracts the announce if the check fails. Returns the object's length; `None` registers
-/// nothing: the slot was in use (the caller counts itself in the header instead) or the header
+/// The announced reader's registration on header word `h` by the handle at `addr`: announces it in
+/// the reader's announce `slot` (`announce::announce`), then checks it (`check_announced`), and
+/// retracts the announce if the check fails. Returns the object's length; `None` registers nothing:
+/// the announce slot was in use (the caller counts itself in the header instead) or the header
 /// refused (`begin_read` says why).
 #[inline(always)]
 pub fn begin_announced(
-    slot: &impl SlotWord,
+    slot: &impl AnnounceWord,
     h: &impl HeaderWord,
     addr: usize,
     want: Option<usize>,
 ) -> Option<usize> {
-    if !hazard::announce(slot, hazard::announcement(address_of(h), addr)) {
+    if !announce::announce(slot, announce::announcement(address_of(h), addr)) {
         return None;
     }
     if let Some(len) = check_announced(h, addr, want) {
@@ -259,7 +274,7 @@ pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
 /// `slots`): readers then back off until the caller stores the header's next value (or undoes
 /// the claim by storing the returned one). Caller holds the class lock.
 #[inline]
-pub fn claim_owned<S: SlotWord>(
+pub fn claim_owned<S: AnnounceWord>(
     h: &impl HeaderWord,
     addr: usize,
     slots: &[S],
@@ -275,7 +290,7 @@ pub fn claim_owned<S: SlotWord>(
 /// Frees the object owned by `addr` if nobody reads it: the word becomes the free link.
 /// Returns the object's length. Caller holds the class lock.
 #[inline]
-pub fn try_free<S: SlotWord>(
+pub fn try_free<S: AnnounceWord>(
     h: &impl HeaderWord,
     addr: usize,
     next: Option<u32>,
@@ -291,7 +306,7 @@ pub fn try_free<S: SlotWord>(
 /// becomes `CLAIMED`, so readers back off and a free or a move of the handle is refused. Returns
 /// the header as it was. Caller holds the class lock (which also excludes frees).
 #[inline]
-pub fn claim<S: SlotWord>(h: &impl HeaderWord, slots: &[S]) -> Option<u64> {
+pub fn claim<S: AnnounceWord>(h: &impl HeaderWord, slots: &[S]) -> Option<u64> {
     let cur = h.load(Ordering::Acquire);
     if !is_allocated(cur) || readers(cur) != 0 {
         return None;
@@ -299,27 +314,27 @@ pub fn claim<S: SlotWord>(h: &impl HeaderWord, slots: &[S]) -> Option<u64> {
     claim_word(h, cur, slots)
 }
 
-/// How many times a claim re-scans the reader slots before it gives way to an announced reader.
+/// How many times a claim re-scans the announce slots before it gives way to an announced reader.
 /// An announce that is not a section (a reader about to see the claim, or one whose handle
 /// turned out not to own the object) is retracted within a few instructions; a section is not.
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 const ANNOUNCE_RESCANS: u32 = 64;
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 const ANNOUNCE_RESCANS: u32 = 1;
 
 /// Claims `h` from `cur` (allocated, uncounted), then undoes the claim if a reader announced
-/// itself on `h` through its owner and keeps its announce (`hazard.rs`: the `SeqCst` CAS orders
+/// itself on `h` through its owner and keeps its announce (`announce.rs`: the `SeqCst` CAS orders
 /// the claim before the scan). New readers back off meanwhile, so only announces older than the
 /// claim can remain.
 #[inline]
-fn claim_word<S: SlotWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option<u64> {
+fn claim_word<S: AnnounceWord>(h: &impl HeaderWord, cur: u64, slots: &[S]) -> Option<u64> {
     // Counted readers only add themselves by CAS on an unchanged word: a failed CAS means one did.
     h.compare_exchange(cur, cur | (CLAIMED << READER_SHIFT), Ordering::SeqCst, Ordering::Acquire)
         .ok()?;
     h.fence_after_claim();
     let mut rescans = 0;
-    let reader = hazard::announcement(address_of(h), owner(cur));
-    while hazard::announced(slots, reader) {
+    let reader = announce::announcement(address_of(h), owner(cur));
+    while announce::announced(slots, reader) {
         if rescans == ANNOUNCE_RESCANS {
             h.store(cur, Ordering::Release);
             return None;
@@ -380,15 +395,15 @@ mod tests {
         assert_eq!(try_free(&h, 64, None, NO_SLOTS), Err(Refusal::Busy));
         assert_eq!(without_readers(h.load(Ordering::Relaxed)), encode(64, 100));
         let free = AtomicU64::new(free_link(Some(2)));
-        assert_eq!(claim(&free, NO_SLOTS), None, "free slots are not claimed");
+        assert_eq!(claim(&free, NO_SLOTS), None, "free objects are not claimed");
     }
 
     #[test]
     fn announced_readers_refuse_claims_and_claims_refuse_them() {
         let h = AtomicU64::new(encode(64, 100));
         let slots: Vec<AtomicUsize> = (0..2).map(|_| AtomicUsize::new(0)).collect();
-        let ours = hazard::announcement(address_of(&h), 64);
-        assert!(hazard::announce(&slots[1], ours));
+        let ours = announce::announcement(address_of(&h), 64);
+        assert!(announce::announce(&slots[1], ours));
         assert_eq!(check_announced(&h, 64, Some(100)), Some(100));
         assert_eq!(check_announced(&h, 64, Some(99)), None, "wrong length");
         assert_eq!(check_announced(&h, 72, None), None, "another owner");
@@ -397,13 +412,13 @@ mod tests {
         assert_eq!(h.load(Ordering::Relaxed), encode(64, 100), "claims undone");
         slots[1].store(0, Ordering::Release);
         let was = claim(&h, &slots).expect("unread: claimed");
-        assert!(hazard::announce(&slots[0], ours));
+        assert!(announce::announce(&slots[0], ours));
         assert_eq!(check_announced(&h, 64, None), None, "a claimed object is not read");
         slots[0].store(0, Ordering::Release);
         h.store(was, Ordering::Release);
         // Another handle's announce (a stale copy about to fail its owner check, whose thread
         // may be preempted for long) never holds up the owner's free.
-        assert!(hazard::announce(&slots[0], hazard::announcement(address_of(&h), 72)));
+        assert!(announce::announce(&slots[0], announce::announcement(address_of(&h), 72)));
         assert_eq!(check_announced(&h, 72, None), None);
         assert_eq!(try_free(&h, 64, Some(1), &slots), Ok(100));
         assert_eq!(next_free(h.load(Ordering::Relaxed)), Some(1));

@@ -4,41 +4,57 @@
 //! class table, chains, fullness groups, freelists and compaction), so the figures measured here
 //! are the kernel's. Every knob the mailing-list threads argue about is a run-time setting.
 //!
-//! Architecture, one module per concept:
-//! - [`config`]: settings and the `ZSMALLOC_*` environment;
-//! - [`chain_policy`], [`class_table`]: pages per zspage and the size classes;
-//! - `arena`: simulated pages carved from large mappings, each page keeping one role (class and
-//!   index within its zspage) for life;
-//! - `zspage`, `size_class`: zspages, fullness lists, freelists;
-//! - [`header`], [`hazard`], [`pin`], [`handle`]: object headers (counted readers, claims),
-//!   announced readers (one slot per thread), zspage pins for huge objects, handles (`header`,
-//!   `hazard` and `pin` are public for the loom models, not as an API); `open_section`: what a
-//!   counted raw read section's begin proved, kept for its end;
-//! - [`pool`]: store, free, read sections, compaction; [`stats`]: counters.
+//! Modules, one job each, from the bottom up (a module imports only modules above it in this
+//! list; `tests/module_graph.rs` checks that there is no cycle):
+//! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
+//!   tables), `tid` (the thread registry: a small index per thread);
+//! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
+//! - [`announce`] (announced readers: one announce slot per thread), `counters` (sharded read and
+//!   write counters), `arena` (simulated pages, each keeping one role for life), [`pin`]
+//!   (zspage pins for huge objects' readers), [`header`] (object headers: owner, length, counted
+//!   readers, claims), `open_section` (what a raw section's begin proved, kept for its end);
+//!   `announce`, `header` and `pin` are public for the loom models, not as an API;
+//! - `zspage`, `size_class`: zspages, fullness lists, freelists; `handle_slots`: the safe layer's
+//!   handle words;
+//! - [`pool`]: the pool's fields and rules; then its jobs: `layout` (where an object's bytes
+//!   lie), `placement` (the one check of a handle word, with a level), `free` (frees, handle
+//!   moves, zspage release), `compact`, [`stats`];
+//! - [`handle`]: the safe [`Handle`]; `store`: stores and writes; `read`: read sections.
 //!
-//! Two handle layers: the safe [`Handle`] (pool-owned slot, freed on drop) and the raw layer
-//! (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own records.
+//! Two handle layers: the safe [`Handle`] (pool-owned handle slot, freed on drop) and the raw
+//! layer (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own
+//! records.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
+pub mod announce;
 mod arena;
 pub mod chain_policy;
 mod chunked;
 pub mod class_table;
+mod compact;
 pub mod config;
+mod counters;
 pub mod error;
+mod free;
 pub mod handle;
-pub mod hazard;
+mod handle_slots;
+mod handle_word;
 pub mod header;
+mod layout;
 mod open_section;
 pub mod pin;
+mod placement;
 pub mod pool;
+mod read;
 mod size_class;
 pub mod stats;
+mod store;
 mod sync;
+mod tid;
 mod zspage;
 
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
@@ -46,7 +62,8 @@ pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
-pub use pool::{Pool, ReadSection, SgSection};
+pub use pool::Pool;
+pub use read::{ReadSection, SgSection, SgSegments};
 pub use stats::{ClassStats, PoolStats};
 
 /// Bytes of the in-object header (`ZS_HANDLE_SIZE`).

@@ -2,7 +2,7 @@
 //!
 //! `read_end_raw` is given only the handle. Without a record it must resolve the handle word
 //! again and prove again that it names an object start of a live zspage before it may touch the
-//! header, which costs a read section a tenth to a fifth of its time (docs/PERFORMANCE.md). The
+//! header, which costs a read section a tenth to a fifth of its instructions. The
 //! record carries that proof from the begin: this thread registered on the header of exactly
 //! this (pool, handle address, handle word), and pinned the zspage if the object is huge.
 //!

@@ -91,7 +91,7 @@ pub fn pin_current<'a, T, E>(
     }
 }
 
-#[cfg(all(test, not(feature = "loom")))]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

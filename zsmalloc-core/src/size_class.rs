@@ -1,6 +1,6 @@
 //! A size class: its fullness lists and counters, all under the class lock.
 //!
-//! Lists are intrusive doubly linked lists through the zspage table (`prev`/`next` slots), one
+//! Lists are intrusive doubly linked lists through the zspage table (`prev`/`next` entries), one
 //! per fullness group, with insertion at the head (mainline `insert_zspage`). A zspage whose
 //! group does not change stays where it is (`fix_fullness_group`).
 
@@ -58,7 +58,7 @@ impl SizeClass {
 /// Everything of a class that its lock protects.
 #[derive(Debug, Default)]
 pub struct ClassState {
-    /// List heads as `slot + 1` (0 = empty list), so that `Default` means "all lists empty".
+    /// List heads as `entry + 1` (0 = empty list), so that `Default` means "all lists empty".
     heads: [u32; GROUPS],
     /// Bit g set: group g's list is not empty.
     nonempty: u16,
@@ -74,28 +74,28 @@ impl ClassState {
         self.heads[group].wrapping_sub(1)
     }
 
-    fn set_head(&mut self, group: usize, slot: u32) {
-        self.heads[group] = slot.wrapping_add(1);
+    fn set_head(&mut self, group: usize, entry: u32) {
+        self.heads[group] = entry.wrapping_add(1);
     }
 
-    /// Links zspage `slot` at the head of `group`.
-    pub fn insert(&mut self, t: &ZspageTable, slot: u32, group: usize) {
-        let z = zs(t, slot);
+    /// Links zspage `entry` at the head of `group`.
+    pub fn insert(&mut self, t: &ZspageTable, entry: u32, group: usize) {
+        let z = zs(t, entry);
         let old = self.head(group);
         z.prev.store(NIL, Relaxed);
         z.next.store(old, Relaxed);
         if old != NIL {
-            zs(t, old).prev.store(slot, Relaxed);
+            zs(t, old).prev.store(entry, Relaxed);
         }
         z.group.store(group as u32, Relaxed);
-        self.set_head(group, slot);
+        self.set_head(group, entry);
         self.nonempty |= 1 << group;
         self.counts[group] += 1;
     }
 
-    /// Unlinks zspage `slot` from its group.
-    pub fn remove(&mut self, t: &ZspageTable, slot: u32) {
-        let z = zs(t, slot);
+    /// Unlinks zspage `entry` from its group.
+    pub fn remove(&mut self, t: &ZspageTable, entry: u32) {
+        let z = zs(t, entry);
         let group = z.group.load(Relaxed) as usize;
         let (prev, next) = (z.prev.load(Relaxed), z.next.load(Relaxed));
         if prev == NIL {
@@ -112,20 +112,20 @@ impl ClassState {
         self.counts[group] -= 1;
     }
 
-    /// Moves listed zspage `z` (table slot `slot`) to the head of its new group if its group
+    /// Moves listed zspage `z` (table entry `entry`) to the head of its new group if its group
     /// changed.
     #[inline]
-    pub fn fix_group(&mut self, t: &ZspageTable, slot: u32, z: &Zspage, fullness: &Fullness) {
+    pub fn fix_group(&mut self, t: &ZspageTable, entry: u32, z: &Zspage, fullness: &Fullness) {
         let new = fullness.group(z.inuse.load(Relaxed));
         if new != z.group.load(Relaxed) as usize {
-            self.move_to(t, slot, new);
+            self.move_to(t, entry, new);
         }
     }
 
-    /// Relinks zspage `slot` at the head of `group`.
-    fn move_to(&mut self, t: &ZspageTable, slot: u32, group: usize) {
-        self.remove(t, slot);
-        self.insert(t, slot, group);
+    /// Relinks zspage `entry` at the head of `group`.
+    fn move_to(&mut self, t: &ZspageTable, entry: u32, group: usize) {
+        self.remove(t, entry);
+        self.insert(t, entry, group);
     }
 
     /// Head of the fullest non-empty group among `lo..hi` (mainline scans from the fullest down).
@@ -163,8 +163,8 @@ impl ClassState {
 }
 
 #[inline]
-fn zs(t: &ZspageTable, slot: u32) -> &Zspage {
-    t.get(slot).expect("listed zspage slot exists")
+fn zs(t: &ZspageTable, entry: u32) -> &Zspage {
+    t.get(entry).expect("listed zspage entry exists")
 }
 
 /// Takes the head of `z`'s freelist, writing `hdr` as the object's header through `word`

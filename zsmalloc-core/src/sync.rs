@@ -1,9 +1,10 @@
-//! Atomics of the concurrency protocol, swapped for loom's under the `loom` feature so
-//! `tests/loom_protocol.rs` can model-check the code that runs in production.
+//! Atomics of the concurrency protocol, swapped for loom's when built with `--cfg loom`, so
+//! `tests/loom_protocol.rs` can model-check the code that runs in production (the one switch:
+//! `scripts/test-loom.sh` sets it).
 
-#[cfg(feature = "loom")]
+#[cfg(loom)]
 pub(crate) use loom::sync::atomic::AtomicU32;
-#[cfg(not(feature = "loom"))]
+#[cfg(not(loom))]
 pub(crate) use std::sync::atomic::AtomicU32;
 
 pub(crate) use std::sync::atomic::Ordering;
@@ -11,17 +12,17 @@ pub(crate) use std::sync::atomic::Ordering;
 /// Back off while another thread finishes a short critical step (a migration of one zspage).
 #[inline]
 pub(crate) fn backoff() {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     loom::thread::yield_now();
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     std::thread::yield_now();
 }
 
 /// Wait a moment for another thread's next few instructions (a reader retracting an announce).
 #[inline]
 pub(crate) fn spin() {
-    #[cfg(feature = "loom")]
+    #[cfg(loom)]
     loom::thread::yield_now();
-    #[cfg(not(feature = "loom"))]
+    #[cfg(not(loom))]
     std::hint::spin_loop();
 }

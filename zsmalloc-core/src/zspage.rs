@@ -1,7 +1,7 @@
 //! Zspages: chains of pages holding objects of one class, and the table that names them.
 //!
-//! A zspage's metadata lives in an address-stable table slot so that readers reach it from a
-//! handle word without locks. Field ownership:
+//! A zspage's metadata lives in an address-stable table entry (its *zspage entry*, which handle
+//! words name) so that readers reach it from a handle word without locks. Field ownership:
 //! - `pin`: atomic protocol of `pin.rs` (huge objects' readers, migration, release).
 //! - `state` (generation, live bit) and `class_pos`: written under the owning class's lock
 //!   (creation, release); read by anyone to validate a handle.
@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use crate::arena::Pfn;
 use crate::chunked::ChunkedTable;
 use crate::config::MAX_CHAIN_SIZE;
-use crate::handle::MAX_ZSPAGE_SLOTS;
+use crate::handle_word::MAX_ZSPAGE_ENTRIES;
 use crate::pin::PinWord;
 
 /// Fullness groups: 0 empty, 1..=10 by inuse ratio, 11 full (`ZS_INUSE_RATIO_*`).
@@ -156,8 +156,8 @@ impl Zspage {
     /// Initialises a fresh zspage of class `class_pos` on `pages` and publishes it as live.
     /// Caller holds that class's lock. Returns the new generation.
     pub fn init(&self, class_pos: usize, pages: &[Pfn]) -> u16 {
-        for (slot, &p) in self.pages.iter().zip(pages) {
-            slot.store(p, Relaxed);
+        for (page, &p) in self.pages.iter().zip(pages) {
+            page.store(p, Relaxed);
         }
         self.inuse.store(0, Relaxed);
         self.fresh.store(0, Relaxed);
@@ -180,40 +180,41 @@ impl Zspage {
     }
 }
 
-/// Address-stable zspage metadata slots (4096 per chunk, 2^24 in all), reused through a free list.
+/// Address-stable zspage metadata entries (4096 per chunk, 2^24 in all), reused through a free
+/// list.
 pub struct ZspageTable {
-    slots: ChunkedTable<Zspage, 12, 4096>,
+    entries: ChunkedTable<Zspage, 12, 4096>,
     free: Mutex<Vec<u32>>,
 }
 
 impl ZspageTable {
     pub fn new() -> Self {
-        ZspageTable { slots: ChunkedTable::new(), free: Mutex::new(Vec::new()) }
+        ZspageTable { entries: ChunkedTable::new(), free: Mutex::new(Vec::new()) }
     }
 
     #[inline]
-    pub fn get(&self, slot: u32) -> Option<&Zspage> {
-        self.slots.get(slot as usize)
+    pub fn get(&self, entry: u32) -> Option<&Zspage> {
+        self.entries.get(entry as usize)
     }
 
-    /// Index of an unused slot, or `None` when the table is full.
+    /// Index of an unused entry, or `None` when the table is full.
     pub fn take(&self) -> Option<u32> {
         if let Some(s) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
             return Some(s);
         }
-        let (idx, _) = self.slots.push()?;
-        debug_assert!(idx < MAX_ZSPAGE_SLOTS as usize);
+        let (idx, _) = self.entries.push()?;
+        debug_assert!(idx < MAX_ZSPAGE_ENTRIES as usize);
         Some(idx as u32)
     }
 
-    /// Returns a retired slot for reuse.
-    pub fn give_back(&self, slot: u32) {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(slot);
+    /// Returns a retired entry for reuse.
+    pub fn give_back(&self, entry: u32) {
+        self.free.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
     }
 
     /// Heap bytes of metadata (for the overhead report).
     pub fn heap_bytes(&self) -> usize {
-        self.slots.heap_bytes()
+        self.entries.heap_bytes()
     }
 }
 

@@ -344,7 +344,7 @@ fn garbage_words_are_refused_and_never_dereferenced() {
         real + 4096 / 8,             // a position in another page
         real ^ (1 << 57),            // another page index of the zspage
         real ^ (0b011 << 61),        // another tag
-        real ^ (1 << 33),            // another zspage slot
+        real ^ (1 << 33),            // another zspage entry
     ];
     // Every other live object's word: right tag, slot, generation and index, but not owned by
     // the word that presents it.
@@ -545,7 +545,7 @@ fn free_during_a_read_section_is_busy_then_succeeds() {
     compact_fully(&p);
 }
 
-/// A thread's first open section is announced in its reader slot and the others are counted
+/// A thread's first open section is announced in its announce slot and the others are counted
 /// in the headers; each end finds its own section in any order, a free is refused while any
 /// section of its object is open, and nothing is left behind.
 #[test]

@@ -1,4 +1,4 @@
-//! loom models of the header protocol that non-huge reads use (`header.rs`, `hazard.rs`): a
+//! loom models of the header protocol that non-huge reads use (`header.rs`, `announce.rs`): a
 //! reader announces the header in its thread's slot (or, when it has none, counts itself in the
 //! header) and holds nothing else; compaction claims a header before it moves the object,
 //! rewrites the handle word, frees the old slot, and the slot's bytes are then reused. The real
@@ -14,7 +14,7 @@
 //!
 //! Run: `scripts/test-loom.sh`.
 
-#![cfg(feature = "loom")]
+#![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -40,7 +40,7 @@ struct World {
     handle: AtomicUsize,
     a: Slot,
     b: Slot,
-    /// Two threads' reader slots (`hazard.rs`), scanned by every claim.
+    /// Two threads' announce slots (`announce.rs`), scanned by every claim.
     readers: [AtomicUsize; 2],
 }
 
@@ -66,7 +66,7 @@ impl World {
     }
 
     /// The pool's `pin_object` for a non-huge object, then the read and its end: announced in
-    /// reader slot `me` (`header::begin_announced`), else counted in the header (`pin_slow`).
+    /// announce slot `me` (`header::begin_announced`), else counted in the header (`pin_slow`).
     fn read(&self, me: Option<usize>) -> Result<u64, Refusal> {
         if let Some(slot) = me.map(|i| &self.readers[i]) {
             let word = self.handle.load(Ordering::Acquire);

@@ -1,15 +1,15 @@
 //! loom models of the read / migration / handle-rewrite protocol (`pin.rs`), using the real
-//! `PinWord` and `pin_current` (their atomics are loom's under the `loom` feature).
+//! `PinWord` and `pin_current` (their atomics are loom's when built with `--cfg loom`).
 //!
 //! The world: one object, first in zspage A, named by a handle word. Each zspage has a pin word,
-//! a live flag (what `resolve` checks, like the pool's generation check) and a copy of the
+//! a live flag (what the pool's placement check at level `WORD`/`ZSPAGE` looks at, like its
+//! generation check) and a copy of the
 //! object in a loom `UnsafeCell`, so loom reports any read of a copy that is not ordered after
 //! its write (a data race), and the test asserts the copy a reader reads is alive.
 //!
-//! Run: `LOOM_MAX_PREEMPTIONS=3 cargo test -p zsmalloc-core --release --no-default-features
-//! --features loom --test loom_protocol` (scripts/test-loom.sh).
+//! Run: `scripts/test-loom.sh` (`RUSTFLAGS="--cfg loom"`, its own target directory).
 
-#![cfg(feature = "loom")]
+#![cfg(loom)]
 
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -51,7 +51,7 @@ impl World {
         })
     }
 
-    /// The pool's `resolve`: word -> zspage, refusing garbage and released zspages.
+    /// The pool's placement check: word -> zspage, refusing garbage and released zspages.
     fn resolve(&self, word: usize) -> Result<(&Zspage, &PinWord), &'static str> {
         let z = match word {
             WORD_A => &self.a,

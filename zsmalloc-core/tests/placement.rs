@@ -1,10 +1,10 @@
 //! The faithfulness guard: a reference model of mainline zsmalloc placement (Linux 6.4+), written
-//! here from SPEC §3 independently of the pool's code, driven by random single-threaded operation
-//! sequences. After every step each live object's location must be the model's
-//! (zspage, object index), and the per-class rows (fullness counts, obj_allocated, obj_used,
-//! pages, freeable) must equal the model's.
+//! here from the semantics (docs/DESIGN.md, Placement) independently of the pool's code, driven by
+//! random single-threaded operation sequences. After every step each live object's location must be
+//! the model's (zspage, object index), and the per-class rows (fullness counts, obj_allocated,
+//! obj_used, pages, freeable) must equal the model's.
 //!
-//! Model (SPEC §3): class table walked from the largest index down with merging; a zspage's free
+//! Model: class table walked from the largest index down with merging; a zspage's free
 //! objects start as 0, 1, 2, ... and allocation pops the head, free pushes onto the head (LIFO);
 //! 12 fullness groups with head insertion (a zspage whose group does not change stays put);
 //! allocation from the head of the first non-empty group 10, 9, ..., 0, else a new zspage; an
@@ -12,7 +12,7 @@
 //! from groups 10..1, source from groups 1..10 (pinned sources skipped), objects moved in
 //! increasing index, source put back (or released), destination put back when full.
 //!
-//! Objects are located with `Handle::location` / `Pool::location_raw` (zspage slot, generation,
+//! Objects are located with `Handle::location` / `Pool::location_raw` (zspage entry, generation,
 //! object index). Zspage slots are an implementation detail, so the model only requires a
 //! consistent one-to-one mapping between its live zspages and the pool's live (slot, generation)
 //! pairs.
@@ -43,7 +43,7 @@ enum Policy {
     Fixed(u32),
 }
 
-/// Pages per zspage, as SPEC §3 and the seed RFC define the policies.
+/// Pages per zspage, as mainline and the RFC define the policies.
 fn chain_size(policy: Policy, size: u32, page: u32, chain: u32) -> u32 {
     let (size, page) = (u64::from(size), u64::from(page));
     let pages = match policy {
@@ -54,7 +54,7 @@ fn chain_size(policy: Policy, size: u32, page: u32, chain: u32) -> u32 {
             (1..=u64::from(chain)).min_by_key(|&i| ((i * page) % size, i)).unwrap()
         }
         Policy::Heuristic => {
-            // RFC patch 2/2, transcribed from the seed's C (the first candidate is always taken).
+            // RFC patch 2/2, transcribed from the RFC's C (the first candidate is always taken).
             let (mut best, mut min_waste) = (1u64, None::<u64>);
             for i in 1..=u64::from(chain) {
                 let waste = (i * page) % size;
@@ -841,8 +841,9 @@ fn lifo_reuse_head_insertion_and_compaction_order() {
     drop(b.split_off(1));
     drop(c3);
     drop(a.split_off(1)); // frees objects 2 then 4
-                          // `a`'s zspage: 2/5 (group 5), `b`'s: 1/5 (group 3). Compaction takes the fuller as the
-                          // destination and the sparser as the source; b's object moves to the freelist head (4).
+                          // `a`'s zspage: 2/5 (group 5), `b`'s: 1/5 (group 3). Compaction takes the
+                          // fuller as the destination and the sparser as the source; b's object
+                          // moves to the freelist head (4).
     let moved = pool.stats().objs_moved;
     assert_eq!(pool.compact(), 4);
     assert_eq!(pool.stats().objs_moved, moved + 1);

@@ -1,4 +1,5 @@
-//! The seed threads' figures, reproduced to the object.
+//! The mailing-list threads' figures, reproduced to the object: the RFC "zsmalloc: size-classes
+//! chain-length tunings" (January 2026) BASE/PATCHED table and its class rows.
 
 use std::sync::atomic::AtomicUsize;
 use zsmalloc_core::{ClassTable, Heuristic, PolicyRef, Pool, PoolConfig, HANDLE_SIZE};

@@ -358,7 +358,7 @@ fn stress_16k_heuristic_with_concurrent_compaction() {
     run(cfg, duration(2000));
 }
 
-/// More reader threads alive at once than there are reader slots (64): the threads past the
+/// More reader threads alive at once than there are announce slots (64): the threads past the
 /// slots count themselves in the headers, on the same objects that others announce, while
 /// compaction moves those objects and a raw worker stores and frees around them. Every read
 /// returns the stored bytes, and the pool still empties completely.

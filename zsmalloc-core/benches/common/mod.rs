@@ -11,7 +11,7 @@ use std::sync::atomic::AtomicUsize;
 
 use zsmalloc_core::{Handle, Pool, PoolConfig};
 
-/// Size distribution of SPEC §10.
+/// Size distribution of the steady-state workload: normal(694, 474), rounded and clipped.
 pub const MEAN: f64 = 694.0;
 pub const SD: f64 = 474.0;
 pub const MAX_SIZE: u32 = 4096;
@@ -237,7 +237,7 @@ impl Drop for MallocModel {
     }
 }
 
-/// The floor of a step: the `malloc` baseline plus the locked instructions SPEC §3 asks of a
+/// The floor of a step: the `malloc` baseline plus the locked instructions the semantics ask of a
 /// store+free on any design with per-class locks, object headers and caller-owned handle words.
 /// A free takes its class's spin lock, clears the block's header with a compare-and-swap (a
 /// reader could be registered on it), frees and unlocks; a store takes the new size's class
@@ -357,7 +357,7 @@ impl Drop for LockedModel {
 /// The floor of a registered read: `malloc`'d blocks laid out as the pool lays out objects (an
 /// 8-byte header, then the payload), where a read adds itself to the header with one locked
 /// instruction before copying and removes itself with one after. That is the least any design
-/// can do that lets a concurrent free see an active reader (SPEC §3: a free is refused while the
+/// can do that lets a concurrent free see an active reader (a free is refused while the
 /// object is being read), so `read_registered / read_malloc` bounds what the pool's read can reach.
 pub struct RegisteredModel {
     /// Each block: header word, then `lens[i]` payload bytes.

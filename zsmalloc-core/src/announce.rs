@@ -1,12 +1,12 @@
 //! Announced readers: how most read sections register without writing the object's header.
 //!
-//! Each of the first `OWNED_SHARDS` threads (their index is the one `stats` gives them) owns one
-//! slot here, on its own cache line. A reader that finds its slot empty *announces* the header
+//! Each thread with an owned index (`tid.rs`) has one *announce slot* here, on its own cache
+//! line. A reader that finds its slot empty *announces* the header
 //! word it is about to read by swapping an `announcement` (the word's address and a tag of the
 //! handle it reads through) into the slot, then loads the header and checks it
 //! (`header::check_announced`). Its section ends with a plain store of 0. So the
 //! common read writes no shared line: no locked instruction waits for the header's cache miss,
-//! and the end has none at all (docs/PERFORMANCE.md, session 7). A thread whose slot is in use
+//! and the end has none at all. A thread whose slot is in use
 //! (a second open section) or that has no slot counts itself in the header instead
 //! (`header::begin_read`), as every reader did before.
 //!
@@ -20,21 +20,22 @@
 //!
 //! Invariants (the Dekker pairing, checked by `tests/loom_headers.rs`):
 //! - A reader's announce is a `SeqCst` swap before its `SeqCst` load of the header; a writer's
-//!   claim is a `SeqCst` CAS before its `SeqCst` loads of `high` and the slots. In the single
-//!   order of those operations, either the reader's load follows the claim (it sees the claim
-//!   and backs off) or the writer's scan follows the announce (it sees the reader and undoes).
-//! - `high` covers every slot ever announced in: a thread raises it when it gets its index,
-//!   before its first announce, and it never falls.
+//!   claim is a `SeqCst` CAS before its `SeqCst` loads of `tid::owned_high` and the slots. In the
+//!   single order of those operations, either the reader's load follows the claim (it sees the
+//!   claim and backs off) or the writer's scan follows the announce (it sees the reader and
+//!   undoes).
+//! - `tid::owned_high` covers every slot ever announced in: a thread raises it when it gets its
+//!   index, before its first announce, and it never falls.
 //! - Only a slot's thread fills it, and only when it is empty; any thread may empty it (a
 //!   section may be ended by another thread), by CAS from the header it names.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::stats::OWNED_SHARDS;
+use crate::tid;
 
 /// What the protocol needs of a slot: `std`'s `AtomicUsize` here, loom's (with the `SeqCst`
 /// fence loom needs to model an `SeqCst` read-modify-write as a full fence) in the loom models.
-pub trait SlotWord {
+pub trait AnnounceWord {
     fn load(&self, order: Ordering) -> usize;
     /// Fills the slot with `header` (`SeqCst`: ordered before the reader's header load).
     fn announce(&self, header: usize);
@@ -42,7 +43,7 @@ pub trait SlotWord {
     fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize>;
 }
 
-impl SlotWord for AtomicUsize {
+impl AnnounceWord for AtomicUsize {
     #[inline(always)]
     fn load(&self, order: Ordering) -> usize {
         AtomicUsize::load(self, order)
@@ -61,8 +62,8 @@ impl SlotWord for AtomicUsize {
     }
 }
 
-#[cfg(feature = "loom")]
-impl SlotWord for loom::sync::atomic::AtomicUsize {
+#[cfg(loom)]
+impl AnnounceWord for loom::sync::atomic::AtomicUsize {
     fn load(&self, order: Ordering) -> usize {
         loom::sync::atomic::AtomicUsize::load(self, order)
     }
@@ -106,7 +107,7 @@ pub fn announced_header(announced: usize) -> usize {
 /// Fills `slot` with `announced` (an `announcement`), if the slot is empty (only its own thread
 /// fills it). False: the caller counts itself in the header instead.
 #[inline(always)]
-pub fn announce(slot: &impl SlotWord, announced: usize) -> bool {
+pub fn announce(slot: &impl AnnounceWord, announced: usize) -> bool {
     if slot.load(Ordering::Relaxed) != 0 {
         return false;
     }
@@ -117,20 +118,20 @@ pub fn announce(slot: &impl SlotWord, announced: usize) -> bool {
 /// Whether a slot holds `announced`. The caller claimed the header with a `SeqCst`
 /// read-modify-write just before.
 #[inline]
-pub fn announced<S: SlotWord>(slots: &[S], announced: usize) -> bool {
+pub fn announced<S: AnnounceWord>(slots: &[S], announced: usize) -> bool {
     slots.iter().any(|s| s.load(Ordering::SeqCst) == announced)
 }
 
 /// Empties `slot` if what it holds satisfies `ends` (by CAS: an announce made since the load
 /// stays).
-fn retract_if(slot: &impl SlotWord, ends: impl Fn(usize) -> bool) -> bool {
+fn retract_if(slot: &impl AnnounceWord, ends: impl Fn(usize) -> bool) -> bool {
     let v = slot.load(Ordering::Acquire);
     v != 0 && ends(v) && slot.compare_exchange(v, 0).is_ok()
 }
 
 /// Ends a section announced as `announced` that some thread holds (a section may be ended by
 /// another thread than its own). False if none does.
-pub fn retract_any<S: SlotWord>(slots: &[S], announced: usize) -> bool {
+pub fn retract_any<S: AnnounceWord>(slots: &[S], announced: usize) -> bool {
     slots.iter().any(|s| retract_if(s, |v| v == announced))
 }
 
@@ -141,44 +142,36 @@ pub(crate) fn retract_range(lo: usize, hi: usize) {
     }
 }
 
-/// One thread's slot, alone on its cache line so announces never contend.
+/// One thread's announce slot, alone on its cache line so announces never contend.
 #[repr(align(128))]
-pub(crate) struct Slot(pub(crate) AtomicUsize);
+pub(crate) struct AnnounceSlot(pub(crate) AtomicUsize);
 
 #[allow(clippy::declare_interior_mutable_const)] // a template for the array below only
-const EMPTY: Slot = Slot(AtomicUsize::new(0));
-static SLOTS: [Slot; OWNED_SHARDS] = [EMPTY; OWNED_SHARDS];
-/// One past the highest thread index handed out (see the invariants above).
-static HIGH: AtomicUsize = AtomicUsize::new(0);
+const EMPTY: AnnounceSlot = AnnounceSlot(AtomicUsize::new(0));
+static SLOTS: [AnnounceSlot; tid::OWNED] = [EMPTY; tid::OWNED];
 
-/// Makes the slot of thread index `index` visible to scans; called once per thread, before it
-/// may announce.
-pub(crate) fn register(index: usize) {
-    HIGH.fetch_max(index + 1, Ordering::SeqCst);
-}
-
-/// The slot of thread index `index`.
+/// The announce slot of owned thread index `index`.
 #[inline(always)]
-pub(crate) fn slot(index: usize) -> &'static AtomicUsize {
-    const { assert!(OWNED_SHARDS.is_power_of_two()) };
-    // Owned indices are below OWNED_SHARDS: the mask only spares the bounds check.
-    &SLOTS[index & (OWNED_SHARDS - 1)].0
+pub(crate) fn slot_of(index: usize) -> &'static AtomicUsize {
+    const { assert!(tid::OWNED.is_power_of_two()) };
+    // Owned indices are below OWNED: the mask only spares the bounds check.
+    &SLOTS[index & (tid::OWNED - 1)].0
 }
 
 /// The slots a writer must scan (`SeqCst`, after its claim).
 #[inline]
-pub(crate) fn in_use() -> &'static [Slot] {
-    &SLOTS[..HIGH.load(Ordering::SeqCst).min(OWNED_SHARDS)]
+pub(crate) fn in_use() -> &'static [AnnounceSlot] {
+    &SLOTS[..tid::owned_high()]
 }
 
-impl SlotWord for Slot {
+impl AnnounceWord for AnnounceSlot {
     #[inline(always)]
     fn load(&self, order: Ordering) -> usize {
         self.0.load(order)
     }
     #[inline(always)]
     fn announce(&self, header: usize) {
-        SlotWord::announce(&self.0, header)
+        AnnounceWord::announce(&self.0, header)
     }
     #[inline(always)]
     fn store(&self, v: usize, order: Ordering) {
@@ -186,11 +179,11 @@ impl SlotWord for Slot {
     }
     #[inline(always)]
     fn compare_exchange(&self, cur: usize, new: usize) -> Result<usize, usize> {
-        SlotWord::compare_exchange(&self.0, cur, new)
+        AnnounceWord::compare_exchange(&self.0, cur, new)
     }
 }
 
-#[cfg(all(test, not(feature = "loom")))]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -1,0 +1,168 @@
+//! Object geometry: where an object's header and bytes lie in its zspage's pages, and the copies
+//! in and out of them. Pages of one zspage are not assumed adjacent: an object that crosses a
+//! page boundary is two pieces.
+
+use std::sync::atomic::AtomicU64;
+
+use crate::arena::{self, Pfn};
+use crate::class_table::{ClassInfo, HDR};
+use crate::handle_word::Location;
+use crate::pool::Pool;
+use crate::zspage::Zspage;
+
+/// One piece of an object's payload: page, offset in it, bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Piece {
+    pub pfn: Pfn,
+    pub offset: usize,
+    pub len: usize,
+}
+
+/// Where an object's bytes lie.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout {
+    /// Payload pieces; the second is empty unless the payload crosses a page boundary.
+    pub pieces: [Piece; 2],
+    /// The kernel's rule: `offset + HDR + len > page` for non-huge objects.
+    pub spanning: bool,
+}
+
+/// The payload of a non-huge object that does not cross a page: just after its header word.
+#[inline(always)]
+pub(crate) fn payload_of(header: &AtomicU64) -> *const u8 {
+    (header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
+}
+
+impl Pool {
+    /// Geometry of object `obj` of `len` bytes in zspage `z`.
+    #[inline]
+    pub(crate) fn layout(&self, z: &Zspage, info: &ClassInfo, obj: u32, len: usize) -> Layout {
+        let page = self.page();
+        if info.huge {
+            let pieces = [Piece { pfn: z.page(0), offset: 0, len }, Piece::default()];
+            return Layout { pieces, spanning: false };
+        }
+        let (shift, mask) = (self.page_shift(), page - 1);
+        let start = obj as usize * info.size as usize;
+        let offset = start & mask;
+        let spanning = offset + HDR as usize + len > page;
+        let data = start + HDR as usize;
+        let (dpage, doff) = (data >> shift, data & mask);
+        let first = len.min(page - doff);
+        let mut pieces = [Piece { pfn: z.page(dpage), offset: doff, len: first }, Piece::default()];
+        if first < len {
+            pieces[1] = Piece { pfn: z.page(dpage + 1), offset: 0, len: len - first };
+        }
+        Layout { pieces, spanning }
+    }
+
+    /// `layout` of object `obj` whose handle location (header, or huge payload) is at arena
+    /// byte `offset`: the zspage's page list is read only when the payload continues on the
+    /// next page.
+    #[inline]
+    pub(crate) fn layout_at(
+        &self,
+        z: &Zspage,
+        info: &ClassInfo,
+        obj: u32,
+        offset: usize,
+        len: usize,
+    ) -> Layout {
+        let page = self.page();
+        let pfn = (offset >> self.page_shift()) as Pfn;
+        let in_page = offset & (page - 1);
+        if info.huge {
+            let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
+            return Layout { pieces, spanning: false };
+        }
+        let spanning = in_page + HDR as usize + len > page;
+        if !spanning {
+            let pieces = [Piece { pfn, offset: in_page + HDR as usize, len }, Piece::default()];
+            return Layout { pieces, spanning };
+        }
+        self.layout(z, info, obj, len)
+    }
+
+    /// The header word of object `obj` (in the page, or in the zspage for huge classes).
+    #[inline]
+    pub(crate) fn header_word<'a>(
+        &'a self,
+        z: &'a Zspage,
+        info: &ClassInfo,
+        obj: u32,
+    ) -> &'a AtomicU64 {
+        if info.huge {
+            return &z.huge_header;
+        }
+        let start = obj as usize * info.size as usize;
+        self.arena.word(z.page(start >> self.page_shift()), start & (self.page() - 1))
+    }
+
+    /// The header word of the object at `loc` (checked by `place::<ZSPAGE>`).
+    #[inline]
+    pub(crate) fn header_at<'a>(
+        &'a self,
+        z: &'a Zspage,
+        info: &ClassInfo,
+        loc: Location,
+    ) -> &'a AtomicU64 {
+        if info.huge {
+            &z.huge_header
+        } else {
+            self.arena.word_at(loc.offset())
+        }
+    }
+
+    pub(crate) fn copy_pieces_out(&self, layout: &Layout, out: &mut [u8]) {
+        let mut at = 0;
+        for p in layout.pieces.iter().filter(|p| p.len > 0) {
+            // SAFETY: callers hold the object (pinned with a header reader, or under migration),
+            // so nobody writes these bytes meanwhile; pieces lie within their pages.
+            unsafe { self.arena.read(p.pfn, p.offset, &mut out[at..at + p.len]) };
+            at += p.len;
+        }
+    }
+
+    /// # Safety
+    /// The caller owns the object the layout describes.
+    pub(crate) unsafe fn copy_pieces_in(&self, layout: &Layout, data: &[u8]) {
+        let mut at = 0;
+        for p in layout.pieces.iter().filter(|p| p.len > 0) {
+            self.arena.write(p.pfn, p.offset, &data[at..at + p.len]);
+            at += p.len;
+        }
+    }
+
+    /// The handle word of object `obj` of the zspage at table entry `entry`.
+    #[inline]
+    pub(crate) fn locate(&self, entry: u32, z: &Zspage, info: &ClassInfo, obj: u32) -> Location {
+        let shift = self.page_shift();
+        let start = if info.huge { 0 } else { obj as usize * info.size as usize };
+        let page = start >> shift;
+        let offset = ((z.page(page) as usize) << shift) | (start & (self.page() - 1));
+        Location { tag: self.tag, entry, page: page as u32, pos: (offset >> 3) as u64 }
+    }
+
+    /// Starts loading the object a handle word names, if it looks like one of this pool's: its
+    /// header and `len` payload bytes (at least two lines) and its zspage's metadata. A prefetch
+    /// only: nothing is checked or read.
+    #[inline]
+    pub(crate) fn prefetch_word(&self, word: usize, len: usize) {
+        if let Some(loc) = Location::decode(word).filter(|l| l.tag == self.tag) {
+            // The metadata first: a free's class lock and checks wait for the zspage's line, a
+            // read's checks for its page's role.
+            if len == 0 {
+                if let Some(z) = self.zspages.get(loc.entry) {
+                    arena::prefetch_line(z as *const Zspage as *const u8);
+                }
+            } else {
+                self.arena.prefetch_role((loc.offset() >> self.page_shift()) as Pfn);
+            }
+            if len + HDR as usize <= 128 {
+                self.arena.prefetch(loc.offset()); // two lines, without a loop
+            } else {
+                self.arena.prefetch_range(loc.offset(), len + HDR as usize, false);
+            }
+        }
+    }
+}
