@@ -67,6 +67,7 @@ pub unsafe fn zs_create_pool_with_config(
 pub unsafe fn zs_destroy_pool(p: *mut zs_pool) {
     // SAFETY: the C contract.
     boundary("zs_destroy_pool", || {
+        // SAFETY: the C contract.
         unsafe { zs_pool::destroy(p) };
         Ok(())
     })

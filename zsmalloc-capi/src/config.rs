@@ -107,7 +107,7 @@ impl zs_pool_config {
     }
 
     /// The core configuration this describes, validated.
-    pub(crate) fn to_core(&self) -> Result<PoolConfig> {
+    pub(crate) fn to_core(self) -> Result<PoolConfig> {
         let cfg = PoolConfig {
             page_size: self.page_size,
             chain_size: self.max_pages_per_zspage,

@@ -85,8 +85,8 @@ macro_rules! __zs_c_abi_items {
 
             /// Fills `*cfg` with mainline defaults: 4K pages, chain 8, delta `page_size >> 8`,
             /// `ZS_CHAIN_CLASSIC`, `ZS_READ_COPY`, no memory limit. The environment is not read.
-            /// (A macro below passes `sizeof(*cfg)` to zs_pool_config_init_sized(); this symbol
-            /// is the version-1 struct's.)
+            /// (The header's macro of this name calls zs_pool_config_init_sized() with the size of
+            /// its struct; this symbol takes a struct of ABI version 1.)
             #[no_mangle]
             pub unsafe extern "C" fn zs_pool_config_init(cfg: *mut zs_pool_config) {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.

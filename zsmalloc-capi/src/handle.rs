@@ -30,7 +30,7 @@ pub(crate) unsafe fn word<'a>(h: *mut zs_handle) -> Result<&'a AtomicUsize> {
     if h.is_null() {
         return Err(invalid("handle is NULL"));
     }
-    if !(h as usize).is_multiple_of(std::mem::align_of::<AtomicUsize>()) {
+    if (h as usize) & (std::mem::align_of::<AtomicUsize>() - 1) != 0 {
         return Err(misaligned(h));
     }
     // SAFETY: non-NULL, aligned, and live by the caller's promise; `struct zs_handle` is one

@@ -55,8 +55,8 @@ pub(crate) unsafe fn write(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    // SAFETY: forwarded contract on `src`.
     let page = pool.config().page_size as usize;
+    // SAFETY: forwarded contract on `src`.
     let data = unsafe { handle::bytes(src, len, || too_long_write(len, page)) }?;
     // SAFETY: the caller promises no concurrent read of this object (C contract).
     unsafe { pool.write_raw(word, data) }?;

@@ -35,7 +35,7 @@ impl Slots {
         let (&base, &n) = self.by_base.range(..=value).next_back()?;
         let off = value - base;
         let size = std::mem::size_of::<AtomicUsize>();
-        if !off.is_multiple_of(size) || off / size >= CHUNK {
+        if off & (size - 1) != 0 || off / size >= CHUNK {
             return None;
         }
         let id = n * CHUNK + off / size;
