@@ -33,6 +33,7 @@ mkdir -p "$OUT"
 # Private copies, so that a concurrent rebuild cannot swap a binary mid-run.
 cargo build --release -p zsmalloc-capi 2>"$OUT/build.log" || { cat "$OUT/build.log" >&2; exit 1; }
 cp "$TARGET/release/libzsmalloc.so" "$OUT/libzsmalloc.so"
+ln -sfn libzsmalloc.so "$OUT/libzsmalloc.so.0" # its SONAME
 ${CC:-cc} -O2 -g -std=gnu11 -Wall -Wextra -Werror -Iinclude -o "$OUT/abi_count" tests/c/abi_count.c \
   -L"$OUT" -lzsmalloc -Wl,-rpath,"$(cd "$OUT" && pwd)" -lm
 raw=$(cargo bench -p zsmalloc-capi --bench raw_count --no-run --message-format=json 2>>"$OUT/build.log" |

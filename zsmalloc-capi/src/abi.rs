@@ -1,5 +1,5 @@
 //! The entry points behind the exported `zs_*` symbols: each runs its module's function through
-//! the panic boundary ([`crate::guard::boundary`]), once. Their documentation is the header's, in
+//! the panic boundary (`guard::boundary`), once. Their documentation is the header's, in
 //! one place: the `export_c_abi!` items in `exports.rs`, from which `include/zsmalloc.h` is
 //! generated. Public only for that macro's expansion in other crates.
 #![doc(hidden)]

@@ -7,13 +7,13 @@
 //! - `guard`: the panic boundary every exported function runs behind, once;
 //! - `sized`: structs that grow, read and written at the caller's `sizeof`;
 //! - `slots`: the pool-owned handle words of `zsmalloc_compat.h`'s `unsigned long` handles;
-//! - [`config`]: `struct zs_pool_config`, defaults and the environment (`PoolConfig::from_env`);
+//! - `config`: `struct zs_pool_config`, defaults and the environment (`PoolConfig::from_env`);
 //! - [`pool`]: `struct zs_pool`, creation, destruction, pool queries, compaction;
 //! - `handle`: `struct zs_handle` and the checks of C pointers and lengths;
 //! - `object`: store, malloc + write, free, handle move;
 //! - `read`: read sections, copy and scatter-gather (`struct zs_sg`);
-//! - [`stats`]: `struct zs_pool_stats`, `struct zs_class_stats`;
-//! - [`compat`]: `unsigned long` handles for `include/zsmalloc_compat.h`;
+//! - `stats`: `struct zs_pool_stats`, `struct zs_class_stats`;
+//! - `compat`: `unsigned long` handles for `include/zsmalloc_compat.h`;
 //! - `abi`: the entry points, each a module function behind the boundary;
 //! - [`exports`]: [`export_c_abi!`], which defines the `#[no_mangle]` functions over `abi` in the
 //!   library that invokes it (rust-lang/rust#50007: an rlib's exports are not reliably
@@ -23,6 +23,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod types;
+
+mod compat;
+mod config;
 mod errors;
 mod guard;
 mod handle;
@@ -30,14 +34,11 @@ mod object;
 mod read;
 mod sized;
 mod slots;
-mod types;
+mod stats;
 
 pub mod abi;
-pub mod compat;
-pub mod config;
 pub mod exports;
 pub mod pool;
-pub mod stats;
 
 pub use config::{
     zs_pool_config, ZS_CHAIN_CLASSIC, ZS_CHAIN_FIXED_BASE, ZS_CHAIN_HEURISTIC,

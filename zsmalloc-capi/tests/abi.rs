@@ -1,5 +1,5 @@
 //! The exported functions, called from Rust exactly as C calls them (the C programs in
-//! `examples/` cover the same ground under sanitizers; this runs with `cargo test`).
+//! `tests/c/` cover the same ground under sanitizers; this runs with `cargo test`).
 
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
