@@ -147,7 +147,7 @@ link_tree() { # target dir: builds libzsmalloc there with plain cargo, links a p
   CARGO_TARGET_DIR=$dir cargo build --release -p zsmalloc-capi
   cc -Wall -Wextra -Werror -Iinclude "$tmp/prog.c" -o "$out" \
     -L"$dir/release" -Wl,-rpath,"$dir/release" -lzsmalloc
-  readelf -d "$out" | grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' || fail "$out does not need libzsmalloc.so.0"
+  grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$out")" || fail "$out does not need libzsmalloc.so.0"
   "$out" || fail "a program linked against $dir/release does not run"
 }
 link_tree "$PWD/target"
@@ -157,7 +157,7 @@ link_tree "$alt"
 ok "the same with CARGO_TARGET_DIR=$alt"
 make --no-print-directory CARGO_TARGET_DIR="$alt" BUILD="$tmp/build-alt" examples >/dev/null
 "$tmp/build-alt/examples/zsmalloc_test" 32 256 16 2 >/dev/null
-ldd "$tmp/build-alt/examples/zsmalloc_test" | grep -q "$alt/release/libzsmalloc.so.0" \
+grep -q "$alt/release/libzsmalloc.so.0" <<<"$(ldd "$tmp/build-alt/examples/zsmalloc_test")" \
   || fail "make CARGO_TARGET_DIR=...: examples not linked against that directory"
 ok "make CARGO_TARGET_DIR=... examples: linked against that directory, runs"
 
@@ -169,11 +169,11 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
   || fail "libzsmalloc.so.$version not installed"
 [ "$(readlink "$prefix/lib/libzsmalloc.so.0")" = "libzsmalloc.so.$version" ] || fail "libzsmalloc.so.0 link"
 [ "$(readlink "$prefix/lib/libzsmalloc.so")" = libzsmalloc.so.0 ] || fail "libzsmalloc.so link"
-readelf -d "$prefix/lib/libzsmalloc.so" | grep -q 'SONAME.*\[libzsmalloc\.so\.0\]' \
+grep -q 'SONAME.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$prefix/lib/libzsmalloc.so")" \
   || fail "installed library has no SONAME libzsmalloc.so.0"
-file -L "$prefix/lib/libzsmalloc.so" | grep -q ', stripped' \
+grep -q ', stripped' <<<"$(file -L "$prefix/lib/libzsmalloc.so")" \
   || fail "installed library not stripped: $(file -L "$prefix/lib/libzsmalloc.so")"
-if readelf -S "$prefix/lib/libzsmalloc.so" "$prefix/lib/libzsmalloc.a" 2>/dev/null | grep -q '\.debug_'; then
+if grep -q '\.debug_' <<<"$(readelf -S "$prefix/lib/libzsmalloc.so" "$prefix/lib/libzsmalloc.a" 2>/dev/null)"; then
   fail "installed libraries carry debug sections"
 fi
 nm -D --defined-only "$prefix/lib/libzsmalloc.so" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
@@ -184,7 +184,7 @@ export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 [ "$(pkg-config --variable=libdir zsmalloc)" = "$prefix/lib" ] || fail "zsmalloc.pc: libdir"
 # shellcheck disable=SC2046
 cc -Wall -Wextra -Werror "$tmp/prog.c" -o "$tmp/pc" $(pkg-config --cflags --libs zsmalloc)
-readelf -d "$tmp/pc" | grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' || fail "pkg-config program: NEEDED"
+grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$tmp/pc")" || fail "pkg-config program: NEEDED"
 LD_LIBRARY_PATH="$prefix/lib" "$tmp/pc" || fail "program built with pkg-config does not run"
 # shellcheck disable=SC2046
 cc -Wall -Wextra -Werror "$tmp/prog.c" -o "$tmp/pc_static" $(pkg-config --cflags zsmalloc) \
@@ -230,6 +230,9 @@ for run in classic:base heuristic:patched; do
   cat "$tmp/out.$policy"
   diff -u "$tmp/${run#*:}" "$tmp/out.$policy" || fail "zsmalloc_test under $policy"
   ok "ZSMALLOC_CHAIN_POLICY=$policy prints the RFC's ${run#*:} figures exactly"
+  ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=$policy "$tsan/zsmalloc_test_kernel" >"$tmp/kout.$policy"
+  diff -u "$tmp/${run#*:}" "$tmp/kout.$policy" || fail "zsmalloc_test_kernel under $policy"
+  ok "the same from kernel-style code on zsmalloc_compat.h (tests/c/zsmalloc_test_kernel.c)"
 done
 if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env.err"; then
   fail "ZSMALLOC_CHAIN_SIZE=17 accepted"
@@ -286,9 +289,10 @@ vg() {
 vg "$tplain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "valgrind bad_input"; }
 vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
+vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test, mt_stress, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"
