@@ -2,7 +2,8 @@
 /*
  * compat_demo: mainline-style zsmalloc code (unsigned long handles) compiled against
  * zsmalloc_compat.h with no other edits than the include. The functions below are written the
- * way zram and zswap call zsmalloc.
+ * way zram and zswap call zsmalloc; like mm/zsmalloc.c, this file defines ZS_HANDLE_SIZE
+ * itself (the compat header leaves it to ported code).
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "zsmalloc_compat.h"
 
 #define PAGE_SIZE 4096
+#define ZS_HANDLE_SIZE (sizeof(unsigned long))
 
 struct entry {
     unsigned long handle;
@@ -29,12 +31,16 @@ static int store_entry(struct zs_pool *pool, struct entry *e, const void *buf, s
     return 0;
 }
 
+static unsigned long spanning;
+
 /* zswap_decompress()-like, 6.19+ form (with mem_len). */
 static int load_entry(struct zs_pool *pool, struct entry *e, void *dst, void *local_copy)
 {
     void *obj = zs_obj_read_begin(pool, e->handle, e->length, local_copy);
     if (!obj)
         return -1;
+    if (obj == (unsigned char *)local_copy + ZS_HANDLE_SIZE)
+        spanning++; /* copied out of two pages, the kernel's way */
     memcpy(dst, obj, e->length);
     zs_obj_read_end(pool, e->handle, e->length, obj);
     return 0;
@@ -84,7 +90,8 @@ int main(void)
         zs_free(pool, entries[i].handle);
     if (zs_get_total_pages(pool) != 0)
         bad++;
-    printf("compat_demo: 512 objects in %lu pages, %d errors\n", pages, bad);
+    printf("compat_demo: 512 objects in %lu pages, %lu spanning reads, %d errors\n", pages,
+           spanning, bad);
     zs_destroy_pool(pool);
     return bad != 0;
 }

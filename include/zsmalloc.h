@@ -14,7 +14,10 @@
  * relocate it with zs_handle_move(). For mainline's `unsigned long` handles include
  * zsmalloc_compat.h instead.
  *
- * Structs only grow at the end; ZS_ABI_VERSION / zs_version() tell which version you have.
+ * Structs only grow at the end. The functions that read or write one take the caller's sizeof
+ * (the zs_*_sized forms; the plain names are macros passing it), so a program and a library
+ * built against different versions of a struct exchange only the fields both know.
+ * ZS_ABI_VERSION (this header) and zs_version() (the library) tell which version each has.
  */
 
 #ifndef ZSMALLOC_H
@@ -30,16 +33,24 @@
 typedef unsigned int gfp_t;
 #endif
 
-/**
- * Version of the C ABI: structs only grow at the end, and each growth bumps this.
- * 1: SPEC §6 plus `zs_pool_stats.objs_moved`, `zs_last_error_message` and the compat entries.
- */
-#define ZS_ABI_VERSION 1
-
-/**
- * Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
+#ifndef ZS_HANDLE_SIZE
+/*
+ * Bytes of the in-object header; a spanning read returns local_copy + ZS_HANDLE_SIZE.
+ * zsmalloc_compat.h removes it again: the kernel defines it in mm/zsmalloc.c, not in its header,
+ * so ported kernel code defines its own.
  */
 #define ZS_HANDLE_SIZE 8
+#define ZS_HANDLE_SIZE_FROM_ZSMALLOC_H 1
+#endif
+
+/**
+ * Version of the C ABI (`zs_version()` returns the library's). It grows by one whenever the
+ * ABI grows: a function is added, or a struct gains fields at its end. A program built against
+ * version V runs with any library of version V or later.
+ * 2: the `_sized` entry points, which take the caller's `sizeof` of the struct they read or
+ * write.
+ */
+#define ZS_ABI_VERSION 2
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -71,7 +82,21 @@ typedef unsigned int gfp_t;
  */
 #define ZS_READ_CONTIGUOUS 2
 
+/**
+ * `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
+ * accept).
+ */
+#define ZS_POOL_CONFIG_SIZE_VER1 32
 
+/**
+ * `sizeof(struct zs_pool_stats)` in ABI version 1.
+ */
+#define ZS_POOL_STATS_SIZE_VER1 96
+
+/**
+ * `sizeof(struct zs_class_stats)` in ABI version 1.
+ */
+#define ZS_CLASS_STATS_SIZE_VER1 176
 
 /**
  * A pool (opaque): made by zs_create_pool() or zs_create_pool_with_config(), released by
@@ -244,8 +269,17 @@ extern "C" {
 /**
  * Fills `*cfg` with mainline defaults: 4K pages, chain 8, delta `page_size >> 8`,
  * `ZS_CHAIN_CLASSIC`, `ZS_READ_COPY`, no memory limit. The environment is not read.
+ * (The header's macro of this name calls zs_pool_config_init_sized() with the size of
+ * its struct; this symbol takes a struct of ABI version 1.)
  */
 void zs_pool_config_init(struct zs_pool_config *cfg);
+
+/**
+ * zs_pool_config_init() for a struct of `size` bytes (the caller's `sizeof`): fills
+ * the fields it has, zeroes any this library does not know. Returns 0, or -EINVAL
+ * (NULL, or `size` below ZS_POOL_CONFIG_SIZE_VER1).
+ */
+int zs_pool_config_init_sized(struct zs_pool_config *cfg, size_t size);
 
 /**
  * Fills `*cfg` with the defaults overridden by the `ZSMALLOC_*` environment variables.
@@ -253,6 +287,12 @@ void zs_pool_config_init(struct zs_pool_config *cfg);
  * names the variable).
  */
 int zs_pool_config_from_env(struct zs_pool_config *cfg);
+
+/**
+ * zs_pool_config_from_env() for a struct of `size` bytes (as
+ * zs_pool_config_init_sized()).
+ */
+int zs_pool_config_from_env_sized(struct zs_pool_config *cfg, size_t size);
 
 /**
  * Creates a pool configured by the environment: ZSMALLOC_PAGE_SIZE, ZSMALLOC_CHAIN_SIZE,
@@ -267,6 +307,15 @@ struct zs_pool *zs_create_pool(const char *name);
  * on a bad configuration (-EINVAL; the message names the field).
  */
 struct zs_pool *zs_create_pool_with_config(const char *name, const struct zs_pool_config *cfg);
+
+/**
+ * zs_create_pool_with_config() for a struct of `size` bytes (the caller's `sizeof`):
+ * fields the caller's struct does not have take their defaults; fields this library
+ * does not know must be zero (-EINVAL otherwise).
+ */
+struct zs_pool *zs_create_pool_with_config_sized(const char *name,
+                                                 const struct zs_pool_config *cfg,
+                                                 size_t size);
 
 /**
  * Destroys a pool and every object still in it (NULL: no-op). No other thread may use the
@@ -375,11 +424,25 @@ unsigned long zs_compact(struct zs_pool *pool);
 int zs_pool_stats(struct zs_pool *pool, struct zs_pool_stats *stats);
 
 /**
+ * zs_pool_stats() for a struct of `size` bytes (the caller's `sizeof`): fills the
+ * fields it has, zeroes any this library does not know.
+ */
+int zs_pool_stats_sized(struct zs_pool *pool, struct zs_pool_stats *stats, size_t size);
+
+/**
  * Fills `*stats` with the row of the class serving class index `index` (merged indices
  * give their class's row). -EINVAL past the last index. To visit each class once:
  * `for (i = 0; zs_class_stats(pool, i, &s) == 0; i = s.last_index + 1)`.
  */
 int zs_class_stats(struct zs_pool *pool, unsigned int index, struct zs_class_stats *stats);
+
+/**
+ * zs_class_stats() for a struct of `size` bytes (as zs_pool_stats_sized()).
+ */
+int zs_class_stats_sized(struct zs_pool *pool,
+                         unsigned int index,
+                         struct zs_class_stats *stats,
+                         size_t size);
 
 /**
  * The error of the last zs_* call on this thread as a negative errno (0: it succeeded).
@@ -447,3 +510,21 @@ struct zs_handle *zs_compat_handle(struct zs_pool *pool, unsigned long handle);
 #endif  // __cplusplus
 
 #endif  /* ZSMALLOC_H */
+
+#ifndef ZSMALLOC_H_SIZED_NAMES
+#define ZSMALLOC_H_SIZED_NAMES 1
+/*
+ * The plain names of the functions that read or write a struct are macros passing the size of
+ * the struct this header declares to their _sized forms. The plain symbols themselves take a
+ * struct of ABI version 1: reach them with `(zs_pool_stats)(pool, &st)`.
+ */
+#define zs_pool_config_init(cfg)                                                                   \
+    ((void)zs_pool_config_init_sized((cfg), sizeof(struct zs_pool_config)))
+#define zs_pool_config_from_env(cfg)                                                               \
+    zs_pool_config_from_env_sized((cfg), sizeof(struct zs_pool_config))
+#define zs_create_pool_with_config(name, cfg)                                                      \
+    zs_create_pool_with_config_sized((name), (cfg), sizeof(struct zs_pool_config))
+#define zs_pool_stats(pool, stats) zs_pool_stats_sized((pool), (stats), sizeof(struct zs_pool_stats))
+#define zs_class_stats(pool, index, stats)                                                         \
+    zs_class_stats_sized((pool), (index), (stats), sizeof(struct zs_class_stats))
+#endif /* ZSMALLOC_H_SIZED_NAMES */

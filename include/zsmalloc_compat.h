@@ -30,6 +30,15 @@
 
 #include "zsmalloc.h"
 
+/*
+ * The kernel defines ZS_HANDLE_SIZE in mm/zsmalloc.c, not in <linux/zsmalloc.h>: ported code
+ * defines its own, so this header takes back the one zsmalloc.h gave.
+ */
+#ifdef ZS_HANDLE_SIZE_FROM_ZSMALLOC_H
+#undef ZS_HANDLE_SIZE
+#undef ZS_HANDLE_SIZE_FROM_ZSMALLOC_H
+#endif
+
 /* Allocation flags: accepted and ignored (values as in recent kernels, for printing only). */
 #ifndef __GFP_HIGHMEM
 #define __GFP_HIGHMEM 0x02u

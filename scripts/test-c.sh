@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# The C ABI's checks (issue 3), run by scripts/test-all.sh. Installs what it needs on a fresh
-# Debian machine (liblz4-dev, valgrind, pkg-config via apt-get; cbindgen pinned, under target/).
+# The C ABI's checks, run by scripts/test-all.sh. Installs what it needs on a fresh Debian machine
+# (liblz4-dev, valgrind, pkg-config via apt-get; cbindgen pinned, under target/).
 #   1. libzsmalloc builds; include/zsmalloc.h has not drifted from what cbindgen generates;
-#   2. libzsmalloc.so exports (nm -D) exactly the header's functions, every one of SPEC §6 among
-#      them, and libzsmalloc.a defines them too;
-#   3. the headers compile as C99 and C++ with -Wall -Wextra -Werror -pedantic;
-#   4. examples build with -Wall -Wextra -Werror, plain and with ASan+UBSan; static and
-#      pkg-config (make install) linking work;
-#   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the
-#      seed's BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10,
-#      a bad ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0),
-#      zram_store under the LD_PRELOAD shim and the replay of its trace (examples/replay and the
-#      lab's `zsmalloc replay`) giving identical figures;
-#   6. every example once under valgrind memcheck.
+#   2. libzsmalloc.so exports (nm -D) exactly the header's functions, every one of the contract
+#      among them, and libzsmalloc.a defines them too;
+#   3. the headers compile as C99 and C++ with -Wall -Wextra -Werror -pedantic; ZS_HANDLE_SIZE is
+#      in zsmalloc.h and left to ported kernel code by zsmalloc_compat.h;
+#   4. examples and test programs build with -Wall -Wextra -Werror, plain and with ASan+UBSan;
+#      a program linked in the build tree runs after a plain cargo build (any CARGO_TARGET_DIR);
+#      static linking works; make install gives a stripped libzsmalloc.so.0 with its links and a
+#      zsmalloc.pc that a program builds and runs with;
+#   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the RFC's
+#      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
+#      ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0), zram_store
+#      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
+#      `zsmalloc replay`) giving identical figures;
+#   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
@@ -40,6 +43,7 @@ command -v cc >/dev/null || missing+=(gcc)
 command -v c++ >/dev/null || missing+=(g++)
 command -v nm >/dev/null || missing+=(binutils)
 command -v make >/dev/null || missing+=(make)
+command -v file >/dev/null || missing+=(file)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing ${missing[*]}"
   SUDO=
@@ -54,6 +58,9 @@ cargo build --release
 lib=target/release/libzsmalloc.so
 [ -f "$lib" ] && [ -f target/release/libzsmalloc.a ] || fail "libzsmalloc.so/.a not built"
 ok "libzsmalloc.so and libzsmalloc.a"
+soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
+[ "$soname" = libzsmalloc.so.0 ] || fail "SONAME of $lib: '$soname'"
+ok "SONAME $soname"
 
 step "header drift (pinned cbindgen)"
 scripts/cbindgen.sh "$tmp/zsmalloc.h"
@@ -67,18 +74,19 @@ grep -E '^[a-z].*\bzs_[a-z_]+\(' include/zsmalloc.h | grep -oE '\bzs_[a-z_]+\(' 
   | sort -u >"$tmp/declared"
 nm -D --defined-only "$lib" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' | sort -u >"$tmp/exported"
 diff -u "$tmp/declared" "$tmp/exported" || fail "exported zs_* symbols differ from the header"
-spec="zs_pool_config_init zs_pool_config_from_env zs_create_pool zs_create_pool_with_config
+contract="zs_pool_config_init zs_pool_config_from_env zs_create_pool zs_create_pool_with_config
   zs_destroy_pool zs_store zs_malloc zs_obj_write zs_free zs_handle_move zs_obj_read_begin
   zs_obj_read_end zs_obj_read_sg_begin zs_obj_read_sg_end zs_get_total_pages zs_huge_class_size
   zs_lookup_class_index zs_compact zs_pool_stats zs_class_stats zs_last_error zs_strerror
-  zs_version"
-for f in $spec; do
-  grep -qx "$f" "$tmp/exported" || fail "$f (SPEC §6) is not exported"
+  zs_version zs_pool_config_init_sized zs_pool_config_from_env_sized
+  zs_create_pool_with_config_sized zs_pool_stats_sized zs_class_stats_sized"
+for f in $contract; do
+  grep -qx "$f" "$tmp/exported" || fail "$f is not exported"
 done
 nm --defined-only target/release/libzsmalloc.a 2>/dev/null | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
   | sort -u >"$tmp/static"
 diff -u "$tmp/declared" "$tmp/static" || fail "libzsmalloc.a does not define the header's functions"
-ok "$(wc -l <"$tmp/exported") functions exported, all of SPEC §6 among them; .a defines them too"
+ok "$(wc -l <"$tmp/exported") functions exported, all of the contract among them; .a defines them too"
 
 step "headers compile as C99 and C++ (-Wall -Wextra -Werror -pedantic)"
 for h in zsmalloc.h zsmalloc_compat.h; do
@@ -90,60 +98,118 @@ for h in zsmalloc.h zsmalloc_compat.h; do
 done
 cc -std=c99 -Wall -Wextra -Werror -pedantic -D_POSIX_C_SOURCE=200809L -Iinclude -c \
   examples/compat_demo.c -o "$tmp/compat_demo.o"
-ok "kernel-style code on zsmalloc_compat.h compiles as pedantic C99"
+ok "kernel-style code on zsmalloc_compat.h (with its own ZS_HANDLE_SIZE) compiles as pedantic C99"
+# zsmalloc.h alone gives ZS_HANDLE_SIZE; zsmalloc_compat.h leaves it to the ported code, which
+# may define it before or after the include (mm/zsmalloc.c defines it after its includes).
+printf '%s\n' '#include "zsmalloc.h"' \
+  'typedef char zs_handle_size_is_8[ZS_HANDLE_SIZE == 8 ? 1 : -1];' \
+  'int main(void) { return (int)sizeof(zs_handle_size_is_8) - 1; }' >"$tmp/hs_plain.c"
+printf '%s\n' '#include "zsmalloc_compat.h"' '#define ZS_HANDLE_SIZE (sizeof(unsigned long))' \
+  'int main(void) { return ZS_HANDLE_SIZE == 8 ? 0 : 1; }' >"$tmp/hs_after.c"
+printf '%s\n' '#define ZS_HANDLE_SIZE (sizeof(unsigned long))' '#include "zsmalloc.h"' \
+  '#include "zsmalloc_compat.h"' 'int main(void) { return ZS_HANDLE_SIZE == 8 ? 0 : 1; }' \
+  >"$tmp/hs_before.c"
+printf '%s\n' '#include "zsmalloc.h"' '#include "zsmalloc_compat.h"' '#ifdef ZS_HANDLE_SIZE' \
+  '#error "zsmalloc_compat.h must leave ZS_HANDLE_SIZE to the ported code"' '#endif' \
+  '#define ZS_HANDLE_SIZE (sizeof(unsigned long))' 'int main(void) { return 0; }' >"$tmp/hs_both.c"
+for t in hs_plain hs_after hs_before hs_both; do
+  cc -std=c99 -Wall -Wextra -Werror -pedantic -Iinclude -c "$tmp/$t.c" -o "$tmp/$t.o" \
+    || fail "ZS_HANDLE_SIZE: $t.c"
+done
+ok "ZS_HANDLE_SIZE from zsmalloc.h alone; through zsmalloc_compat.h, the ported code's own"
 
-step "examples (-Wall -Wextra -Werror), plain and ASan+UBSan"
-make --no-print-directory examples >/dev/null
-make --no-print-directory examples SAN=1 >/dev/null
+step "examples and test programs (-Wall -Wextra -Werror), plain and ASan+UBSan"
+make --no-print-directory examples c-tests >/dev/null
+make --no-print-directory examples c-tests SAN=1 >/dev/null
 plain=build/examples
 san=build/examples-san
-ok "built into $plain and $san"
+tplain=build/tests
+tsan=build/tests-san
+ok "built into $plain, $tplain and $san, $tsan"
 cc -O2 -std=gnu11 -Wall -Wextra -Werror -Iinclude examples/zsmalloc_test.c \
   target/release/libzsmalloc.a -lpthread -ldl -lm -o "$tmp/zsmalloc_test_static"
 "$tmp/zsmalloc_test_static" 32 4080 16 3 >/dev/null
 ok "static linking against libzsmalloc.a"
-make --no-print-directory install PREFIX="$tmp/prefix" >/dev/null
-cat >"$tmp/pc.c" <<'EOF'
-#include <zsmalloc.h>
-#include <stdio.h>
-int main(void)
-{
-    struct zs_handle h = {0};
-    struct zs_pool *pool = zs_create_pool("pkg-config");
-    if (!pool || zs_store(pool, &h, "hello", 5, 0) != 0)
-        return 1;
-    char copy[4096];
-    const char *p = zs_obj_read_begin(pool, &h, 5, copy);
-    int ok = p && p[4] == 'o';
-    zs_obj_read_end(pool, &h, 5, (void *)p);
-    zs_free(pool, &h);
-    zs_destroy_pool(pool);
-    return !ok;
+
+printf '%s\n' '#include <zsmalloc.h>' 'int main(void)' '{' \
+  '    struct zs_handle h = {0};' '    struct zs_pool_stats st;' '    char copy[4096];' \
+  '    struct zs_pool *pool = zs_create_pool("link");' \
+  '    if (!pool || zs_store(pool, &h, "hello", 5, 0) != 0)' '        return 1;' \
+  '    const char *p = zs_obj_read_begin(pool, &h, 5, copy);' '    int ok = p && p[4] == '"'o'"';' \
+  '    zs_obj_read_end(pool, &h, 5, (void *)p);' \
+  '    ok = ok && zs_pool_stats(pool, &st) == 0 && st.objs_inuse == 1;' \
+  '    zs_free(pool, &h);' '    zs_destroy_pool(pool);' '    return !ok;' '}' >"$tmp/prog.c"
+
+step "linking in the build tree (-L ... -Wl,-rpath,... -lzsmalloc)"
+link_tree() { # target dir: builds libzsmalloc there with plain cargo, links a program, runs it
+  local dir=$1 out
+  out="$tmp/tree.$(basename "$1")"
+  CARGO_TARGET_DIR=$dir cargo build --release -p zsmalloc-capi
+  cc -Wall -Wextra -Werror -Iinclude "$tmp/prog.c" -o "$out" \
+    -L"$dir/release" -Wl,-rpath,"$dir/release" -lzsmalloc
+  grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$out")" || fail "$out does not need libzsmalloc.so.0"
+  "$out" || fail "a program linked against $dir/release does not run"
 }
-EOF
+link_tree "$PWD/target"
+ok "after cargo build --release -p zsmalloc-capi: linked against target/release, runs"
+alt="$PWD/target/test-c-target-dir"
+link_tree "$alt"
+ok "the same with CARGO_TARGET_DIR=$alt"
+make --no-print-directory CARGO_TARGET_DIR="$alt" BUILD="$tmp/build-alt" examples >/dev/null
+"$tmp/build-alt/examples/zsmalloc_test" 32 256 16 2 >/dev/null
+grep -q "$alt/release/libzsmalloc.so.0" <<<"$(ldd "$tmp/build-alt/examples/zsmalloc_test")" \
+  || fail "make CARGO_TARGET_DIR=...: examples not linked against that directory"
+ok "make CARGO_TARGET_DIR=... examples: linked against that directory, runs"
+
+step "make install PREFIX=..."
+prefix="$tmp/prefix"
+make --no-print-directory install PREFIX="$prefix" >/dev/null
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n1)
+[ -f "$prefix/lib/libzsmalloc.so.$version" ] && [ ! -L "$prefix/lib/libzsmalloc.so.$version" ] \
+  || fail "libzsmalloc.so.$version not installed"
+[ "$(readlink "$prefix/lib/libzsmalloc.so.0")" = "libzsmalloc.so.$version" ] || fail "libzsmalloc.so.0 link"
+[ "$(readlink "$prefix/lib/libzsmalloc.so")" = libzsmalloc.so.0 ] || fail "libzsmalloc.so link"
+grep -q 'SONAME.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$prefix/lib/libzsmalloc.so")" \
+  || fail "installed library has no SONAME libzsmalloc.so.0"
+grep -q ', stripped' <<<"$(file -L "$prefix/lib/libzsmalloc.so")" \
+  || fail "installed library not stripped: $(file -L "$prefix/lib/libzsmalloc.so")"
+if grep -q '\.debug_' <<<"$(readelf -S "$prefix/lib/libzsmalloc.so" "$prefix/lib/libzsmalloc.a" 2>/dev/null)"; then
+  fail "installed libraries carry debug sections"
+fi
+nm -D --defined-only "$prefix/lib/libzsmalloc.so" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
+  | sort -u | diff -u "$tmp/declared" - || fail "installed library's exports differ from the header"
+ok "lib/libzsmalloc.so.$version: stripped, no debug sections, SONAME libzsmalloc.so.0; links .so.0, .so"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+[ "$(pkg-config --modversion zsmalloc)" = "$version" ] || fail "zsmalloc.pc: version"
+[ "$(pkg-config --variable=libdir zsmalloc)" = "$prefix/lib" ] || fail "zsmalloc.pc: libdir"
 # shellcheck disable=SC2046
-cc -Wall -Wextra -Werror "$tmp/pc.c" -o "$tmp/pc" \
-  $(PKG_CONFIG_PATH="$tmp/prefix/lib/pkgconfig" pkg-config --cflags --libs zsmalloc)
-LD_LIBRARY_PATH="$tmp/prefix/lib" "$tmp/pc"
-ok "make install PREFIX=...; cc prog.c \$(pkg-config --cflags --libs zsmalloc)"
+cc -Wall -Wextra -Werror "$tmp/prog.c" -o "$tmp/pc" $(pkg-config --cflags --libs zsmalloc)
+grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$tmp/pc")" || fail "pkg-config program: NEEDED"
+LD_LIBRARY_PATH="$prefix/lib" "$tmp/pc" || fail "program built with pkg-config does not run"
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror "$tmp/prog.c" -o "$tmp/pc_static" $(pkg-config --cflags zsmalloc) \
+  "$prefix/lib/libzsmalloc.a" $(pkg-config --static --libs-only-l zsmalloc | sed 's/-lzsmalloc//')
+"$tmp/pc_static" || fail "program linked with pkg-config --static does not run"
+unset PKG_CONFIG_PATH
+ok "cc prog.c \$(pkg-config --cflags --libs zsmalloc) builds and runs (and with --static)"
 
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export ASAN_OPTIONS=detect_leaks=1
 
 step "bad input (ASan+UBSan)"
-"$san/bad_input" 2>"$tmp/bad.err" | tee "$tmp/bad.out"
+"$tsan/bad_input" 2>"$tmp/bad.err" | tee "$tmp/bad.out"
 grep -q ' 0 failed' "$tmp/bad.out" || { cat "$tmp/bad.err"; fail "bad_input"; }
 ok "$(grep -oE '[0-9]+ passed' "$tmp/bad.out") bad-input checks"
 "$san/compat_demo"
 ok "compat demo"
 
 step "abi_bench, briefly (ASan+UBSan)"
-"$san/abi_bench" 3000 20000 1 | tee "$tmp/abi.out"
+"$tsan/abi_bench" 3000 20000 1 | tee "$tmp/abi.out"
 grep -qE '^abi N=3000 step: .* median ratio [0-9.]+x \| read \([0-9]+ non-spanning\)' "$tmp/abi.out" \
   || fail "abi_bench output"
 ok "abi_bench runs the step and read loops through the C ABI"
 
-step "zsmalloc_test: seed figures from the environment (ASan+UBSan)"
+step "zsmalloc_test: the RFC's figures from the environment (ASan+UBSan)"
 cat >"$tmp/base" <<'EOF'
 zsmalloc_test: num write objects: 339598
 zsmalloc_test: pool pages used 175111, total allocated size 698213488
@@ -163,7 +229,10 @@ for run in classic:base heuristic:patched; do
   ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=$policy "$san/zsmalloc_test" >"$tmp/out.$policy"
   cat "$tmp/out.$policy"
   diff -u "$tmp/${run#*:}" "$tmp/out.$policy" || fail "zsmalloc_test under $policy"
-  ok "ZSMALLOC_CHAIN_POLICY=$policy prints the seed's ${run#*:} figures exactly"
+  ok "ZSMALLOC_CHAIN_POLICY=$policy prints the RFC's ${run#*:} figures exactly"
+  ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=$policy "$tsan/zsmalloc_test_kernel" >"$tmp/kout.$policy"
+  diff -u "$tmp/${run#*:}" "$tmp/kout.$policy" || fail "zsmalloc_test_kernel under $policy"
+  ok "the same from kernel-style code on zsmalloc_compat.h (tests/c/zsmalloc_test_kernel.c)"
 done
 if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env.err"; then
   fail "ZSMALLOC_CHAIN_SIZE=17 accepted"
@@ -172,7 +241,7 @@ grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(ca
 ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
 
 step "mt_stress (ASan+UBSan)"
-"$san/mt_stress" 4 4096 2 | tee "$tmp/mt.out"
+"$tsan/mt_stress" 4 4096 2 | tee "$tmp/mt.out"
 moved=$(sed -n 's/.*moved-while-reading \([0-9]*\) objects.*/\1/p' "$tmp/mt.out")
 [ "${moved:-0}" -gt 0 ] || fail "no object moved while readers were active"
 ok "objects moved while reading: $moved"
@@ -180,7 +249,7 @@ ok "objects moved while reading: $moved"
 step "zram_store under the LD_PRELOAD shim, then replay (ASan+UBSan)"
 corpus="$tmp/corpus"
 mkdir -p "$corpus"
-cat zsmalloc-core/src/*.rs zsmalloc-capi/src/*.rs examples/*.c >"$corpus/sources.txt"
+cat zsmalloc-capi/src/*.rs examples/*.c tests/c/*.c >"$corpus/sources.txt"
 head -c 262144 /dev/urandom >"$corpus/random.bin"
 head -c 65536 /dev/zero >"$corpus/zero.bin"
 head -c 2097152 "$lib" >"$corpus/libzsmalloc.so.part"
@@ -217,12 +286,13 @@ vg() {
   valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
     --show-leak-kinds=definite,indirect "$@"
 }
-vg "$plain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "valgrind bad_input"; }
+vg "$tplain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "valgrind bad_input"; }
 vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
-vg "$plain/mt_stress" 2 512 1 0 >/dev/null
+vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
+vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test, mt_stress, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

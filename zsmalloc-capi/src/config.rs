@@ -5,7 +5,8 @@ use std::ffi::c_int;
 
 use zsmalloc_core::{Error, PolicyRef, PoolConfig, ReadMode, Result};
 
-use crate::guard::{self, invalid};
+use crate::errors::invalid;
+use crate::sized::{read_in, write_out, Plain};
 
 /// Chain policy `classic`: mainline's least-waste chain size.
 pub const ZS_CHAIN_CLASSIC: u32 = 0;
@@ -19,6 +20,11 @@ pub const ZS_READ_COPY: u32 = 0;
 pub const ZS_READ_MAP: u32 = 1;
 /// Read mode `contiguous` (specified, not implemented yet: refused with `-EINVAL`).
 pub const ZS_READ_CONTIGUOUS: u32 = 2;
+
+/// `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
+/// accept).
+pub const ZS_POOL_CONFIG_SIZE_VER1: usize = 32;
+const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER1);
 
 /// Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
 /// `zs_pool_config_from_env()` and change fields.
@@ -89,7 +95,7 @@ fn read_mode_from_code(code: u32) -> Result<ReadMode> {
 
 impl zs_pool_config {
     /// The C view of a core configuration.
-    pub fn from_core(cfg: &PoolConfig) -> Result<Self> {
+    pub(crate) fn from_core(cfg: &PoolConfig) -> Result<Self> {
         Ok(zs_pool_config {
             page_size: cfg.page_size,
             max_pages_per_zspage: cfg.chain_size,
@@ -101,7 +107,7 @@ impl zs_pool_config {
     }
 
     /// The core configuration this describes, validated.
-    pub fn to_core(&self) -> Result<PoolConfig> {
+    pub(crate) fn to_core(self) -> Result<PoolConfig> {
         let cfg = PoolConfig {
             page_size: self.page_size,
             chain_size: self.max_pages_per_zspage,
@@ -115,39 +121,50 @@ impl zs_pool_config {
     }
 }
 
-/// `zs_pool_config_init`: mainline defaults (4K pages, chain 8, delta `page >> 8`, classic,
-/// copy, no limit). The environment is not read. NULL: no-op (recorded as `-EINVAL`).
-///
-/// # Safety
-/// `cfg` is NULL or points to a writable `struct zs_pool_config`.
-pub unsafe fn zs_pool_config_init(cfg: *mut zs_pool_config) {
-    guard::call("zs_pool_config_init", (), || {
-        let c = zs_pool_config::from_core(&PoolConfig::default())?;
-        if cfg.is_null() {
-            return Err(invalid("config is NULL"));
-        }
-        // SAFETY: non-NULL, and the caller promises a writable struct zs_pool_config;
-        // `write_unaligned` tolerates any alignment.
-        unsafe { cfg.write_unaligned(c) };
-        Ok(())
-    })
+// SAFETY: `#[repr(C)]`, integer fields only.
+unsafe impl Plain for zs_pool_config {
+    const SIZE_VER1: usize = ZS_POOL_CONFIG_SIZE_VER1;
+    const NAME: &'static str = "zs_pool_config";
 }
 
-/// `zs_pool_config_from_env`: defaults overridden by the `ZSMALLOC_*` variables. On a bad
-/// value returns `-EINVAL`, leaves `*cfg` unchanged and names the variable in the message.
+/// The defaults (`zs_pool_config_init`).
+pub(crate) fn defaults() -> Result<zs_pool_config> {
+    zs_pool_config::from_core(&PoolConfig::default())
+}
+
+/// Writes the defaults into the caller's struct of `size` bytes.
 ///
 /// # Safety
-/// As [`zs_pool_config_init`].
-pub unsafe fn zs_pool_config_from_env(cfg: *mut zs_pool_config) -> c_int {
-    guard::call_int("zs_pool_config_from_env", || {
-        if cfg.is_null() {
-            return Err(invalid("config is NULL"));
-        }
-        let c = zs_pool_config::from_core(&PoolConfig::from_env()?)?;
-        // SAFETY: as in `zs_pool_config_init`.
-        unsafe { cfg.write_unaligned(c) };
-        Ok(0)
-    })
+/// `cfg` is NULL or writable for `size` bytes.
+pub(crate) unsafe fn init(cfg: *mut zs_pool_config, size: usize) -> Result<c_int> {
+    // SAFETY: forwarded contract.
+    unsafe { write_out(cfg, size, &defaults()?) }?;
+    Ok(0)
+}
+
+/// Writes the defaults overridden by the environment into the caller's struct of `size` bytes;
+/// on a bad value writes nothing.
+///
+/// # Safety
+/// As [`init`].
+pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c_int> {
+    if cfg.is_null() {
+        return Err(invalid("struct zs_pool_config pointer is NULL"));
+    }
+    let c = zs_pool_config::from_core(&PoolConfig::from_env()?)?;
+    // SAFETY: forwarded contract.
+    unsafe { write_out(cfg, size, &c) }?;
+    Ok(0)
+}
+
+/// The validated core configuration the caller's struct of `size` bytes describes (fields it
+/// does not have take their defaults).
+///
+/// # Safety
+/// `cfg` is NULL or readable for `size` bytes.
+pub(crate) unsafe fn read(cfg: *const zs_pool_config, size: usize) -> Result<PoolConfig> {
+    // SAFETY: forwarded contract.
+    unsafe { read_in(cfg, size, defaults()?) }?.to_core()
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Errors at the C boundary: the thread-local last error (`zs_last_error`,
 //! `zs_last_error_message`) and `zs_strerror`.
 //!
-//! Convention (SPEC §6): functions returning `int` return 0 (or a count) on success and a negative
+//! Convention: functions returning `int` return 0 (or a count) on success and a negative
 //! errno on failure; functions returning a pointer or a number return NULL/0 on failure. In both
 //! cases the failure is also recorded here, per thread. Every exported function clears the record
 //! when it starts, so `zs_last_error()` right after a call tells whether that call failed.
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use zsmalloc_core::Error;
 
 /// Errno reported when a Rust panic was caught at the boundary (an internal bug).
-pub const PANIC_ERRNO: c_int = libc::ENOTRECOVERABLE;
+pub(crate) const PANIC_ERRNO: c_int = libc::ENOTRECOVERABLE;
 
 thread_local! {
     static LAST_ERRNO: Cell<c_int> = const { Cell::new(0) };
@@ -27,7 +27,7 @@ static ANY_RECORDED: AtomicBool = AtomicBool::new(false);
 
 /// Forgets the last error of this thread (called when an exported function starts).
 #[inline]
-pub fn clear() {
+pub(crate) fn clear() {
     // A thread that recorded an error set the flag itself before, so it sees it (program
     // order); threads that see it unset have nothing recorded.
     if ANY_RECORDED.load(Ordering::Relaxed) {
@@ -36,7 +36,8 @@ pub fn clear() {
 }
 
 /// Records a failure of `func` with positive errno `errno` and a message.
-pub fn record(func: &str, errno: c_int, message: &str) {
+#[cold]
+pub(crate) fn record(func: &str, errno: c_int, message: &str) {
     ANY_RECORDED.store(true, Ordering::Relaxed);
     let _ = LAST_ERRNO.try_with(|e| e.set(errno));
     let text = format!("{func}: {message}").replace('\0', " ");
@@ -48,19 +49,28 @@ pub fn record(func: &str, errno: c_int, message: &str) {
 }
 
 /// Records a core error; returns its negative errno.
-pub fn record_error(func: &str, err: &Error) -> c_int {
+#[cold]
+#[inline(never)]
+pub(crate) fn record_error(func: &str, err: Error) -> c_int {
     record(func, err.errno(), &err.to_string());
     -err.errno()
 }
 
+/// An `InvalidArgument` error.
+#[cold]
+#[inline(never)]
+pub(crate) fn invalid(msg: impl Into<String>) -> Error {
+    Error::InvalidArgument(msg.into())
+}
+
 /// The last error of this thread as a negative errno (0: the last call succeeded).
-pub fn last_error() -> c_int {
+pub(crate) fn last_error() -> c_int {
     -LAST_ERRNO.try_with(Cell::get).unwrap_or(0)
 }
 
 /// The message of the last failure on this thread ("" when the last call succeeded). The pointer
 /// stays valid until the next failing call on this thread.
-pub fn last_error_message() -> *const c_char {
+pub(crate) fn last_error_message() -> *const c_char {
     if last_error() == 0 {
         return c"".as_ptr();
     }
@@ -70,7 +80,7 @@ pub fn last_error_message() -> *const c_char {
 }
 
 /// A static description of an errno; accepts it negated or not.
-pub fn strerror(errno: c_int) -> &'static CStr {
+pub(crate) fn strerror(errno: c_int) -> &'static CStr {
     match errno.checked_abs().unwrap_or(0) {
         0 => c"success",
         libc::EINVAL => c"invalid argument (bad pool, handle, length, buffer or configuration)",

@@ -14,7 +14,7 @@
 ///   ABI (e.g. the Python extension module, so that `zsmalloc.library_path()` can name it).
 ///   `#[no_mangle]` functions of an rlib dependency are not reliably exported from a dependent
 ///   cdylib (rust-lang/rust#50007), so each shared library generates its own. Check the result
-///   with `nm -D --defined-only <lib> | grep ' zs_'` (30 symbols in ABI version 1).
+///   with `nm -D --defined-only <lib> | grep ' zs_'` (35 symbols in ABI version 2).
 /// - Depend on `zsmalloc-capi` with `default-features = false`: its `export` feature (on by
 ///   default, for `libzsmalloc` itself) puts the same symbols in its rlib, and two definitions
 ///   would not link. If that feature is on anyway (a workspace build unifies features with
@@ -22,9 +22,9 @@
 ///   which are then the ones exported, so the build still links and exports the same ABI.
 /// - It expands to one module, `__zsmalloc_c_abi` (`#[doc(hidden)] pub`), whose functions are the
 ///   exported symbols (Rust code may take their addresses, e.g. `__zsmalloc_c_abi::zs_store`).
-///   They are thin wrappers over this crate's implementation functions
-///   (`zsmalloc::pool::zs_create_pool`, ...); nothing else enters the invoking crate's namespace.
-/// - Every wrapper runs behind the panic boundary (`zsmalloc::guard`) and records failures in the
+///   They are thin wrappers over this crate's entry points (`zsmalloc::abi`, hidden); nothing
+///   else enters the invoking crate's namespace.
+/// - Every entry point runs behind the panic boundary (`zsmalloc::guard`) and records failures in the
 ///   thread-local `zs_last_error()`; the wrappers keep no state of their own.
 /// - Pools are [`zs_pool`](crate::zs_pool) values. Rust code in the same library can hand an
 ///   `Arc<zsmalloc_core::Pool>` to C with [`zs_pool::from_arc`](crate::zs_pool::from_arc) and
@@ -75,7 +75,7 @@ macro_rules! __zs_c_abi_items {
     () => {
         // @c-abi-begin
         #[doc(hidden)]
-        #[allow(clippy::missing_safety_doc)]
+        #[allow(clippy::missing_safety_doc, unused_variables)]
         pub mod __zsmalloc_c_abi {
             // The stats structs share their names with functions: they are spelled with a path.
             use ::core::ffi::{c_char, c_int, c_uint, c_ulong, c_void};
@@ -85,10 +85,24 @@ macro_rules! __zs_c_abi_items {
 
             /// Fills `*cfg` with mainline defaults: 4K pages, chain 8, delta `page_size >> 8`,
             /// `ZS_CHAIN_CLASSIC`, `ZS_READ_COPY`, no memory limit. The environment is not read.
+            /// (The header's macro of this name calls zs_pool_config_init_sized() with the size of
+            /// its struct; this symbol takes a struct of ABI version 1.)
             #[no_mangle]
             pub unsafe extern "C" fn zs_pool_config_init(cfg: *mut zs_pool_config) {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::config::zs_pool_config_init(cfg) }
+                unsafe { $crate::abi::zs_pool_config_init(cfg) }
+            }
+
+            /// zs_pool_config_init() for a struct of `size` bytes (the caller's `sizeof`): fills
+            /// the fields it has, zeroes any this library does not know. Returns 0, or -EINVAL
+            /// (NULL, or `size` below ZS_POOL_CONFIG_SIZE_VER1).
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_pool_config_init_sized(
+                cfg: *mut zs_pool_config,
+                size: size_t,
+            ) -> c_int {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_pool_config_init_sized(cfg, size) }
             }
 
             /// Fills `*cfg` with the defaults overridden by the `ZSMALLOC_*` environment variables.
@@ -97,7 +111,18 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub unsafe extern "C" fn zs_pool_config_from_env(cfg: *mut zs_pool_config) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::config::zs_pool_config_from_env(cfg) }
+                unsafe { $crate::abi::zs_pool_config_from_env(cfg) }
+            }
+
+            /// zs_pool_config_from_env() for a struct of `size` bytes (as
+            /// zs_pool_config_init_sized()).
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_pool_config_from_env_sized(
+                cfg: *mut zs_pool_config,
+                size: size_t,
+            ) -> c_int {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_pool_config_from_env_sized(cfg, size) }
             }
 
             // ------------------------------------------------------------------ pools
@@ -109,7 +134,7 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub unsafe extern "C" fn zs_create_pool(name: *const c_char) -> *mut zs_pool {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_create_pool(name) }
+                unsafe { $crate::abi::zs_create_pool(name) }
             }
 
             /// Creates a pool with an explicit configuration (the environment is ignored). Returns NULL
@@ -120,7 +145,20 @@ macro_rules! __zs_c_abi_items {
                 cfg: *const zs_pool_config,
             ) -> *mut zs_pool {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_create_pool_with_config(name, cfg) }
+                unsafe { $crate::abi::zs_create_pool_with_config(name, cfg) }
+            }
+
+            /// zs_create_pool_with_config() for a struct of `size` bytes (the caller's `sizeof`):
+            /// fields the caller's struct does not have take their defaults; fields this library
+            /// does not know must be zero (-EINVAL otherwise).
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_create_pool_with_config_sized(
+                name: *const c_char,
+                cfg: *const zs_pool_config,
+                size: size_t,
+            ) -> *mut zs_pool {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_create_pool_with_config_sized(name, cfg, size) }
             }
 
             /// Destroys a pool and every object still in it (NULL: no-op). No other thread may use the
@@ -128,7 +166,7 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub unsafe extern "C" fn zs_destroy_pool(pool: *mut zs_pool) {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_destroy_pool(pool) }
+                unsafe { $crate::abi::zs_destroy_pool(pool) }
             }
 
             // ------------------------------------------------------------------ objects
@@ -146,7 +184,7 @@ macro_rules! __zs_c_abi_items {
                 gfp: gfp_t,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::object::zs_store(pool, handle, src, len, gfp) }
+                unsafe { $crate::abi::zs_store(pool, handle, src, len) }
             }
 
             /// Allocates an object of `size` bytes for the empty handle `*handle`, to be filled with
@@ -159,7 +197,7 @@ macro_rules! __zs_c_abi_items {
                 gfp: gfp_t,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::object::zs_malloc(pool, handle, size, gfp) }
+                unsafe { $crate::abi::zs_malloc(pool, handle, size) }
             }
 
             /// Writes the whole object of `*handle` from `src`; `len` must equal the object's length
@@ -172,7 +210,7 @@ macro_rules! __zs_c_abi_items {
                 len: size_t,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::object::zs_obj_write(pool, handle, src, len) }
+                unsafe { $crate::abi::zs_obj_write(pool, handle, src, len) }
             }
 
             /// Frees the object of `*handle` and empties the handle (an empty handle: 0, no-op).
@@ -181,7 +219,7 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub unsafe extern "C" fn zs_free(pool: *mut zs_pool, handle: *mut zs_handle) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::object::zs_free(pool, handle) }
+                unsafe { $crate::abi::zs_free(pool, handle) }
             }
 
             /// Moves the object of `*from` to the empty handle `*to` (for relocating the record that
@@ -193,7 +231,7 @@ macro_rules! __zs_c_abi_items {
                 to: *mut zs_handle,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::object::zs_handle_move(pool, from, to) }
+                unsafe { $crate::abi::zs_handle_move(pool, from, to) }
             }
 
             // ------------------------------------------------------------------ reads
@@ -212,7 +250,7 @@ macro_rules! __zs_c_abi_items {
                 local_copy: *mut c_void,
             ) -> *mut c_void {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::read::zs_obj_read_begin(pool, handle, mem_len, local_copy) }
+                unsafe { $crate::abi::zs_obj_read_begin(pool, handle, mem_len, local_copy) }
             }
 
             /// Ends the read section begun by zs_obj_read_begin() on `*handle` with the same
@@ -225,7 +263,7 @@ macro_rules! __zs_c_abi_items {
                 handle_mem: *mut c_void,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::read::zs_obj_read_end(pool, handle, mem_len, handle_mem) }
+                unsafe { $crate::abi::zs_obj_read_end(pool, handle, mem_len) }
             }
 
             /// Begins a scatter-gather read section: fills `sg[0]` (and `sg[1]` when the object
@@ -240,7 +278,7 @@ macro_rules! __zs_c_abi_items {
                 mem_len: size_t,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::read::zs_obj_read_sg_begin(pool, handle, sg, mem_len) }
+                unsafe { $crate::abi::zs_obj_read_sg_begin(pool, handle, sg, mem_len) }
             }
 
             /// Ends a scatter-gather read section of `*handle`.
@@ -250,7 +288,7 @@ macro_rules! __zs_c_abi_items {
                 handle: *mut zs_handle,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::read::zs_obj_read_sg_end(pool, handle) }
+                unsafe { $crate::abi::zs_obj_read_sg_end(pool, handle) }
             }
 
             // ------------------------------------------------------------------ queries
@@ -259,14 +297,14 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub unsafe extern "C" fn zs_get_total_pages(pool: *mut zs_pool) -> c_ulong {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_get_total_pages(pool) }
+                unsafe { $crate::abi::zs_get_total_pages(pool) }
             }
 
             /// Objects of this length or more are stored in huge classes, one per page (NULL pool: 0).
             #[no_mangle]
             pub unsafe extern "C" fn zs_huge_class_size(pool: *mut zs_pool) -> size_t {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_huge_class_size(pool) }
+                unsafe { $crate::abi::zs_huge_class_size(pool) }
             }
 
             /// Index of the class serving a class size of `size` bytes, taken as given (no header
@@ -277,14 +315,14 @@ macro_rules! __zs_c_abi_items {
                 size: c_uint,
             ) -> c_uint {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_lookup_class_index(pool, size) }
+                unsafe { $crate::abi::zs_lookup_class_index(pool, size) }
             }
 
             /// Compacts the pool (zspages pinned by readers are skipped). Returns the pages freed.
             #[no_mangle]
             pub unsafe extern "C" fn zs_compact(pool: *mut zs_pool) -> c_ulong {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::pool::zs_compact(pool) }
+                unsafe { $crate::abi::zs_compact(pool) }
             }
 
             /// Fills `*stats` with the pool's counters. Returns 0 or -EINVAL.
@@ -294,7 +332,19 @@ macro_rules! __zs_c_abi_items {
                 stats: *mut $crate::zs_pool_stats,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::stats::zs_pool_stats(pool, stats) }
+                unsafe { $crate::abi::zs_pool_stats(pool, stats) }
+            }
+
+            /// zs_pool_stats() for a struct of `size` bytes (the caller's `sizeof`): fills the
+            /// fields it has, zeroes any this library does not know.
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_pool_stats_sized(
+                pool: *mut zs_pool,
+                stats: *mut $crate::zs_pool_stats,
+                size: size_t,
+            ) -> c_int {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_pool_stats_sized(pool, stats, size) }
             }
 
             /// Fills `*stats` with the row of the class serving class index `index` (merged indices
@@ -307,7 +357,19 @@ macro_rules! __zs_c_abi_items {
                 stats: *mut $crate::zs_class_stats,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::stats::zs_class_stats(pool, index, stats) }
+                unsafe { $crate::abi::zs_class_stats(pool, index, stats) }
+            }
+
+            /// zs_class_stats() for a struct of `size` bytes (as zs_pool_stats_sized()).
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_class_stats_sized(
+                pool: *mut zs_pool,
+                index: c_uint,
+                stats: *mut $crate::zs_class_stats,
+                size: size_t,
+            ) -> c_int {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_class_stats_sized(pool, index, stats, size) }
             }
 
             // ------------------------------------------------------------------ errors, version
@@ -315,26 +377,26 @@ macro_rules! __zs_c_abi_items {
             /// The error of the last zs_* call on this thread as a negative errno (0: it succeeded).
             #[no_mangle]
             pub extern "C" fn zs_last_error() -> c_int {
-                $crate::guard::call_quiet(-$crate::errors::PANIC_ERRNO, $crate::errors::last_error)
+                $crate::abi::zs_last_error()
             }
 
             /// A message describing the last error on this thread ("" if the last call succeeded);
             /// valid until the next failing call on this thread.
             #[no_mangle]
             pub extern "C" fn zs_last_error_message() -> *const c_char {
-                $crate::guard::call_quiet(c"".as_ptr(), $crate::errors::last_error_message)
+                $crate::abi::zs_last_error_message()
             }
 
             /// A static description of an errno (negative or positive).
             #[no_mangle]
             pub extern "C" fn zs_strerror(err: c_int) -> *const c_char {
-                $crate::guard::call_quiet(c"".as_ptr(), || $crate::errors::strerror(err).as_ptr())
+                $crate::abi::zs_strerror(err)
             }
 
             /// The ABI version of the library (compare with ZS_ABI_VERSION).
             #[no_mangle]
             pub extern "C" fn zs_version() -> c_uint {
-                $crate::guard::call_quiet(0, || $crate::ZS_ABI_VERSION)
+                $crate::abi::zs_version()
             }
 
             // ------------------------------------------------------------------ zsmalloc_compat.h
@@ -349,14 +411,14 @@ macro_rules! __zs_c_abi_items {
                 nid: c_int,
             ) -> c_ulong {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::compat::zs_compat_malloc(pool, size, gfp, nid) }
+                unsafe { $crate::abi::zs_compat_malloc(pool, size) }
             }
 
             /// Compat zs_free: frees the object and its handle slot (0 or an error value: no-op).
             #[no_mangle]
             pub unsafe extern "C" fn zs_compat_free(pool: *mut zs_pool, handle: c_ulong) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::compat::zs_compat_free(pool, handle) }
+                unsafe { $crate::abi::zs_compat_free(pool, handle) }
             }
 
             /// Compat zs_obj_write(pool, handle, handle_mem, mem_len).
@@ -368,7 +430,7 @@ macro_rules! __zs_c_abi_items {
                 mem_len: size_t,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::compat::zs_compat_obj_write(pool, handle, handle_mem, mem_len) }
+                unsafe { $crate::abi::zs_compat_obj_write(pool, handle, handle_mem, mem_len) }
             }
 
             /// Compat zs_obj_read_begin; `mem_len == ZS_COMPAT_LEN_UNKNOWN` uses the stored length.
@@ -380,9 +442,7 @@ macro_rules! __zs_c_abi_items {
                 local_copy: *mut c_void,
             ) -> *mut c_void {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe {
-                    $crate::compat::zs_compat_obj_read_begin(pool, handle, mem_len, local_copy)
-                }
+                unsafe { $crate::abi::zs_compat_obj_read_begin(pool, handle, mem_len, local_copy) }
             }
 
             /// Compat zs_obj_read_end; `mem_len == ZS_COMPAT_LEN_UNKNOWN` skips the length check.
@@ -394,7 +454,7 @@ macro_rules! __zs_c_abi_items {
                 handle_mem: *mut c_void,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::compat::zs_compat_obj_read_end(pool, handle, mem_len, handle_mem) }
+                unsafe { $crate::abi::zs_compat_obj_read_end(pool, handle, mem_len) }
             }
 
             /// The `struct zs_handle *` behind a compat handle (NULL if not a live handle of `pool`).
@@ -404,7 +464,7 @@ macro_rules! __zs_c_abi_items {
                 handle: c_ulong,
             ) -> *mut zs_handle {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::compat::zs_compat_handle(pool, handle) }
+                unsafe { $crate::abi::zs_compat_handle(pool, handle) }
             }
         }
         // @c-abi-end

@@ -5,10 +5,9 @@ use std::sync::Arc;
 
 use zsmalloc_core::{Pool, PoolConfig, Result};
 
-use crate::compat::CompatSlots;
-use crate::config::zs_pool_config;
-use crate::guard::{self, invalid};
-use crate::size_t;
+use crate::config::{self, zs_pool_config};
+use crate::errors::invalid;
+use crate::slots::CompatSlots;
 
 /// A pool (opaque): made by zs_create_pool() or zs_create_pool_with_config(), released by
 /// zs_destroy_pool().
@@ -18,18 +17,19 @@ use crate::size_t;
 // a Rust owner of the same allocator can live side by side.
 pub struct zs_pool {
     pool: Arc<Pool>,
-    /// Handle slots of `zsmalloc_compat.h`'s `unsigned long` handles.
+    /// Handle words of `zsmalloc_compat.h`'s `unsigned long` handles.
     pub(crate) compat: CompatSlots,
 }
 
 impl zs_pool {
     /// Wraps a shared pool into a new `struct zs_pool *` (owned by the caller: release it with
-    /// `zs_destroy_pool`, which drops this share of the pool only).
+    /// [`zs_pool::destroy`] or `zs_destroy_pool`, which drop this share of the pool only).
     pub fn from_arc(pool: Arc<Pool>) -> *mut zs_pool {
         Box::into_raw(Box::new(zs_pool { pool, compat: CompatSlots::new() }))
     }
 
     /// The allocator behind this C pool.
+    #[inline]
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
@@ -52,6 +52,27 @@ impl zs_pool {
         // SAFETY: non-NULL and, by the caller's promise, a live pool allocated by `from_arc`.
         Ok(unsafe { &*p })
     }
+
+    /// Releases a C pool (NULL: no-op): what `zs_destroy_pool` does.
+    ///
+    /// # Safety
+    /// `p` is NULL or a live pool not used by any other thread now or later.
+    pub unsafe fn destroy(p: *mut zs_pool) {
+        if !p.is_null() {
+            // SAFETY: allocated by `from_arc` (Box::into_raw) and, by the caller's promise, not
+            // destroyed before nor used after.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
+}
+
+/// `zs_destroy_pool` for Rust callers (kept for the Python extension); see [`zs_pool::destroy`].
+///
+/// # Safety
+/// As [`zs_pool::destroy`].
+pub unsafe fn zs_destroy_pool(p: *mut zs_pool) {
+    // SAFETY: forwarded contract.
+    unsafe { zs_pool::destroy(p) }
 }
 
 fn name_of(name: *const c_char) -> Result<String> {
@@ -66,97 +87,76 @@ fn create(name: &str, cfg: PoolConfig) -> Result<*mut zs_pool> {
     Ok(zs_pool::from_arc(Arc::new(Pool::with_name(name, cfg)?)))
 }
 
-/// `zs_create_pool`: a pool configured by the `ZSMALLOC_*` environment (SPEC §4). A bad value
-/// gives NULL, `-EINVAL` in `zs_last_error()` and a message naming the variable, also printed on
-/// stderr so that unmodified programs show why.
+/// A pool configured by the environment; a bad value is also printed on stderr, so that
+/// unmodified programs show why they got no pool.
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
-pub unsafe fn zs_create_pool(name: *const c_char) -> *mut zs_pool {
-    guard::call("zs_create_pool", std::ptr::null_mut(), || {
-        let name = name_of(name)?;
-        let cfg = PoolConfig::from_env().inspect_err(|e| {
-            eprintln!("libzsmalloc: zs_create_pool(\"{name}\"): {e}");
-        })?;
-        create(&name, cfg)
-    })
+pub(crate) unsafe fn create_from_env(name: *const c_char) -> Result<*mut zs_pool> {
+    let name = name_of(name)?;
+    let cfg = PoolConfig::from_env().inspect_err(|e| {
+        eprintln!("libzsmalloc: zs_create_pool(\"{name}\"): {e}");
+    })?;
+    create(&name, cfg)
 }
 
-/// `zs_create_pool_with_config`: a pool with an explicit configuration (environment ignored).
+/// A pool with the explicit configuration of the caller's struct of `size` bytes.
 ///
 /// # Safety
-/// `name` is NULL or a NUL-terminated string; `cfg` is NULL or points to a readable config.
-pub unsafe fn zs_create_pool_with_config(
+/// `name` is NULL or a NUL-terminated string; `cfg` is NULL or readable for `size` bytes.
+pub(crate) unsafe fn create_with_config(
     name: *const c_char,
     cfg: *const zs_pool_config,
-) -> *mut zs_pool {
-    guard::call("zs_create_pool_with_config", std::ptr::null_mut(), || {
-        let name = name_of(name)?;
-        if cfg.is_null() {
-            return Err(invalid("config is NULL"));
-        }
-        // SAFETY: non-NULL and readable by the caller's promise; any alignment accepted.
-        let c = unsafe { cfg.read_unaligned() };
-        create(&name, c.to_core()?)
-    })
+    size: usize,
+) -> Result<*mut zs_pool> {
+    let name = name_of(name)?;
+    // SAFETY: forwarded contract.
+    let cfg = unsafe { config::read(cfg, size) }?;
+    create(&name, cfg)
 }
 
-/// `zs_destroy_pool`: releases the pool (NULL: no-op). Objects still stored are released with
-/// it; their handle words are left as they are and must not be used again.
+/// The allocator behind a C pool pointer.
 ///
 /// # Safety
-/// `p` is NULL or a live pool not used by any other thread now or later.
-pub unsafe fn zs_destroy_pool(p: *mut zs_pool) {
-    guard::call_infallible("zs_destroy_pool", (), || {
-        if !p.is_null() {
-            // SAFETY: allocated by `from_arc` (Box::into_raw) and, by the caller's promise, not
-            // destroyed before nor used after.
-            drop(unsafe { Box::from_raw(p) });
-        }
-    })
+/// As [`zs_pool::get`].
+#[inline(always)]
+pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<&'a Pool> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { zs_pool::get(p) }?.pool())
 }
 
-/// `zs_get_total_pages`: pages held by zspages (NULL pool: 0).
+/// Pages held by zspages.
 ///
 /// # Safety
-/// `p` as for [`zs_pool::get`].
-pub unsafe fn zs_get_total_pages(p: *mut zs_pool) -> c_ulong {
-    guard::call("zs_get_total_pages", 0, || {
-        // SAFETY: forwarded contract.
-        let pool = unsafe { zs_pool::get(p) }?;
-        Ok(pool.pool().total_pages() as c_ulong)
-    })
+/// As [`zs_pool::get`].
+pub(crate) unsafe fn total_pages(p: *mut zs_pool) -> Result<c_ulong> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { core(p) }?.total_pages() as c_ulong)
 }
 
-/// `zs_huge_class_size`: objects of this length or more go to huge classes (NULL pool: 0).
+/// Objects of this length or more go to huge classes.
 ///
 /// # Safety
-/// `p` as for [`zs_pool::get`].
-pub unsafe fn zs_huge_class_size(p: *mut zs_pool) -> size_t {
-    guard::call("zs_huge_class_size", 0, || {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { zs_pool::get(p) }?.pool().huge_class_size())
-    })
+/// As [`zs_pool::get`].
+pub(crate) unsafe fn huge_class_size(p: *mut zs_pool) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { core(p) }?.huge_class_size())
 }
 
-/// `zs_lookup_class_index`: the class index serving `size` (no header added; NULL pool: 0).
+/// The class index serving `size` (no header added).
 ///
 /// # Safety
-/// `p` as for [`zs_pool::get`].
-pub unsafe fn zs_lookup_class_index(p: *mut zs_pool, size: c_uint) -> c_uint {
-    guard::call("zs_lookup_class_index", 0, || {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { zs_pool::get(p) }?.pool().lookup_class_index(size as usize))
-    })
+/// As [`zs_pool::get`].
+pub(crate) unsafe fn lookup_class_index(p: *mut zs_pool, size: c_uint) -> Result<c_uint> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { core(p) }?.lookup_class_index(size as usize))
 }
 
-/// `zs_compact`: compacts every class; returns the pages freed (NULL pool: 0).
+/// Compacts every class; the pages freed.
 ///
 /// # Safety
-/// `p` as for [`zs_pool::get`].
-pub unsafe fn zs_compact(p: *mut zs_pool) -> c_ulong {
-    guard::call("zs_compact", 0, || {
-        // SAFETY: forwarded contract.
-        Ok(unsafe { zs_pool::get(p) }?.pool().compact() as c_ulong)
-    })
+/// As [`zs_pool::get`].
+pub(crate) unsafe fn compact(p: *mut zs_pool) -> Result<c_ulong> {
+    // SAFETY: forwarded contract.
+    Ok(unsafe { core(p) }?.compact() as c_ulong)
 }

@@ -1,15 +1,14 @@
-//! Read sections: `zs_obj_read_begin`/`_end` (copy mode) and the scatter-gather pair.
+//! Read sections: copy mode (`zs_obj_read_begin`/`_end`) and scatter-gather (`struct zs_sg`).
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicUsize;
 
 use zsmalloc_core::{Pool, Result};
 
-use crate::errors::PANIC_ERRNO;
-use crate::guard::{self, invalid};
-use crate::object::{fast, pool_and_handle, zs_handle};
+use crate::errors::invalid;
+use crate::handle::{self, zs_handle};
 use crate::pool::zs_pool;
-use crate::size_t;
+use crate::types::size_t;
 
 /// One segment of a scatter-gather read.
 #[repr(C)]
@@ -19,30 +18,23 @@ pub struct zs_sg {
     pub len: size_t,
 }
 
-/// The body of `zs_obj_read_begin` once the pool and handle are checked (shared with the
-/// compat layer).
+/// Begins a copy-mode read section of `mem_len` bytes on a checked handle word: in place when
+/// the object lies in one page, else copied into `local_copy`; with `local_copy` NULL an object
+/// crossing a page is refused.
 ///
 /// # Safety
-/// `local_copy` is NULL or writable for `mem_len + ZS_HANDLE_SIZE` bytes until the section ends.
-pub(crate) unsafe fn read_begin(
+/// `word` is aligned and live; `local_copy` is NULL or writable for `mem_len + ZS_HANDLE_SIZE`
+/// bytes until the section ends.
+#[inline(always)]
+pub(crate) unsafe fn begin_on(
     pool: &Pool,
     word: &AtomicUsize,
     mem_len: usize,
     local_copy: *mut c_void,
 ) -> Result<*mut c_void> {
     if local_copy.is_null() {
-        // No buffer: only objects whose payload lies in one page can be served.
-        // SAFETY: `word` is aligned and live; the core validates its contents.
-        let (segs, n) = unsafe { pool.read_sg_begin_raw(word, mem_len) }?;
-        if n == 1 {
-            return Ok(segs[0].0.cast_mut().cast());
-        }
-        // SAFETY: ends the section just begun on the same handle.
-        unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
-        return Err(invalid(
-            "local_copy is NULL but the object crosses a page boundary (pass a page-sized \
-             buffer)",
-        ));
+        // SAFETY: forwarded contract.
+        return unsafe { begin_in_place_only(pool, word, mem_len) };
     }
     // SAFETY: `local_copy` is writable for mem_len + ZS_HANDLE_SIZE bytes (caller's promise;
     // the core checks mem_len against the stored length before copying).
@@ -50,107 +42,97 @@ pub(crate) unsafe fn read_begin(
     Ok(ptr.cast_mut().cast())
 }
 
-/// `zs_obj_read_begin`: see the header. With `local_copy == NULL` the object is read in place
-/// when it lies in one page and refused (`-EINVAL`) when it crosses a page boundary.
+/// [`begin_on`] without a buffer: only objects whose payload lies in one page can be served.
 ///
 /// # Safety
-/// `p` as for [`zs_pool::get`], `h` as for [`crate::object::handle_word`]; `local_copy` is NULL or writable for
-/// `mem_len + ZS_HANDLE_SIZE` bytes and stays so until the matching `zs_obj_read_end`.
-pub unsafe fn zs_obj_read_begin(
+/// As [`begin_on`].
+#[inline(never)]
+unsafe fn begin_in_place_only(
+    pool: &Pool,
+    word: &AtomicUsize,
+    mem_len: usize,
+) -> Result<*mut c_void> {
+    // SAFETY: `word` is aligned and live; the core validates its contents.
+    let (segs, n) = unsafe { pool.read_sg_begin_raw(word, mem_len) }?;
+    if n == 1 {
+        return Ok(segs[0].0.cast_mut().cast());
+    }
+    // SAFETY: ends the section just begun on the same handle.
+    unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
+    Err(invalid(
+        "local_copy is NULL but the object crosses a page boundary (pass a page-sized buffer)",
+    ))
+}
+
+/// Begins a copy-mode read section on `*h` (see [`begin_on`]).
+///
+/// # Safety
+/// `p` as for [`zs_pool::get`], `h` as for [`handle::word`]; `local_copy` as for
+/// [`begin_on`].
+#[inline(always)]
+pub(crate) unsafe fn begin(
     p: *mut zs_pool,
     h: *mut zs_handle,
-    mem_len: size_t,
+    mem_len: usize,
     local_copy: *mut c_void,
-) -> *mut c_void {
-    const FUNC: &str = "zs_obj_read_begin";
-    // SAFETY: `word` is the caller's live handle word and the section ends with
-    // `zs_obj_read_end` (forwarded contract).
-    let begin =
-        |pool: &Pool, word: &AtomicUsize| unsafe { pool.read_begin_in_place(word, mem_len) };
-    let in_place = |ptr: *const u8| ptr.cast_mut().cast();
+) -> Result<*mut c_void> {
     // SAFETY: forwarded contract.
-    if let Some(r) = unsafe { fast(FUNC, p, h, begin) }.settled(in_place, std::ptr::null_mut()) {
-        return r;
-    }
-    guard::call(FUNC, std::ptr::null_mut(), || {
-        // SAFETY: forwarded contract.
-        let (pool, word) = unsafe { pool_and_handle(p, h) }?;
-        // SAFETY: forwarded contract on `local_copy`.
-        unsafe { read_begin(pool, word, mem_len, local_copy) }
-    })
+    let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
+    // SAFETY: forwarded contract.
+    unsafe { begin_on(pool, word, mem_len, local_copy) }
 }
 
-/// `zs_obj_read_end`: ends the read section begun on `*h`; `mem_len` must match the begin.
-/// `handle_mem` (the pointer `zs_obj_read_begin` returned) is accepted for kernel parity.
+/// Ends the read section begun on `*h` (`mem_len` as at its begin).
 ///
 /// # Safety
-/// As [`zs_obj_read_begin`].
-pub unsafe fn zs_obj_read_end(
-    p: *mut zs_pool,
-    h: *mut zs_handle,
-    mem_len: size_t,
-    _handle_mem: *mut c_void,
-) -> c_int {
-    const FUNC: &str = "zs_obj_read_end";
-    let end = |pool: &Pool, word: &AtomicUsize| {
-        // SAFETY: `word` is the caller's live handle word (forwarded contract).
-        unsafe { pool.read_end_recorded(word, mem_len) }.then_some(())
-    };
+/// As [`begin`].
+#[inline(always)]
+pub(crate) unsafe fn end(p: *mut zs_pool, h: *mut zs_handle, mem_len: usize) -> Result<c_int> {
     // SAFETY: forwarded contract.
-    if let Some(r) = unsafe { fast(FUNC, p, h, end) }.settled(|()| 0, -PANIC_ERRNO) {
-        return r;
-    }
-    guard::call_int(FUNC, || {
-        // SAFETY: forwarded contract.
-        let (pool, word) = unsafe { pool_and_handle(p, h) }?;
-        // SAFETY: `word` is aligned and live; the core checks a section is open on it.
-        unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
-        Ok(0)
-    })
+    let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
+    // SAFETY: `word` is aligned and live; the core checks a section is open on it.
+    unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
+    Ok(0)
 }
 
-/// `zs_obj_read_sg_begin`: fills `sg[0..n]` (n = 1 or 2, returned) with the object's bytes in
-/// place; nothing is copied. Unused entries are zeroed.
+/// Fills `sg[0..n]` (n = 1 or 2, returned) with the object's bytes in place; unused entries are
+/// zeroed.
 ///
 /// # Safety
-/// As [`zs_obj_read_begin`]; `sg` is NULL or writable for two `struct zs_sg`.
-pub unsafe fn zs_obj_read_sg_begin(
+/// As [`begin`]; `sg` is NULL or writable for two `struct zs_sg`.
+pub(crate) unsafe fn sg_begin(
     p: *mut zs_pool,
     h: *mut zs_handle,
     sg: *mut zs_sg,
-    mem_len: size_t,
-) -> c_int {
-    guard::call_int("zs_obj_read_sg_begin", || {
-        // SAFETY: forwarded contract.
-        let (pool, word) = unsafe { pool_and_handle(p, h) }?;
-        if sg.is_null() {
-            return Err(invalid("sg is NULL"));
-        }
-        // SAFETY: `word` is aligned and live; the core validates its contents.
-        let (segs, n) = unsafe { pool.read_sg_begin_raw(word, mem_len) }?;
-        for (i, &(addr, len)) in segs.iter().enumerate() {
-            let seg = if i < n {
-                zs_sg { addr: addr.cast_mut().cast(), len }
-            } else {
-                zs_sg { addr: std::ptr::null_mut(), len: 0 }
-            };
-            // SAFETY: `sg` is writable for two entries (caller's promise); any alignment.
-            unsafe { sg.add(i).write_unaligned(seg) };
-        }
-        Ok(n as c_int)
-    })
+    mem_len: usize,
+) -> Result<c_int> {
+    // SAFETY: forwarded contract.
+    let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
+    if sg.is_null() {
+        return Err(invalid("sg is NULL"));
+    }
+    // SAFETY: `word` is aligned and live; the core validates its contents.
+    let (segs, n) = unsafe { pool.read_sg_begin_raw(word, mem_len) }?;
+    for (i, &(addr, len)) in segs.iter().enumerate() {
+        let seg = if i < n {
+            zs_sg { addr: addr.cast_mut().cast(), len }
+        } else {
+            zs_sg { addr: std::ptr::null_mut(), len: 0 }
+        };
+        // SAFETY: `sg` is writable for two entries (caller's promise); any alignment.
+        unsafe { sg.add(i).write_unaligned(seg) };
+    }
+    Ok(n as c_int)
 }
 
-/// `zs_obj_read_sg_end`: ends a scatter-gather read section of `*h`.
+/// Ends a scatter-gather read section of `*h`.
 ///
 /// # Safety
-/// As [`zs_obj_read_begin`].
-pub unsafe fn zs_obj_read_sg_end(p: *mut zs_pool, h: *mut zs_handle) -> c_int {
-    guard::call_int("zs_obj_read_sg_end", || {
-        // SAFETY: forwarded contract.
-        let (pool, word) = unsafe { pool_and_handle(p, h) }?;
-        // SAFETY: `word` is aligned and live; the core checks a section is open on it.
-        unsafe { pool.read_end_raw(word, None) }?;
-        Ok(0)
-    })
+/// As [`begin`].
+pub(crate) unsafe fn sg_end(p: *mut zs_pool, h: *mut zs_handle) -> Result<c_int> {
+    // SAFETY: forwarded contract.
+    let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
+    // SAFETY: `word` is aligned and live; the core checks a section is open on it.
+    unsafe { pool.read_end_raw(word, None) }?;
+    Ok(0)
 }

@@ -1,12 +1,13 @@
 //! `struct zs_pool_stats` and `struct zs_class_stats` (kernel style: the struct and the function
-//! share a name). Structs only grow at the end (`ZS_ABI_VERSION`).
+//! share a name). Both only grow at the end (see `crate::sized`).
 
 use std::ffi::{c_int, c_uint};
 
-use zsmalloc_core::{ClassStats, PoolStats};
+use zsmalloc_core::{ClassStats, PoolStats, Result};
 
-use crate::guard::{self, invalid};
-use crate::pool::zs_pool;
+use crate::errors::invalid;
+use crate::pool::{self, zs_pool};
+use crate::sized::{write_out, Plain};
 
 /// Pool-wide counters, summed when asked.
 #[repr(C)]
@@ -113,43 +114,67 @@ impl From<&ClassStats> for zs_class_stats {
     }
 }
 
-/// `zs_pool_stats`: fills `*out`.
-///
-/// # Safety
-/// `p` as for [`zs_pool::get`]; `out` is NULL or writable.
-pub unsafe fn zs_pool_stats(p: *mut zs_pool, out: *mut zs_pool_stats) -> c_int {
-    guard::call_int("zs_pool_stats", || {
-        // SAFETY: forwarded contract.
-        let pool = unsafe { zs_pool::get(p) }?.pool();
-        if out.is_null() {
-            return Err(invalid("stats is NULL"));
-        }
-        // SAFETY: non-NULL and writable by the caller's promise; any alignment.
-        unsafe { out.write_unaligned(pool.stats().into()) };
-        Ok(0)
-    })
+/// `sizeof(struct zs_pool_stats)` in ABI version 1.
+pub const ZS_POOL_STATS_SIZE_VER1: usize = 96;
+/// `sizeof(struct zs_class_stats)` in ABI version 1.
+pub const ZS_CLASS_STATS_SIZE_VER1: usize = 176;
+const _: () = assert!(std::mem::size_of::<zs_pool_stats>() == ZS_POOL_STATS_SIZE_VER1);
+const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SIZE_VER1);
+
+// SAFETY: `#[repr(C)]`, integer fields only.
+unsafe impl Plain for zs_pool_stats {
+    const SIZE_VER1: usize = ZS_POOL_STATS_SIZE_VER1;
+    const NAME: &'static str = "zs_pool_stats";
 }
 
-/// `zs_class_stats`: fills `*out` with the row of the class serving class index `index`
-/// (merged indices all give their class's row); `-EINVAL` past the last index.
+// SAFETY: `#[repr(C)]`, integer fields and an integer array only.
+unsafe impl Plain for zs_class_stats {
+    const SIZE_VER1: usize = ZS_CLASS_STATS_SIZE_VER1;
+    const NAME: &'static str = "zs_class_stats";
+}
+
+/// Writes the pool's counters into the caller's struct of `size` bytes.
 ///
 /// # Safety
-/// As [`zs_pool_stats`].
-pub unsafe fn zs_class_stats(p: *mut zs_pool, index: c_uint, out: *mut zs_class_stats) -> c_int {
-    guard::call_int("zs_class_stats", || {
-        // SAFETY: forwarded contract.
-        let pool = unsafe { zs_pool::get(p) }?.pool();
-        if out.is_null() {
-            return Err(invalid("stats is NULL"));
-        }
-        let table = pool.class_table();
-        let pos = table.position_of_index(index).ok_or_else(|| {
-            invalid(format!("class index {index} is out of range (0..{})", table.index_count()))
-        })?;
-        let rows = pool.class_stats();
-        let row = rows.get(pos).ok_or_else(|| invalid(format!("no class at index {index}")))?;
-        // SAFETY: as in `zs_pool_stats`.
-        unsafe { out.write_unaligned(row.into()) };
-        Ok(0)
-    })
+/// `p` as for [`crate::pool::zs_pool::get`]; `out` is NULL or writable for `size` bytes.
+pub(crate) unsafe fn pool_stats(
+    p: *mut zs_pool,
+    out: *mut zs_pool_stats,
+    size: usize,
+) -> Result<c_int> {
+    // SAFETY: forwarded contract.
+    let pool = unsafe { pool::core(p) }?;
+    if out.is_null() {
+        return Err(invalid("stats is NULL"));
+    }
+    // SAFETY: forwarded contract.
+    unsafe { write_out(out, size, &pool.stats().into()) }?;
+    Ok(0)
+}
+
+/// Writes the row of the class serving class index `index` into the caller's struct of `size`
+/// bytes (merged indices all give their class's row); `-EINVAL` past the last index.
+///
+/// # Safety
+/// As [`pool_stats`].
+pub(crate) unsafe fn class_stats(
+    p: *mut zs_pool,
+    index: c_uint,
+    out: *mut zs_class_stats,
+    size: usize,
+) -> Result<c_int> {
+    // SAFETY: forwarded contract.
+    let pool = unsafe { pool::core(p) }?;
+    if out.is_null() {
+        return Err(invalid("stats is NULL"));
+    }
+    let table = pool.class_table();
+    let pos = table.position_of_index(index).ok_or_else(|| {
+        invalid(format!("class index {index} is out of range (0..{})", table.index_count()))
+    })?;
+    let rows = pool.class_stats();
+    let row = rows.get(pos).ok_or_else(|| invalid(format!("no class at index {index}")))?;
+    // SAFETY: forwarded contract.
+    unsafe { write_out(out, size, &row.into()) }?;
+    Ok(0)
 }

@@ -1,5 +1,5 @@
 //! The exported functions, called from Rust exactly as C calls them (the C programs in
-//! `examples/` cover the same ground under sanitizers; this runs with `cargo test`).
+//! `tests/c/` cover the same ground under sanitizers; this runs with `cargo test`).
 
 use std::ffi::{c_void, CStr};
 use std::ptr::{null, null_mut};
@@ -105,5 +105,64 @@ fn bad_input_is_refused_with_its_error() {
         assert!(!c::zs_strerror(i32::MIN).is_null());
         c::zs_destroy_pool(pool);
         c::zs_destroy_pool(null_mut());
+    }
+}
+
+#[test]
+fn structs_are_read_and_written_at_the_callers_size() {
+    use zsmalloc::{
+        zs_class_stats, ZS_CLASS_STATS_SIZE_VER1, ZS_POOL_CONFIG_SIZE_VER1, ZS_POOL_STATS_SIZE_VER1,
+    };
+    // A caller built against a later, longer struct: 64 bytes more than this library knows.
+    #[repr(C)]
+    struct Longer<T> {
+        known: T,
+        later: [u8; 64],
+    }
+    // SAFETY: every pointer is live for its call and writable or readable for the size passed.
+    unsafe {
+        let mut cfg = Longer { known: config(), later: [0xa5; 64] };
+        let size = std::mem::size_of_val(&cfg);
+        assert_eq!(c::zs_pool_config_init_sized(&mut cfg.known, size), 0);
+        assert_eq!(cfg.known, config());
+        assert_eq!(cfg.later, [0; 64], "fields this library does not know are zeroed");
+        let pool = c::zs_create_pool_with_config_sized(c"t".as_ptr(), &cfg.known, size);
+        assert!(!pool.is_null(), "{}", message());
+        c::zs_destroy_pool(pool);
+        cfg.later[10] = 1;
+        let refused = c::zs_create_pool_with_config_sized(c"t".as_ptr(), &cfg.known, size);
+        assert!(refused.is_null());
+        assert!(message().contains("beyond"), "{}", message());
+        // Shorter than the first version: refused, nothing written.
+        let mut short = [0x5au8; 64];
+        let p = short.as_mut_ptr().cast::<zs_pool_config>();
+        assert_eq!(c::zs_pool_config_init_sized(p, ZS_POOL_CONFIG_SIZE_VER1 - 1), -EINVAL);
+        assert_eq!(short, [0x5a; 64]);
+        assert_eq!(c::zs_pool_config_from_env_sized(p, 0), -EINVAL);
+
+        let pool = c::zs_create_pool_with_config(c"t".as_ptr(), &config());
+        let mut h = zs_handle::default();
+        assert_eq!(c::zs_store(pool, &mut h, [7u8; 100].as_ptr().cast(), 100, 0), 0);
+        let mut st = Longer { known: zs_pool_stats::default(), later: [0xa5; 64] };
+        let size = std::mem::size_of_val(&st);
+        assert_eq!(c::zs_pool_stats_sized(pool, &mut st.known, size), 0);
+        assert_eq!((st.known.objs_inuse, st.later), (1, [0; 64]));
+        assert_eq!(
+            c::zs_pool_stats_sized(pool, &mut st.known, ZS_POOL_STATS_SIZE_VER1 - 8),
+            -EINVAL
+        );
+        let mut cs = Longer { known: zs_class_stats::default(), later: [0xa5; 64] };
+        let size = std::mem::size_of_val(&cs);
+        assert_eq!(c::zs_class_stats_sized(pool, 0, &mut cs.known, size), 0);
+        assert_eq!(cs.later, [0; 64]);
+        let mut plain = zs_class_stats::default();
+        assert_eq!(c::zs_class_stats(pool, 0, &mut plain), 0);
+        assert_eq!(plain, cs.known);
+        assert_eq!(
+            c::zs_class_stats_sized(pool, 0, &mut plain, ZS_CLASS_STATS_SIZE_VER1 - 1),
+            -EINVAL
+        );
+        assert_eq!(c::zs_free(pool, &mut h), 0);
+        c::zs_destroy_pool(pool);
     }
 }

@@ -1,6 +1,6 @@
 /*
- * The SPEC §10 measurements through the C ABI, as a C caller pays for them: the steady-state
- * step (zs_free of a random victim + zs_store of a new object) and the non-spanning read
+ * The steady-state measurements through the C ABI, timed, as a C caller pays for them: the step
+ * (zs_free of a random victim + zs_store of a new object) and the non-spanning read
  * (zs_obj_read_begin + memcpy out + zs_obj_read_end), each against glibc on the identical
  * sequence (free + malloc + memcpy; memcpy out of the malloc'd block).
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later OR MIT
 /*
- * bad_input: every bad input of SPEC §6 against the C ABI, asserting the exact error and that the
+ * bad_input: every bad input of the C ABI's contract, asserting the exact error and that the
  * pool still works afterwards (and that its counters did not change).
  *
  *   bad_input          prints one line per failed check and "N passed, M failed"
@@ -534,6 +534,48 @@ static void test_compat(struct zs_pool *pool)
     zs_destroy_pool(other);
 }
 
+/* Struct sizes: below the first version's refused with nothing written; a longer struct (a
+ * caller built against a later header) gets the fields this library does not know zeroed, and
+ * as an input must leave them zero. */
+static void test_struct_sizes(struct zs_pool *pool)
+{
+    union {
+        struct zs_pool_config cfg;
+        struct zs_pool_stats st;
+        struct zs_class_stats cs;
+        unsigned char bytes[512];
+    } u;
+    unsigned char pattern[sizeof(u)];
+    memset(pattern, 0xa5, sizeof(pattern));
+
+    memset(&u, 0xa5, sizeof(u));
+    EXPECT_ERR(zs_pool_config_init_sized(&u.cfg, ZS_POOL_CONFIG_SIZE_VER1 - 1), EINVAL);
+    EXPECT_ERR(zs_pool_config_from_env_sized(&u.cfg, 0), EINVAL);
+    EXPECT_ERR(zs_pool_stats_sized(pool, &u.st, ZS_POOL_STATS_SIZE_VER1 - 8), EINVAL);
+    EXPECT_ERR(zs_class_stats_sized(pool, 0, &u.cs, 16), EINVAL);
+    EXPECT_ERR(zs_pool_stats_sized(pool, &u.st, (size_t)-1), EINVAL);
+    CHECK(memcmp(&u, pattern, sizeof(u)) == 0, "refused sizes write nothing");
+    EXPECT_NULL(zs_create_pool_with_config_sized("short", &u.cfg, 8), EINVAL);
+
+    size_t longer = sizeof(struct zs_pool_config) + 64;
+    EXPECT_OK(zs_pool_config_init_sized(&u.cfg, longer));
+    size_t zeros = 0;
+    for (size_t i = sizeof(struct zs_pool_config); i < longer; i++)
+        zeros += u.bytes[i] == 0;
+    CHECK(zeros == 64 && u.bytes[longer] == 0xa5, "unknown config fields zeroed, no byte past");
+    struct zs_pool *p = zs_create_pool_with_config_sized("longer", &u.cfg, longer);
+    CHECK(p != NULL, "a longer config with zero unknown fields is accepted");
+    zs_destroy_pool(p);
+    u.bytes[sizeof(struct zs_pool_config) + 3] = 1;
+    EXPECT_NULL(zs_create_pool_with_config_sized("longer", &u.cfg, longer), EINVAL);
+
+    memset(&u, 0xa5, sizeof(u));
+    longer = sizeof(struct zs_class_stats) + 40;
+    EXPECT_OK(zs_class_stats_sized(pool, 0, &u.cs, longer));
+    CHECK(u.bytes[longer - 1] == 0 && u.bytes[longer] == 0xa5, "class stats: tail zeroed only");
+    EXPECT_OK(zs_pool_stats_sized(pool, &u.st, ZS_POOL_STATS_SIZE_VER1));
+}
+
 int main(void)
 {
     test_config();
@@ -556,6 +598,8 @@ int main(void)
     test_queries(pool);
     test_mem_limit();
     test_compat(pool);
+    test_struct_sizes(pool);
+    pool_works(pool, "struct sizes");
     CHECK(zs_get_total_pages(pool) == 0, "pool empty at the end");
     zs_destroy_pool(pool);
     printf("bad_input: %d passed, %d failed\n", passed, failed);

@@ -1,0 +1,20 @@
+//! Scalar types and constants of the C ABI.
+
+/// `size_t` (lengths and sizes in the C ABI).
+pub use libc::size_t;
+
+/// The kernel's allocation flags type; accepted and ignored. The header declares it itself,
+/// guarded so that kernel-compat code can bring its own.
+pub type gfp_t = std::ffi::c_uint;
+
+/// Version of the C ABI (`zs_version()` returns the library's). It grows by one whenever the
+/// ABI grows: a function is added, or a struct gains fields at its end. A program built against
+/// version V runs with any library of version V or later.
+/// 2: the `_sized` entry points, which take the caller's `sizeof` of the struct they read or
+/// write.
+pub const ZS_ABI_VERSION: u32 = 2;
+
+/// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
+/// (The header defines it by hand, guarded, so that ported kernel code can define its own.)
+pub const ZS_HANDLE_SIZE: u32 = 8;
+const _: () = assert!(ZS_HANDLE_SIZE as usize == zsmalloc_core::HANDLE_SIZE);
