@@ -35,6 +35,7 @@ pub mod result;
 pub mod runner;
 pub mod sweep;
 pub mod timeline;
+pub mod timing;
 pub mod trace_format;
 pub mod workload;
 

@@ -1,5 +1,6 @@
 //! Sizes from a distribution: normal with mean/sd (mean 694, sd 474 as measured in the thread
-//! "zsmalloc limitations and related topics") clipped to 1..=page; a share of same-filled
+//! "zsmalloc limitations and related topics") clipped to `min_len..=page` (`min_len`: the
+//! shortest lz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of same-filled
 //! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
 //! as in that thread; then a churn phase (a random page is freed and a new one stored in its
 //! place), optional compaction, and a read of every live object.
@@ -19,6 +20,8 @@ pub struct Dist {
     pub objects: usize,
     pub mean: f64,
     pub sd: f64,
+    /// Shortest object stored: draws below it are raised to it (and counted).
+    pub min_len: usize,
     /// Share of same-filled pages, 0..=1.
     pub same_share: f64,
     pub same_filled: SameFilled,
@@ -39,6 +42,7 @@ impl Default for Dist {
             objects: 100_000,
             mean: 694.0,
             sd: 474.0,
+            min_len: DEFAULT_MIN_LEN,
             same_share: 0.11,
             same_filled: SameFilled::Skip,
             same_size: 28,
@@ -51,6 +55,22 @@ impl Default for Dist {
 }
 
 const MAX_OBJECTS: usize = 200_000_000;
+
+/// The default shortest compressed page: the shortest lz4 output (the lab's `lz4_flex`) of a
+/// 4K page that is not same-filled, over the synthetic corpus of the `pages` workload and
+/// pages that differ from a zero page in one byte ([`crate::workload::pages::shortest_lz4`]).
+pub const DEFAULT_MIN_LEN: usize = 24;
+
+/// What the size draws did (JSON `dist`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DistFacts {
+    pub min_len: usize,
+    /// Sizes drawn (same-filled pages excluded).
+    pub draws: u64,
+    /// Draws below `min_len` (stored at `min_len`) and above the page (stored at the page).
+    pub clipped_min: u64,
+    pub clipped_page: u64,
+}
 
 enum Page {
     Same,
@@ -69,16 +89,17 @@ impl Dist {
     pub fn params(&self) -> (serde_json::Value, String) {
         let churn = self.churn_steps();
         let params = json!({
-            "objects": self.objects, "mean": self.mean, "sd": self.sd,
+            "objects": self.objects, "mean": self.mean, "sd": self.sd, "min_len": self.min_len,
             "same_share": self.same_share, "same_filled": self.same_filled.name(),
             "same_size": self.same_size, "churn": churn, "compact": self.compact,
             "compact_every": self.compact_every, "seed": self.seed,
         });
         let mut s = format!(
-            "dist objects={} mean={} sd={} same-share={} same-filled={}",
+            "dist objects={} mean={} sd={} min-len={} same-share={} same-filled={}",
             self.objects,
             self.mean,
             self.sd,
+            self.min_len,
             self.same_share,
             self.same_filled.name()
         );
@@ -103,6 +124,9 @@ impl Dist {
         }
         if !self.sd.is_finite() || self.sd < 0.0 {
             return bad(format!("--sd {} is not a non-negative number", self.sd));
+        }
+        if self.min_len == 0 || self.min_len > page {
+            return bad(format!("--min-len {} is outside 1..={page}", self.min_len));
         }
         if !(0.0..=1.0).contains(&self.same_share) {
             return bad(format!("--same-share {} is outside 0..=1", self.same_share));
@@ -135,24 +159,32 @@ impl Dist {
     }
 
     pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
-        let page = d.page_size() as f64;
+        let page = d.page_size();
         let normal = Normal::new(self.mean, self.sd)
             .map_err(|e| LabError::usage(format!("dist: bad distribution: {e}")))?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let draw = |rng: &mut ChaCha8Rng| {
+        let mut facts = DistFacts { min_len: self.min_len, ..Default::default() };
+        let (lo, hi) = (self.min_len as f64, page as f64);
+        let mut draw = |rng: &mut ChaCha8Rng| {
             if self.same_share > 0.0 && rng.gen_bool(self.same_share) {
-                Page::Same
-            } else {
-                Page::Object(normal.sample(rng).round().clamp(1.0, page) as usize)
+                return Page::Same;
             }
+            facts.draws += 1;
+            let x = normal.sample(rng).round();
+            if x < lo {
+                facts.clipped_min += 1;
+            } else if x > hi {
+                facts.clipped_page += 1;
+            }
+            Page::Object(x.clamp(lo, hi) as usize)
         };
-        d.phase("fill");
+        d.phase("fill")?;
         for _ in 0..self.objects {
             let slot = d.new_slot();
             let p = draw(&mut rng);
             self.put(d, slot, p)?;
         }
-        d.phase("churn");
+        d.phase("churn")?;
         for step in 0..self.churn_steps() {
             let slot = rng.gen_range(0..self.objects);
             d.free(slot)?;
@@ -163,15 +195,15 @@ impl Dist {
             }
         }
         if self.compact {
-            d.phase("compact");
+            d.phase("compact")?;
             d.compact()?;
         }
-        d.phase("read");
+        d.phase("read")?;
         for slot in 0..d.slots() {
             if d.holds(slot) {
                 d.read(slot, None)?;
             }
         }
-        Ok(Extra::default())
+        Ok(Extra { dist: Some(facts), ..Extra::default() })
     }
 }
