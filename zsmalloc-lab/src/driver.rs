@@ -89,6 +89,8 @@ pub struct Outcome {
     /// Per class index: bytes the live objects lose to class merging (the class they are in is
     /// larger than the class of their size would be without merging).
     pub merge_waste: Vec<(u32, u64)>,
+    /// Per class index: read sections that found the object spanning two pages.
+    pub spanning_reads: Vec<(u32, u64)>,
 }
 
 /// A queued operation. Lengths and arena offsets are fixed when it is queued.
@@ -136,6 +138,8 @@ pub struct Driver<'p> {
     batch_ops: usize,
     cpu: CpuTimer,
     peak: Peak,
+    /// Spanning reads per class position.
+    class_spanning: Vec<u64>,
 }
 
 type Visitor<'a> = &'a mut dyn FnMut(usize, &[u8]) -> LabResult<()>;
@@ -183,6 +187,7 @@ impl<'p> Driver<'p> {
             batch_ops: if limited { 1 } else { BATCH_OPS },
             cpu: CpuTimer::new(),
             peak: Peak::default(),
+            class_spanning: vec![0; pool.class_table().classes().len()],
         }
     }
 
@@ -409,6 +414,10 @@ impl<'p> Driver<'p> {
                 if spanning {
                     self.counters.kernel_spanning += 1;
                     self.counters.kernel_memcpy += len as u64;
+                    let pos = self.pool.class_table().position(len + HANDLE_SIZE);
+                    if let Some(n) = self.class_spanning.get_mut(pos) {
+                        *n += 1;
+                    }
                 }
                 let data = &arena[off..off + len];
                 if let Some(k) = key {
@@ -830,8 +839,12 @@ impl<'p> Driver<'p> {
         if let Some(r) = self.recorder.take() {
             r.finish()?;
         }
+        let classes = self.pool.class_table().classes();
+        let spanning_reads =
+            classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
         Ok(Outcome {
             merge_waste: self.merge_waste(),
+            spanning_reads,
             counters: std::mem::take(&mut self.counters),
             samples: std::mem::take(&mut self.samples),
             same_pages: self.same_pages,

@@ -169,6 +169,8 @@ pub struct ClassRow {
     /// Bytes the live objects of this class lose to merging: for each object, this class's
     /// size minus the size of the class its length would have without merging.
     pub merge_waste: u64,
+    /// Read sections on this class's objects that found them spanning two pages.
+    pub spanning_reads: u64,
 }
 
 impl From<&ClassStats> for ClassRow {
@@ -210,6 +212,7 @@ impl From<&ClassStats> for ClassRow {
             last_index,
             bytes_stored,
             merge_waste: 0,
+            spanning_reads: 0,
         }
     }
 }
@@ -275,8 +278,16 @@ pub struct RunResult {
     /// Per class index, bytes lost to merging (as [`ClassRow::merge_waste`]).
     #[serde(skip)]
     pub class_merge_waste: Vec<(u32, u64)>,
+    /// Per class index, spanning reads (as [`ClassRow::spanning_reads`]).
+    #[serde(skip)]
+    pub class_spanning_reads: Vec<(u32, u64)>,
     #[serde(skip)]
     pub timeline: Vec<Sample>,
+}
+
+/// The value of class `index` in a per-class list (0 when absent).
+pub fn per_class(list: &[(u32, u64)], index: u32) -> u64 {
+    list.iter().find(|(i, _)| *i == index).map_or(0, |&(_, v)| v)
 }
 
 impl RunResult {

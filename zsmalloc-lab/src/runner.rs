@@ -8,7 +8,7 @@ use crate::config::{ConfigDesc, ConfigSpec};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::progress::{Progress, ProgressSink};
-use crate::result::{density, utilization_permille, ClassRow, RunResult};
+use crate::result::{density, per_class, utilization_permille, ClassRow, RunResult};
 use crate::timing::{interleave, Samples};
 use crate::trace_format::TraceWriter;
 use crate::workload::Workload;
@@ -99,8 +99,8 @@ fn run_labelled(
             .iter()
             .map(|s| {
                 let mut row = ClassRow::from(s);
-                row.merge_waste =
-                    outcome.merge_waste.iter().find(|(i, _)| *i == s.index).map_or(0, |&(_, w)| w);
+                row.merge_waste = per_class(&outcome.merge_waste, s.index);
+                row.spanning_reads = per_class(&outcome.spanning_reads, s.index);
                 row
             })
             .collect()
@@ -141,6 +141,7 @@ fn run_labelled(
         classes,
         class_stats,
         class_merge_waste: outcome.merge_waste,
+        class_spanning_reads: outcome.spanning_reads,
         timeline: outcome.samples,
     })
 }

@@ -204,8 +204,8 @@ mod tests {
         let b = Samples::of(&[1.15, 1.3, 1.4]).unwrap();
         let d = TimeDelta::between(&a, &b).unwrap();
         assert!(d.within_noise);
-        assert_eq!((d.median_pct, d.lo_pct, d.hi_pct), (18.2, 4.5, 36.4));
-        assert_eq!(d.display(), "+18.2% [+4.5%..+36.4%] within noise");
+        assert_eq!((d.median_pct, d.lo_pct, d.hi_pct), (18.2, -4.5, 36.4));
+        assert_eq!(d.display(), "+18.2% [-4.5%..+36.4%] within noise");
         let c = Samples::of(&[2.0, 2.1]).unwrap();
         assert!(!TimeDelta::between(&a, &c).unwrap().within_noise);
         assert!(TimeDelta::between(&Samples::of(&[0.0]).unwrap(), &a).is_none());

@@ -1,7 +1,7 @@
 //! CSV: a header and one row per run (deltas against the first for comparisons), or one row per
 //! class with `--per-class`.
 
-use crate::result::{delta_value, RunResult};
+use crate::result::{delta_value, per_class, RunResult};
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
 pub fn field(s: &str) -> String {
@@ -96,13 +96,14 @@ pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
 /// One row per class of each run.
 pub fn class_rows(runs: &[RunResult]) -> String {
     let mut out = String::from(
-        "label,index,size,pages_per_zspage,objs_per_zspage,huge,obj_allocated,obj_used,pages_used,freeable,spanning_per_zspage,tail_waste,worst_merge_waste,first_index,last_index,bytes_stored,merge_waste\n",
+        "label,index,size,pages_per_zspage,objs_per_zspage,huge,obj_allocated,obj_used,pages_used,freeable,spanning_per_zspage,tail_waste,worst_merge_waste,first_index,last_index,bytes_stored,merge_waste,spanning_reads\n",
     );
     for r in runs {
         for c in &r.class_stats {
-            let merge = r.class_merge_waste.iter().find(|(i, _)| *i == c.index).map_or(0, |w| w.1);
+            let merge = per_class(&r.class_merge_waste, c.index);
+            let spanning = per_class(&r.class_spanning_reads, c.index);
             out += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 field(&r.label),
                 c.index,
                 c.size,
@@ -119,7 +120,8 @@ pub fn class_rows(runs: &[RunResult]) -> String {
                 c.first_index,
                 c.last_index,
                 c.bytes_stored,
-                merge
+                merge,
+                spanning
             );
         }
     }

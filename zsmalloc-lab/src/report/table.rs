@@ -206,9 +206,9 @@ pub fn comparison(c: &Comparison) -> String {
         "pages",
         "pages_peak",
         "utilization_pct",
-        "density",
         "reads_spanning",
         "read_copy_bytes",
+        "density",
         "huge_class_size",
         "pages_compacted",
     ];
@@ -235,9 +235,9 @@ pub fn comparison(c: &Comparison) -> String {
                 r.pages.to_string(),
                 r.pages_peak.to_string(),
                 permille_str(r.utilization_permille),
-                density_str(r.density),
                 r.reads_spanning.to_string(),
                 r.read_copy_bytes.to_string(),
+                density_str(r.density),
                 r.huge_class_size.to_string(),
                 r.pages_compacted.to_string(),
             ];
