@@ -72,7 +72,7 @@ pub struct Counters {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Peak {
     pub pages: u64,
-    /// Live objects and their bytes right after the store that reached the peak.
+    /// Live objects and their bytes after the last store that left the pool at its peak.
     pub objects: u64,
     pub bytes: u64,
 }
@@ -317,8 +317,9 @@ impl<'p> Driver<'p> {
                     // they hold objects (the driver is dropped before the pool).
                     match unsafe { pool.store_raw(words.get(slot), &arena[off..off + len]) } {
                         Ok(()) => {
+                            // The last store that leaves the pool at its peak.
                             let p = pool.total_pages();
-                            if p > peak_pages {
+                            if p >= peak_pages {
                                 peak_pages = p;
                                 peak_at = Some(i);
                             }
@@ -453,7 +454,7 @@ impl<'p> Driver<'p> {
 
     fn note_pages(&mut self) {
         let p = self.pool.total_pages();
-        if p > self.peak.pages {
+        if p >= self.peak.pages {
             self.peak = Peak { pages: p, objects: self.live_objects, bytes: self.live_bytes };
         }
     }

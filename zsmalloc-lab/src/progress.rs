@@ -99,16 +99,16 @@ impl Progress {
         let bar = if self.total > 0 {
             let b = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::hidden());
             if let Ok(style) = ProgressStyle::with_template(
-                "{prefix:>16} [{bar:30}] {percent:>3}% {pos}/{len} ops, {elapsed_precise}",
+                "{prefix:>16} [{wide_bar}] {percent:>3}% {elapsed_precise}",
             ) {
                 b.set_style(style.progress_chars("=> "));
             }
             b
         } else {
             let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
-            if let Ok(style) =
-                ProgressStyle::with_template("{prefix:>16} {spinner} {pos} ops, {elapsed_precise}")
-            {
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix:>16} {spinner} {human_pos} ops {elapsed_precise}",
+            ) {
                 b.set_style(style);
             }
             b

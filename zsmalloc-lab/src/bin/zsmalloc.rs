@@ -491,7 +491,8 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     };
     let mut base = base_spec(&a.pool)?;
     base.validate()?;
-    base.label = String::new();
+    // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
+    base.label = base.chain_policy.clone();
     let mut specs = vec![base.clone()];
     if let Some(vs) = &a.vs {
         base.label = "base".into();
