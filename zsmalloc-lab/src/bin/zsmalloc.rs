@@ -222,7 +222,10 @@ enum WorkloadCmd {
         /// Random free + re-store steps after the fill phase [default: --objects]
         #[arg(long)]
         churn: Option<usize>,
-        /// Compact after the churn phase
+        /// Share of the pages freed at random after the churn phase, 0..=1 [default: 0]
+        #[arg(long, default_value_t = 0.0)]
+        shrink: f64,
+        /// Compact after the churn (and shrink) phase
         #[arg(long)]
         compact: bool,
         /// Compact every N churn steps
@@ -346,6 +349,7 @@ fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> 
             same_filled,
             same_size,
             churn,
+            shrink,
             compact,
             compact_every,
         } => Workload::Dist(dist::Dist {
@@ -357,6 +361,7 @@ fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> 
             same_filled: SameFilled::parse(&same_filled)?,
             same_size,
             churn,
+            shrink,
             compact,
             compact_every,
             seed,

@@ -3,7 +3,8 @@
 //! shortest lz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of same-filled
 //! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
 //! as in that thread; then a churn phase (a random page is freed and a new one stored in its
-//! place), optional compaction, and a read of every live object.
+//! place), an optional shrink (a share of the pages freed), optional compaction, and a read of
+//! every live object.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -29,7 +30,10 @@ pub struct Dist {
     pub same_size: usize,
     /// Free + re-store steps after the fill phase (`None`: as many as `objects`).
     pub churn: Option<usize>,
-    /// Compact once after the churn phase.
+    /// Share of the pages freed at random after the churn phase (the live set shrinks, as
+    /// when swapped-out pages come back in), 0..=1.
+    pub shrink: f64,
+    /// Compact once after the churn (and shrink) phase.
     pub compact: bool,
     /// Compact every N churn steps.
     pub compact_every: Option<usize>,
@@ -47,6 +51,7 @@ impl Default for Dist {
             same_filled: SameFilled::Skip,
             same_size: 28,
             churn: None,
+            shrink: 0.0,
             compact: false,
             compact_every: None,
             seed: 1,
@@ -92,7 +97,8 @@ impl Dist {
         let params = json!({
             "objects": self.objects, "mean": self.mean, "sd": self.sd, "min_len": self.min_len,
             "same_share": self.same_share, "same_filled": self.same_filled.name(),
-            "same_size": self.same_size, "churn": churn, "compact": self.compact,
+            "same_size": self.same_size, "churn": churn, "shrink": self.shrink,
+            "compact": self.compact,
             "compact_every": self.compact_every, "seed": self.seed,
         });
         let mut s = format!(
@@ -108,6 +114,9 @@ impl Dist {
             s += &format!(" same-size={}", self.same_size);
         }
         s += &format!(" churn={churn}");
+        if self.shrink > 0.0 {
+            s += &format!(" shrink={}", self.shrink);
+        }
         if self.compact {
             s += " compact";
         }
@@ -125,6 +134,9 @@ impl Dist {
         }
         if !self.sd.is_finite() || self.sd < 0.0 {
             return bad(format!("--sd {} is not a non-negative number", self.sd));
+        }
+        if !(0.0..=1.0).contains(&self.shrink) {
+            return bad(format!("--shrink {} is outside 0..=1", self.shrink));
         }
         if self.min_len == 0 || self.min_len > page {
             return bad(format!("--min-len {} is outside 1..={page}", self.min_len));
@@ -145,7 +157,7 @@ impl Dist {
     }
 
     pub fn estimated_ops(&self) -> u64 {
-        (2 * self.objects + 2 * self.churn_steps()) as u64
+        (2 * self.objects + 2 * self.churn_steps()) as u64 + (self.shrink * self.objects as f64) as u64
     }
 
     fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
@@ -193,6 +205,14 @@ impl Dist {
             self.put(d, slot, p)?;
             if self.compact_every.is_some_and(|k| (step + 1) % k == 0) {
                 d.compact()?;
+            }
+        }
+        if self.shrink > 0.0 {
+            d.phase("shrink")?;
+            for slot in 0..self.objects {
+                if rng.gen_bool(self.shrink) {
+                    d.free(slot)?;
+                }
             }
         }
         if self.compact {
