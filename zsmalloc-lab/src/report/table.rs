@@ -257,12 +257,17 @@ pub fn comparison(c: &Comparison) -> String {
     out += &grid(&head, &rows, 1);
     let repeats = c.runs.iter().filter_map(|r| r.cpu_time_s.map(|t| t.n)).min().unwrap_or(0);
     if timed {
-        out += &format!(
-            "cpu_time_s: thread CPU time of the pool calls, median [min..max] of {repeats} run{} \
-             each, run one at a time, interleaved; wall_time_s: wall clock of the whole workload \
-             (lab work included), median\n",
-            if repeats == 1 { "" } else { "s" }
-        );
+        out += &if repeats > 1 {
+            format!(
+                "cpu_time_s: thread CPU time of the pool calls, median [min..max] of {repeats} \
+                 runs each, one at a time, interleaved; wall_time_s: wall clock of the whole \
+                 workload (lab work included), median\n"
+            )
+        } else {
+            "cpu_time_s: thread CPU time of the pool calls, one run each (--repeat N for a \
+             spread); wall_time_s: wall clock of the whole workload (lab work included)\n"
+                .to_string()
+        };
     }
     if let Some(base) = c.runs.first() {
         if c.runs.len() > 1 {
