@@ -30,6 +30,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc run dist --mean 694 --sd 474 --churn 200000 --compact --timeline t.csv
   zsmalloc run pages /usr/lib --compressor zstd --format json
   zsmalloc compare --sweep chain-size=4..16 --plot sweep.svg
+  zsmalloc compare --repeat 5 dist                   # CPU times as min/median/max, deltas with their spread
   zsmalloc replay app.trace --format mm_stat
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
@@ -47,8 +48,9 @@ enum Cmd {
     Classes(ClassesArgs),
     /// Run a workload on one configuration (default workload: kernel-test).
     Run(RunArgs),
-    /// Run a workload on several configurations in parallel, with deltas against the first.
-    /// Without --config or --sweep: the RFC's classic vs heuristic at chain 10.
+    /// Run a workload on several configurations, with deltas against the first (timed runs one
+    /// at a time; --no-time in parallel). Without --config or --sweep: the RFC's classic vs
+    /// heuristic at chain 10.
     Compare(CompareArgs),
     /// Replay a trace file (the same as `run trace FILE`).
     Replay(ReplayArgs),
@@ -82,7 +84,8 @@ struct OutputFlags {
     /// table, json, csv, mm_stat or debugfs [default: table]
     #[arg(long, global = true, value_name = "FORMAT")]
     format: Option<String>,
-    /// Draw an SVG: per-class pages, waste and spanning (the sweep curve with --sweep)
+    /// Draw an SVG: per-class steps, huge classes apart, differences between configurations;
+    /// with --sweep, curves and a Pareto plot of pages against spanning reads
     #[arg(long, global = true, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
     /// Include per-class rows
@@ -174,7 +177,8 @@ struct ClassesArgs {
     /// table, json or csv [default: table]
     #[arg(long, value_name = "FORMAT")]
     format: Option<String>,
-    /// Draw chain, tail waste and spanning per zspage against class size
+    /// Draw chain, tail waste, merge waste and spanning per zspage against logical size (and
+    /// their differences with --vs)
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
 }

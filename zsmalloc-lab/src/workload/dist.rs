@@ -157,7 +157,8 @@ impl Dist {
     }
 
     pub fn estimated_ops(&self) -> u64 {
-        (2 * self.objects + 2 * self.churn_steps()) as u64 + (self.shrink * self.objects as f64) as u64
+        (2 * self.objects + 2 * self.churn_steps()) as u64
+            + (self.shrink * self.objects as f64) as u64
     }
 
     fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
