@@ -223,3 +223,22 @@ fn the_default_minimum_is_the_shortest_lz4_page() {
     assert_eq!(zsmalloc_lab::workload::dist::DEFAULT_MIN_LEN, one_byte, "the floor");
     assert!(corpus >= one_byte, "no page of the corpus compresses below the floor");
 }
+
+#[test]
+fn per_class_rows_add_up() {
+    let v =
+        json(&["run", "--no-time", "--per-class", "--format", "json", "kernel-test", "-n", "40"]);
+    let classes = v["classes"].as_array().unwrap();
+    let sum = |k: &str| classes.iter().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!(sum("spanning_reads"), v["reads_spanning"].as_u64().unwrap());
+    assert!(sum("merge_waste") > 0, "chain 8 on 4K merges classes");
+    for c in classes {
+        if c["first_index"] == c["last_index"] {
+            assert_eq!(c["merge_waste"], 0, "an unmerged class loses nothing to merging: {c}");
+        }
+    }
+    let csv =
+        ok(&["run", "--no-time", "--per-class", "--format", "csv", "kernel-test", "-n", "40"]);
+    let head = csv.lines().next().unwrap();
+    assert!(head.ends_with(",merge_waste,spanning_reads"), "{head}");
+}

@@ -3,7 +3,7 @@
 //! configuration, and the deltas against the first.
 
 use crate::compare::Comparison;
-use crate::result::{delta_str, density_str, permille_str, RunResult};
+use crate::result::{delta_str, density_str, per_class, permille_str, RunResult};
 use crate::timing::Samples;
 
 /// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
@@ -140,7 +140,9 @@ pub fn classes(r: &RunResult) -> String {
         "freeable",
         "spanning/zspage",
         "tail_waste",
+        "worst_merge_waste",
         "merge_waste",
+        "spanning_reads",
         "bytes_stored",
     ];
     let rows: Vec<Vec<String>> = r
@@ -161,6 +163,8 @@ pub fn classes(r: &RunResult) -> String {
                 c.spanning_per_zspage.to_string(),
                 c.tail_waste.to_string(),
                 c.worst_merge_waste.to_string(),
+                per_class(&r.class_merge_waste, c.index).to_string(),
+                per_class(&r.class_spanning_reads, c.index).to_string(),
                 c.bytes_stored.to_string(),
             ]
         })
