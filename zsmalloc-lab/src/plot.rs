@@ -305,9 +305,13 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
                 }))?;
             }
         }
+        // Labels above-right of front points, below-right of the others, so a point and its
+        // dominated neighbour do not write over each other.
+        let dy = if s.highlight { -17 } else { 5 };
         for (&(x, y), text) in s.points.iter().zip(&s.point_labels) {
             let font = ("sans-serif", 12).into_font().color(&RGBColor(40, 40, 40));
-            chart.draw_series(std::iter::once(Text::new(text.clone(), (x, y), font)))?;
+            let element = EmptyElement::at((x, y)) + Text::new(text.clone(), (6, dy), font);
+            chart.draw_series(std::iter::once(element))?;
         }
     }
     // The legend, beside the plot.
@@ -545,7 +549,7 @@ pub fn pareto_panel(
                 gi,
             );
             s.highlight = front;
-            s.point_labels = idx.iter().map(|&i| format!("  {}", points[i].0)).collect();
+            s.point_labels = idx.iter().map(|&i| points[i].0.clone()).collect();
             series.push(s);
         }
     }
