@@ -545,7 +545,8 @@ impl<'p> Driver<'p> {
         self.check_slot(slot)?;
         self.record(TraceOp::Store { id: slot as u64, len })?;
         self.drop_same(slot);
-        if self.store_allowed(slot, len)? {
+        let allowed = self.store_allowed(slot, len)?;
+        if allowed {
             let key = self.next_key;
             self.next_key += 1;
             let off = self.arena.len();
@@ -554,7 +555,7 @@ impl<'p> Driver<'p> {
             self.queue_store(slot, off, len, State::Pattern, key);
         }
         self.op_done()?;
-        Ok(self.holds(slot))
+        Ok(allowed && self.holds(slot))
     }
 
     /// Stores caller-supplied bytes in `slot` (the caller verifies them on read).
@@ -562,13 +563,14 @@ impl<'p> Driver<'p> {
         self.check_slot(slot)?;
         self.record(TraceOp::Store { id: slot as u64, len: data.len() })?;
         self.drop_same(slot);
-        if self.store_allowed(slot, data.len())? {
+        let allowed = self.store_allowed(slot, data.len())?;
+        if allowed {
             let off = self.arena.len();
             self.arena.extend_from_slice(data);
             self.queue_store(slot, off, data.len(), State::Bytes, 0);
         }
         self.op_done()?;
-        Ok(self.holds(slot))
+        Ok(allowed && self.holds(slot))
     }
 
     /// Marks `slot` as a same-filled page kept outside the pool (zram's `same_pages`).
@@ -852,5 +854,55 @@ impl<'p> Driver<'p> {
             cpu: self.cpu,
             peak: self.peak,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::{Progress, ProgressSink};
+    use zsmalloc_core::PoolConfig;
+
+    fn driver(pool: &Pool, strict: bool) -> Driver<'_> {
+        Driver::new(pool, 1, strict, None, 0, Progress::new(&ProgressSink::silent(), "t"))
+    }
+
+    #[test]
+    fn queued_operations_answer_as_the_pool_would() {
+        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let mut d = driver(&pool, false);
+        let (a, b) = (d.new_slot(), d.new_slot());
+        assert!(d.store(a, 100).unwrap());
+        assert!(!d.store(a, 200).unwrap(), "a handle holding an object refuses a store");
+        assert!(!d.store(b, 0).unwrap(), "zero length");
+        assert!(d.read(a, Some(100)).unwrap());
+        assert!(!d.read(a, Some(99)).unwrap(), "wrong length");
+        assert!(d.store(b, 3000).unwrap());
+        d.free(a).unwrap();
+        d.sync().unwrap();
+        let c = d.counters().clone();
+        assert_eq!((c.stores, c.frees, c.reads, c.op_errors, c.store_failures), (2, 1, 1, 2, 1));
+        assert_eq!(pool.stats().objs_inuse, 1);
+        let out = d.finish().unwrap();
+        assert!(out.peak.pages > 0 && out.peak.objects == 2, "{:?}", out.peak);
+        assert!(out.cpu.sections() > 0);
+    }
+
+    #[test]
+    fn a_full_pool_is_known_at_once() {
+        let cfg = PoolConfig { mem_limit_pages: 2, ..PoolConfig::default() };
+        let pool = Pool::new(cfg).unwrap();
+        let mut d = driver(&pool, true);
+        let mut refused = 0;
+        for _ in 0..20 {
+            let s = d.new_slot();
+            if !d.store(s, 1000).unwrap() {
+                refused += 1;
+                assert!(!d.holds(s));
+            }
+        }
+        assert!(refused > 0);
+        assert_eq!(d.counters().store_failures, refused);
+        assert_eq!(d.live_objects(), pool.stats().objs_inuse);
     }
 }
