@@ -1,4 +1,5 @@
-//! One workload on several configurations, in parallel, with deltas against the first.
+//! One workload on several configurations, with deltas against the first. Untimed runs go in
+//! parallel; timed runs go one at a time, repeats interleaved ([`crate::runner::run_all`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -7,7 +8,7 @@ use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
 use crate::result::{RunResult, WorkloadDesc};
-use crate::runner::{run_one, RunOptions};
+use crate::runner::{run_all, run_one, RunOptions};
 use crate::workload::Workload;
 
 /// The runs of a comparison, in configuration order (the first is the reference).
@@ -25,7 +26,7 @@ pub fn jobs(requested: Option<usize>, runs: usize) -> usize {
     requested.unwrap_or(cores).clamp(1, runs.max(1))
 }
 
-/// Runs `workload` on every spec with `jobs` threads.
+/// Runs `workload` on every spec (untimed: `jobs` threads; timed: one at a time, repeated).
 pub fn compare(
     workload: &Workload,
     specs: &[ConfigSpec],
@@ -40,6 +41,18 @@ pub fn compare(
         let cfg = s.pool_config()?;
         workload.check(cfg.page_size as usize)?;
     }
+    let runs = run_all(workload, specs, opts, jobs, sink)?;
+    Ok(Comparison { workload: workload.desc(), runs, sweep_keys: Vec::new() })
+}
+
+/// Runs every spec once, `jobs` at a time (for counts: nothing is timed).
+pub fn run_parallel(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    opts: &RunOptions,
+    jobs: usize,
+    sink: &ProgressSink,
+) -> LabResult<Vec<RunResult>> {
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let slots: Mutex<Vec<Option<LabResult<RunResult>>>> = Mutex::new(vec![None; specs.len()]);
@@ -71,5 +84,5 @@ pub fn compare(
     if runs.len() != specs.len() {
         return Err(LabError::runtime("a configuration did not run"));
     }
-    Ok(Comparison { workload: workload.desc(), runs, sweep_keys: Vec::new() })
+    Ok(runs)
 }

@@ -45,6 +45,16 @@ impl Content {
         }
     }
 
+    /// Writes the content of object `id` into `out` (its whole length, `<= page` bytes).
+    pub fn fill_into(&self, id: u64, out: &mut [u8]) {
+        let key = self.key(id);
+        let off = (key % self.page as u64) as usize;
+        out.copy_from_slice(&self.pattern[off..off + out.len()]);
+        for (b, t) in out.iter_mut().zip(key.to_le_bytes()) {
+            *b ^= t;
+        }
+    }
+
     /// Whether `data` is exactly the content of object `id`.
     pub fn verify(&self, id: u64, data: &[u8]) -> bool {
         let key = self.key(id);

@@ -7,10 +7,12 @@
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
 //!   ([`handles`]), with generated [`content`] verified on read, trace recording
 //!   ([`trace_format`]), the [`timeline`] and the [`progress`] bar;
-//! - [`runner`]: one workload on one configuration -> [`result::RunResult`];
-//! - [`compare`]: several configurations in parallel, deltas against the first;
+//! - [`runner`]: one workload on one configuration -> [`result::RunResult`]; timed repeats;
+//! - [`timing`]: the thread CPU clock, timed batches, `{min, median, max}`, interleaved repeats
+//!   and deltas with their spread;
+//! - [`compare`]: several configurations, deltas against the first;
 //! - [`classes`]: class tables (`zsmalloc classes`);
-//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG.
+//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
@@ -35,6 +37,7 @@ pub mod result;
 pub mod runner;
 pub mod sweep;
 pub mod timeline;
+pub mod timing;
 pub mod trace_format;
 pub mod workload;
 

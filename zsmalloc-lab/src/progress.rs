@@ -32,6 +32,13 @@ impl ProgressSink {
         ProgressSink { multi: None }
     }
 
+    /// Clears whatever is still drawn (call before printing the report).
+    pub fn clear(&self) {
+        if let Some(m) = &self.multi {
+            let _ = m.clear();
+        }
+    }
+
     /// Whether bars may be drawn (so a run's length is worth estimating).
     pub fn is_active(&self) -> bool {
         self.multi.is_some()
@@ -87,17 +94,26 @@ impl Progress {
 
     fn show(&mut self) {
         let Some(multi) = &self.multi else { return };
+        // Built hidden and configured before the multi-bar owns it: nothing is drawn outside
+        // the multi-bar's lines (no stray first frame), and the clock starts when the run did.
         let bar = if self.total > 0 {
-            let b = ProgressBar::new(self.total);
+            let b = ProgressBar::with_draw_target(Some(self.total), ProgressDrawTarget::hidden());
             if let Ok(style) = ProgressStyle::with_template(
-                "{prefix:>12} [{bar:30}] {percent:>3}% {pos}/{len} ops, {elapsed_precise}",
+                "{prefix:>16} [{wide_bar}] {percent:>3}% {elapsed_precise}",
             ) {
                 b.set_style(style.progress_chars("=> "));
             }
             b
         } else {
-            ProgressBar::new_spinner()
+            let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+            if let Ok(style) = ProgressStyle::with_template(
+                "{prefix:>16} {spinner} {human_pos} ops {elapsed_precise}",
+            ) {
+                b.set_style(style);
+            }
+            b
         };
+        let bar = bar.with_elapsed(self.start.elapsed());
         bar.set_prefix(self.label.clone());
         self.bar = Some(multi.add(bar));
     }

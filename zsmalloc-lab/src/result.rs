@@ -4,6 +4,8 @@ use serde::Serialize;
 
 use crate::config::ConfigDesc;
 use crate::timeline::Sample;
+use crate::timing::{Samples, TimeDelta};
+use crate::workload::dist::DistFacts;
 use zsmalloc_core::ClassStats;
 
 /// `floor(1000 * bytes / (pages * page))`: utilization in tenths of a percent, truncated like
@@ -14,6 +16,16 @@ pub fn utilization_permille(bytes: u64, pages: u64, page: u64) -> u64 {
         return 0;
     }
     (1000 * u128::from(bytes) / denom) as u64
+}
+
+/// Objects per page frame (the 2012 thread's figure), three decimals; `None` without pages.
+pub fn density(objects: u64, pages: u64) -> Option<f64> {
+    (pages > 0).then(|| (objects as f64 / pages as f64 * 1000.0).round() / 1000.0)
+}
+
+/// A density as text: "5.932", or "n/a" without pages.
+pub fn density_str(d: Option<f64>) -> String {
+    d.map_or_else(|| "n/a".into(), |d| format!("{d:.3}"))
 }
 
 /// Tenths as text: 973 -> "97.3".
@@ -118,9 +130,14 @@ pub struct CorpusFacts {
     /// Pages stored uncompressed (compressed size reached `huge_class_size`).
     pub incompressible_pages: u64,
     pub compressed_pages: u64,
-    /// Input bytes per stored byte (same-filled pages skipped count as input).
+    /// Input bytes per stored byte (same-filled pages skipped count as input): the codec's
+    /// ratio, with same-filled pages.
     pub compression_ratio: f64,
-    /// Seconds spent compressing, and decompressing + verifying in the read phase.
+    /// zram's effective ratio: input bytes per byte of pool memory (`pages * page_size`, so
+    /// slack, fragmentation and huge objects count); null when the pool holds no pages.
+    pub effective_compression_ratio: Option<f64>,
+    /// Thread CPU seconds spent compressing, and in the read phase (pool reads, decompression
+    /// and verification).
     pub compress_time_s: Option<f64>,
     pub read_time_s: Option<f64>,
 }
@@ -149,6 +166,11 @@ pub struct ClassRow {
     pub first_index: u32,
     pub last_index: u32,
     pub bytes_stored: u64,
+    /// Bytes the live objects of this class lose to merging: for each object, this class's
+    /// size minus the size of the class its length would have without merging.
+    pub merge_waste: u64,
+    /// Read sections on this class's objects that found them spanning two pages.
+    pub spanning_reads: u64,
 }
 
 impl From<&ClassStats> for ClassRow {
@@ -189,6 +211,8 @@ impl From<&ClassStats> for ClassRow {
             first_index,
             last_index,
             bytes_stored,
+            merge_waste: 0,
+            spanning_reads: 0,
         }
     }
 }
@@ -208,6 +232,11 @@ pub struct RunResult {
     pub pages_peak: u64,
     /// `floor(1000 * bytes_stored / (pages * page_size)) / 10`.
     pub utilization_pct: f64,
+    /// `objects / pages`: objects per page frame; null when no pages are held.
+    pub density: Option<f64>,
+    /// Utilization and density when the pool held the most pages (`pages_peak`).
+    pub utilization_pct_peak: f64,
+    pub density_peak: Option<f64>,
     pub reads: u64,
     pub reads_spanning: u64,
     pub read_copy_bytes: u64,
@@ -224,13 +253,21 @@ pub struct RunResult {
     /// Live objects in huge classes, and stores into them ever (zram's `huge_pages[_since]`).
     pub huge_objects: u64,
     pub huge_stores: u64,
-    /// Seconds the workload took (omitted with `--no-time`).
+    /// Timed runs of this configuration (`--repeat`; omitted with `--no-time`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<usize>,
+    /// Thread CPU seconds of the pool calls (the timed phase), over the repeats.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu_time_s: Option<Samples>,
+    /// Wall-clock seconds of the whole workload (lab work included), median over the repeats.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wall_time_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kernel_test: Option<KernelTestLines>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub corpus: Option<CorpusFacts>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dist: Option<DistFacts>,
     /// Per-class rows (`--per-class`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub classes: Option<Vec<ClassRow>>,
@@ -238,8 +275,19 @@ pub struct RunResult {
     pub utilization_permille: u64,
     #[serde(skip)]
     pub class_stats: Vec<ClassStats>,
+    /// Per class index, bytes lost to merging (as [`ClassRow::merge_waste`]).
+    #[serde(skip)]
+    pub class_merge_waste: Vec<(u32, u64)>,
+    /// Per class index, spanning reads (as [`ClassRow::spanning_reads`]).
+    #[serde(skip)]
+    pub class_spanning_reads: Vec<(u32, u64)>,
     #[serde(skip)]
     pub timeline: Vec<Sample>,
+}
+
+/// The value of class `index` in a per-class list (0 when absent).
+pub fn per_class(list: &[(u32, u64)], index: u32) -> u64 {
+    list.iter().find(|(i, _)| *i == index).map_or(0, |&(_, v)| v)
 }
 
 impl RunResult {
@@ -255,7 +303,7 @@ impl RunResult {
     }
 
     /// Deltas against `base` in tenths of a percent: the counters of `delta_fields`, then
-    /// `wall_time_s` when both runs were timed.
+    /// `density` (wall time has none: it is not a measurement the lab stands behind).
     pub fn deltas(&self, base: &RunResult) -> Vec<(&'static str, Option<i64>)> {
         let mut v: Vec<_> = self
             .delta_fields()
@@ -263,10 +311,31 @@ impl RunResult {
             .zip(base.delta_fields())
             .map(|(&(name, x), (_, b))| (name, delta_tenths_u64(b, x)))
             .collect();
-        if let (Some(b), Some(x)) = (base.wall_time_s, self.wall_time_s) {
-            v.push(("wall_time_s", delta_tenths(b, x)));
-        }
+        let d = match (base.density, self.density) {
+            (Some(b), Some(x)) => delta_tenths(b, x),
+            _ => None,
+        };
+        v.push(("density", d));
         v
+    }
+
+    /// The CPU-time difference against `base`, with its spread.
+    pub fn cpu_delta(&self, base: &RunResult) -> Option<TimeDelta> {
+        TimeDelta::between(base.cpu_time_s.as_ref()?, self.cpu_time_s.as_ref()?)
+    }
+
+    /// The counts repeats must agree on.
+    pub fn counts(&self) -> [u64; 8] {
+        [
+            self.objects,
+            self.bytes_stored,
+            self.pages,
+            self.pages_peak,
+            self.reads,
+            self.reads_spanning,
+            self.read_copy_bytes,
+            self.pages_compacted,
+        ]
     }
 }
 

@@ -1,13 +1,15 @@
-//! Runs one workload on one configuration and collects what it measured.
+//! Runs one workload on one configuration and collects what it measured; runs repeats of
+//! several configurations one at a time, interleaved, for CPU times with a spread.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use crate::config::{ConfigDesc, ConfigSpec};
 use crate::driver::Driver;
-use crate::error::LabResult;
+use crate::error::{LabError, LabResult};
 use crate::progress::{Progress, ProgressSink};
-use crate::result::{utilization_permille, ClassRow, RunResult};
+use crate::result::{density, per_class, utilization_permille, ClassRow, RunResult};
+use crate::timing::{interleave, Samples};
 use crate::trace_format::TraceWriter;
 use crate::workload::Workload;
 use zsmalloc_core::Pool;
@@ -17,20 +19,45 @@ use zsmalloc_core::Pool;
 pub struct RunOptions {
     /// Keep per-class rows in the result (`--per-class`).
     pub per_class: bool,
-    /// Measure wall time (off with `--no-time`, for byte-identical output).
+    /// Report times (off with `--no-time`, for byte-identical output). Timed runs run one at
+    /// a time.
     pub timing: bool,
-    /// Write the operations to this trace file (`--record`).
+    /// Write the operations to this trace file (`--record`; first repeat only).
     pub record: Option<PathBuf>,
     /// Sample the timeline every N operations (0 = no timeline).
     pub timeline_every: u64,
+    /// Runs of each configuration (`--repeat`, at least 1); only timed runs are repeated.
+    pub repeat: usize,
 }
 
-/// Runs `workload` on a fresh pool configured by `spec`.
+impl RunOptions {
+    /// Repeats to run: `repeat` (at least 1) when timing, else 1 (the counts do not change).
+    pub fn rounds(&self) -> usize {
+        if self.timing {
+            self.repeat.max(1)
+        } else {
+            1
+        }
+    }
+}
+
+/// Runs `workload` on a fresh pool configured by `spec`, once. `cpu_time_s` and
+/// `wall_time_s` hold this run's figures (one sample) when `opts.timing`.
 pub fn run_one(
     workload: &Workload,
     spec: &ConfigSpec,
     opts: &RunOptions,
     sink: &ProgressSink,
+) -> LabResult<RunResult> {
+    run_labelled(workload, spec, opts, sink, &spec.label)
+}
+
+fn run_labelled(
+    workload: &Workload,
+    spec: &ConfigSpec,
+    opts: &RunOptions,
+    sink: &ProgressSink,
+    bar_label: &str,
 ) -> LabResult<RunResult> {
     let cfg = spec.pool_config()?;
     let page = u64::from(cfg.page_size);
@@ -44,7 +71,7 @@ pub fn run_one(
         )?),
         None => None,
     };
-    let mut progress = Progress::new(sink, &spec.label);
+    let mut progress = Progress::new(sink, bar_label);
     if sink.is_active() {
         progress.set_total(workload.estimated_ops());
     }
@@ -58,12 +85,26 @@ pub fn run_one(
     );
     let start = Instant::now();
     let extra = workload.run(&mut driver, opts.timing)?;
-    let wall = start.elapsed();
     let outcome = driver.finish()?;
+    let wall = start.elapsed();
 
     let stats = pool.stats();
     let class_stats = pool.class_stats();
     let c = &outcome.counters;
+    let peak = outcome.peak;
+    let permille = utilization_permille(stats.bytes_stored, stats.pages_allocated, page);
+    let peak_permille = utilization_permille(peak.bytes, peak.pages, page);
+    let classes = opts.per_class.then(|| {
+        class_stats
+            .iter()
+            .map(|s| {
+                let mut row = ClassRow::from(s);
+                row.merge_waste = per_class(&outcome.merge_waste, s.index);
+                row.spanning_reads = per_class(&outcome.spanning_reads, s.index);
+                row
+            })
+            .collect()
+    });
     Ok(RunResult {
         label: spec.label.clone(),
         config: ConfigDesc::from(spec),
@@ -72,10 +113,11 @@ pub fn run_one(
         bytes_stored: stats.bytes_stored,
         pages: stats.pages_allocated,
         pages_peak: stats.pages_peak,
-        utilization_pct: utilization_permille(stats.bytes_stored, stats.pages_allocated, page)
-            as f64
-            / 10.0,
-        utilization_permille: utilization_permille(stats.bytes_stored, stats.pages_allocated, page),
+        utilization_pct: permille as f64 / 10.0,
+        utilization_permille: permille,
+        density: density(stats.objs_inuse, stats.pages_allocated),
+        utilization_pct_peak: peak_permille as f64 / 10.0,
+        density_peak: density(peak.objects, peak.pages),
         reads: stats.reads,
         reads_spanning: stats.reads_spanning,
         read_copy_bytes: stats.read_copy_bytes,
@@ -90,11 +132,78 @@ pub fn run_one(
         same_pages: outcome.same_pages,
         huge_objects: class_stats.iter().filter(|r| r.huge).map(|r| r.obj_used).sum(),
         huge_stores: c.huge_stores,
+        repeat: opts.timing.then_some(1),
+        cpu_time_s: opts.timing.then(|| Samples::of(&[outcome.cpu.seconds()])).flatten(),
         wall_time_s: opts.timing.then(|| (wall.as_secs_f64() * 1e3).round() / 1e3),
         kernel_test: extra.kernel_test,
         corpus: extra.corpus,
-        classes: opts.per_class.then(|| class_stats.iter().map(ClassRow::from).collect()),
+        dist: extra.dist,
+        classes,
         class_stats,
+        class_merge_waste: outcome.merge_waste,
+        class_spanning_reads: outcome.spanning_reads,
         timeline: outcome.samples,
     })
+}
+
+/// Every spec's run: untimed runs in parallel (`jobs` at a time, the counts do not depend on
+/// it); timed runs one at a time, `opts.rounds()` repeats interleaved (A B A B), merged into one
+/// result per spec with `cpu_time_s` {min, median, max} over the repeats and the median wall
+/// time. The repeats must agree on every count (they run the same seeded operations).
+pub fn run_all(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    opts: &RunOptions,
+    jobs: usize,
+    sink: &ProgressSink,
+) -> LabResult<Vec<RunResult>> {
+    if !opts.timing {
+        return crate::compare::run_parallel(workload, specs, opts, jobs, sink);
+    }
+    let rounds = opts.rounds();
+    let mut later = opts.clone();
+    later.record = None;
+    later.timeline_every = 0;
+    let mut runs: Vec<_> = specs
+        .iter()
+        .map(|spec| {
+            let (first, later) = (opts, &later);
+            move |round: usize| {
+                let o = if round == 0 { first } else { later };
+                let label = if rounds > 1 {
+                    format!("{} {}/{rounds}", spec.label, round + 1)
+                } else {
+                    spec.label.clone()
+                };
+                run_labelled(workload, spec, o, sink, &label)
+            }
+        })
+        .collect();
+    let results = interleave(rounds, &mut runs)?;
+    results.into_iter().map(merge_repeats).collect()
+}
+
+/// One result from the repeats of one configuration.
+fn merge_repeats(mut rounds: Vec<RunResult>) -> LabResult<RunResult> {
+    if rounds.is_empty() {
+        return Err(LabError::runtime("a configuration did not run"));
+    }
+    let cpu: Vec<f64> = rounds.iter().filter_map(|r| r.cpu_time_s.map(|s| s.median)).collect();
+    let wall: Vec<f64> = rounds.iter().filter_map(|r| r.wall_time_s).collect();
+    let first = rounds.remove(0);
+    for r in &rounds {
+        if r.counts() != first.counts() {
+            return Err(LabError::runtime(format!(
+                "{}: the repeats disagree on their counts ({:?} vs {:?})",
+                first.label,
+                first.counts(),
+                r.counts()
+            )));
+        }
+    }
+    let mut out = first;
+    out.repeat = Some(cpu.len());
+    out.cpu_time_s = Samples::of(&cpu).map(|s| s.rounded(6));
+    out.wall_time_s = Samples::of(&wall).map(|s| (s.median * 1e3).round() / 1e3);
+    Ok(out)
 }

@@ -408,7 +408,7 @@ fn plots_are_real_svg() {
     assert!(text.trim_end().ends_with("</svg>"));
     assert!(text.len() > 10_000, "an SVG of {} bytes", text.len());
     assert!(text.matches("<polyline").count() + text.matches("<path").count() >= 3);
-    for caption in ["pages per class", "waste per class", "spanning object slots per class"] {
+    for caption in ["pages per class", "slack per class", "spanning reads per class"] {
         assert!(text.contains(caption), "{caption}");
     }
     let sweep = scratch("sweep.svg");

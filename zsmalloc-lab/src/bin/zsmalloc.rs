@@ -16,7 +16,7 @@ use zsmalloc_lab::compare::{self, Comparison};
 use zsmalloc_lab::config::ConfigSpec;
 use zsmalloc_lab::progress::ProgressSink;
 use zsmalloc_lab::report::{self, Format};
-use zsmalloc_lab::runner::{run_one, RunOptions};
+use zsmalloc_lab::runner::{self, RunOptions};
 use zsmalloc_lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
 use zsmalloc_lab::{plot, sweep, timeline, LabError, LabResult};
 
@@ -30,6 +30,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc run dist --mean 694 --sd 474 --churn 200000 --compact --timeline t.csv
   zsmalloc run pages /usr/lib --compressor zstd --format json
   zsmalloc compare --sweep chain-size=4..16 --plot sweep.svg
+  zsmalloc compare --repeat 5 dist                   # CPU times as min/median/max, deltas with their spread
   zsmalloc replay app.trace --format mm_stat
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
@@ -47,8 +48,9 @@ enum Cmd {
     Classes(ClassesArgs),
     /// Run a workload on one configuration (default workload: kernel-test).
     Run(RunArgs),
-    /// Run a workload on several configurations in parallel, with deltas against the first.
-    /// Without --config or --sweep: the RFC's classic vs heuristic at chain 10.
+    /// Run a workload on several configurations, with deltas against the first (timed runs one
+    /// at a time; --no-time in parallel). Without --config or --sweep: the RFC's classic vs
+    /// heuristic at chain 10.
     Compare(CompareArgs),
     /// Replay a trace file (the same as `run trace FILE`).
     Replay(ReplayArgs),
@@ -82,13 +84,15 @@ struct OutputFlags {
     /// table, json, csv, mm_stat or debugfs [default: table]
     #[arg(long, global = true, value_name = "FORMAT")]
     format: Option<String>,
-    /// Draw an SVG: per-class pages, waste and spanning (the sweep curve with --sweep)
+    /// Draw an SVG: per-class steps, huge classes apart, differences between configurations;
+    /// with --sweep, curves and a Pareto plot of pages against spanning reads
     #[arg(long, global = true, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
     /// Include per-class rows
     #[arg(long, global = true)]
     per_class: bool,
-    /// Leave wall times out, so the output of a seeded run is identical byte for byte
+    /// Leave times out (CPU and wall), so the output of a seeded run is identical byte for
+    /// byte; configurations then run in parallel
     #[arg(long, global = true)]
     no_time: bool,
     /// Write pages and utilization over the run's operations to a CSV file
@@ -97,6 +101,10 @@ struct OutputFlags {
     /// Timeline sample interval in operations [default: about 500 samples per run]
     #[arg(long, global = true, value_name = "OPS")]
     timeline_every: Option<u64>,
+    /// Timed runs of each configuration, interleaved (A B A B); CPU times are reported as
+    /// min/median/max over them [default: 1]
+    #[arg(long, global = true, value_name = "N")]
+    repeat: Option<usize>,
     /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
     #[arg(long, global = true, value_name = "N")]
     seed: Option<u64>,
@@ -129,7 +137,8 @@ struct CompareArgs {
     /// `chain-size=2..16:2`. Several sweeps multiply.
     #[arg(long, global = true, value_name = "KEY=VALUES")]
     sweep: Vec<String>,
-    /// Configurations run at once [default: every core]
+    /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
+    /// time [default: every core]
     #[arg(long, global = true, value_name = "N")]
     jobs: Option<usize>,
     #[command(subcommand)]
@@ -168,7 +177,8 @@ struct ClassesArgs {
     /// table, json or csv [default: table]
     #[arg(long, value_name = "FORMAT")]
     format: Option<String>,
-    /// Draw chain, tail waste and spanning per zspage against class size
+    /// Draw chain, tail waste, merge waste and spanning per zspage against logical size (and
+    /// their differences with --vs)
     #[arg(long, value_name = "FILE.svg")]
     plot: Option<PathBuf>,
 }
@@ -190,7 +200,7 @@ enum WorkloadCmd {
         n: usize,
     },
     /// Sizes from a normal distribution (mean 694, sd 474, as measured in the thread "zsmalloc
-    /// limitations and related topics") clipped to 1..=page, with same-filled pages, a churn
+    /// limitations and related topics") clipped to --min-len..=page, with same-filled pages, a churn
     /// phase and optional compaction
     #[command(allow_negative_numbers = true)]
     Dist {
@@ -201,6 +211,10 @@ enum WorkloadCmd {
         mean: f64,
         #[arg(long, default_value_t = 474.0)]
         sd: f64,
+        /// Shortest object: smaller draws are stored at this length and counted [default:
+        /// the shortest lz4 output of a 4K page that is not same-filled]
+        #[arg(long, value_name = "BYTES", default_value_t = dist::DEFAULT_MIN_LEN)]
+        min_len: usize,
         /// Share of same-filled pages, 0..=1
         #[arg(long, default_value_t = 0.11)]
         same_share: f64,
@@ -212,7 +226,10 @@ enum WorkloadCmd {
         /// Random free + re-store steps after the fill phase [default: --objects]
         #[arg(long)]
         churn: Option<usize>,
-        /// Compact after the churn phase
+        /// Share of the pages freed at random after the churn phase, 0..=1 [default: 0]
+        #[arg(long, default_value_t = 0.0)]
+        shrink: f64,
+        /// Compact after the churn (and shrink) phase
         #[arg(long)]
         compact: bool,
         /// Compact every N churn steps
@@ -331,20 +348,24 @@ fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> 
             objects,
             mean,
             sd,
+            min_len,
             same_share,
             same_filled,
             same_size,
             churn,
+            shrink,
             compact,
             compact_every,
         } => Workload::Dist(dist::Dist {
             objects,
             mean,
             sd,
+            min_len,
             same_share,
             same_filled: SameFilled::parse(&same_filled)?,
             same_size,
             churn,
+            shrink,
             compact,
             compact_every,
             seed,
@@ -371,13 +392,23 @@ fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> 
     })
 }
 
-fn run_options(out: &OutputFlags, w: &Workload, record: Option<PathBuf>) -> RunOptions {
+fn run_options(out: &OutputFlags, w: &Workload, record: Option<PathBuf>) -> LabResult<RunOptions> {
     let timeline_every = match (&out.timeline, out.timeline_every) {
         (None, _) => 0,
         (Some(_), Some(n)) => n.max(1),
         (Some(_), None) => (w.estimated_ops() / 500).max(1),
     };
-    RunOptions { per_class: out.per_class, timing: !out.no_time, record, timeline_every }
+    let repeat = out.repeat.unwrap_or(1);
+    if !(1..=1000).contains(&repeat) {
+        return Err(LabError::usage(format!("invalid --repeat {repeat}: 1..=1000")));
+    }
+    Ok(RunOptions {
+        per_class: out.per_class,
+        timing: !out.no_time,
+        record,
+        timeline_every,
+        repeat,
+    })
 }
 
 fn format_of(out: &OutputFlags) -> LabResult<Format> {
@@ -403,8 +434,12 @@ fn cmd_run(
     let format = format_of(out)?;
     let spec = base_spec(pool)?;
     spec.validate()?;
-    let opts = run_options(out, &w, record);
-    let r = run_one(&w, &spec, &opts, &ProgressSink::auto())?;
+    let opts = run_options(out, &w, record)?;
+    let sink = ProgressSink::auto();
+    let r = runner::run_all(&w, std::slice::from_ref(&spec), &opts, 1, &sink)?
+        .pop()
+        .ok_or_else(|| LabError::runtime("the run did not run"))?;
+    sink.clear();
     if let Some(path) = &out.timeline {
         timeline::write_csv(path, &[(r.label.as_str(), &r.timeline)])?;
     }
@@ -437,9 +472,11 @@ fn cmd_compare(a: CompareArgs) -> LabResult<()> {
         }
     }
     base.validate()?;
-    let opts = run_options(&a.out, &w, None);
+    let opts = run_options(&a.out, &w, None)?;
     let jobs = compare::jobs(a.jobs, specs.len());
-    let mut c: Comparison = compare::compare(&w, &specs, &opts, jobs, &ProgressSink::auto())?;
+    let sink = ProgressSink::auto();
+    let mut c: Comparison = compare::compare(&w, &specs, &opts, jobs, &sink)?;
+    sink.clear();
     c.sweep_keys = sweeps.iter().map(|s| s.key.clone()).collect();
     if let Some(path) = &a.out.timeline {
         let runs: Vec<(&str, &[timeline::Sample])> =
@@ -463,7 +500,8 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     };
     let mut base = base_spec(&a.pool)?;
     base.validate()?;
-    base.label = String::new();
+    // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
+    base.label = base.chain_policy.clone();
     let mut specs = vec![base.clone()];
     if let Some(vs) = &a.vs {
         base.label = "base".into();

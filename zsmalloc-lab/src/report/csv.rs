@@ -1,7 +1,7 @@
 //! CSV: a header and one row per run (deltas against the first for comparisons), or one row per
 //! class with `--per-class`.
 
-use crate::result::{delta_value, RunResult};
+use crate::result::{delta_value, per_class, RunResult};
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
 pub fn field(s: &str) -> String {
@@ -12,96 +12,82 @@ pub fn field(s: &str) -> String {
     }
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
-    v.map(|v| v.to_string()).unwrap_or_default()
+/// A JSON scalar as a CSV cell (null: empty).
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => String::new(),
+        serde_json::Value::String(s) => field(s),
+        other => other.to_string(),
+    }
 }
 
-/// One row per run; with `base`, delta columns (percent, one decimal) against it.
-pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
-    let mut head = vec![
-        "label",
-        "page_size",
-        "chain_size",
-        "class_delta",
-        "chain_policy",
-        "read_mode",
-        "mem_limit_pages",
-        "workload",
-        "objects",
-        "bytes_stored",
-        "pages",
-        "pages_peak",
-        "utilization_pct",
-        "reads",
-        "reads_spanning",
-        "read_copy_bytes",
-        "writes_spanning",
-        "huge_class_size",
-        "pages_compacted",
-        "objs_moved",
-        "stores",
-        "frees",
-        "store_failures",
-        "op_errors",
-        "same_pages",
-        "wall_time_s",
-    ]
-    .join(",");
-    if base.is_some() {
-        head += ",objects_delta_pct,pages_delta_pct,pages_peak_delta_pct,reads_spanning_delta_pct,read_copy_bytes_delta_pct,wall_time_s_delta_pct";
+/// A run's columns, flattened from its JSON form so the names match: `config`'s keys as they
+/// are, `workload` as its one-line summary, other objects as `object_key` (`cpu_time_s_min`,
+/// `corpus_compression_ratio`, `dist_clipped_min`, ...); per-class rows are left out.
+fn columns(r: &RunResult) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let v = serde_json::to_value(r).unwrap_or_default();
+    let Some(obj) = v.as_object() else { return out };
+    for (k, v) in obj {
+        match (k.as_str(), v) {
+            ("classes", _) => {}
+            ("workload", _) => out.push(("workload".into(), field(&r.workload.summary))),
+            ("config", serde_json::Value::Object(m)) => {
+                for (ck, cv) in m {
+                    out.push((ck.clone(), cell(cv)));
+                }
+            }
+            (_, serde_json::Value::Object(m)) => {
+                for (ik, iv) in m {
+                    if !iv.is_object() && !iv.is_array() {
+                        out.push((format!("{k}_{ik}"), cell(iv)));
+                    }
+                }
+            }
+            (_, serde_json::Value::Array(_)) => {}
+            _ => out.push((k.clone(), cell(v))),
+        }
     }
-    let mut out = head + "\n";
-    for r in runs {
-        let c = &r.config;
-        let mut row = vec![
-            field(&r.label),
-            c.page_size.to_string(),
-            c.chain_size.to_string(),
-            c.class_delta.to_string(),
-            field(&c.chain_policy),
-            field(&c.read_mode),
-            c.mem_limit_pages.to_string(),
-            field(&r.workload.summary),
-            r.objects.to_string(),
-            r.bytes_stored.to_string(),
-            r.pages.to_string(),
-            r.pages_peak.to_string(),
-            crate::result::permille_str(r.utilization_permille),
-            r.reads.to_string(),
-            r.reads_spanning.to_string(),
-            r.read_copy_bytes.to_string(),
-            r.writes_spanning.to_string(),
-            r.huge_class_size.to_string(),
-            r.pages_compacted.to_string(),
-            r.objs_moved.to_string(),
-            r.stores.to_string(),
-            r.frees.to_string(),
-            r.store_failures.to_string(),
-            r.op_errors.to_string(),
-            r.same_pages.to_string(),
-            opt(r.wall_time_s),
-        ];
-        if let Some(b) = base {
-            let d = r.deltas(b);
-            let get = |name: &str| {
-                d.iter()
-                    .find(|(n, _)| *n == name)
-                    .and_then(|(_, t)| delta_value(*t))
-                    .map(|v| format!("{v:.1}"))
-                    .unwrap_or_default()
-            };
-            for name in [
-                "objects",
-                "pages",
-                "pages_peak",
-                "reads_spanning",
-                "read_copy_bytes",
-                "wall_time_s",
-            ] {
-                row.push(get(name));
+    out
+}
+
+/// One row per run; with `base`, delta columns (percent, one decimal) against it, and the CPU
+/// time's: `cpu_time_s_delta_pct` (medians), `_lo_pct`/`_hi_pct` (the spread) and
+/// `cpu_time_s_within_noise`.
+pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
+    let mut rows: Vec<Vec<(String, String)>> = runs.iter().map(columns).collect();
+    if let Some(b) = base {
+        for (row, r) in rows.iter_mut().zip(runs) {
+            for (name, t) in r.deltas(b) {
+                let v = delta_value(t).map(|v| format!("{v:.1}")).unwrap_or_default();
+                row.push((format!("{name}_delta_pct"), v));
+            }
+            let d = r.cpu_delta(b);
+            let f = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_default();
+            row.push(("cpu_time_s_delta_pct".into(), f(d.map(|d| d.median_pct))));
+            row.push(("cpu_time_s_delta_lo_pct".into(), f(d.map(|d| d.lo_pct))));
+            row.push(("cpu_time_s_delta_hi_pct".into(), f(d.map(|d| d.hi_pct))));
+            row.push((
+                "cpu_time_s_within_noise".into(),
+                d.map(|d| d.within_noise.to_string()).unwrap_or_default(),
+            ));
+        }
+    }
+    let mut head: Vec<String> = Vec::new();
+    for row in &rows {
+        for (k, _) in row {
+            if !head.contains(k) {
+                head.push(k.clone());
             }
         }
-        out += &row.join(",");
+    }
+    let mut out = head.join(",") + "\n";
+    for row in &rows {
+        let cells: Vec<&str> = head
+            .iter()
+            .map(|h| row.iter().find(|(k, _)| k == h).map_or("", |(_, v)| v.as_str()))
+            .collect();
+        out += &cells.join(",");
         out += "\n";
     }
     out
@@ -110,12 +96,14 @@ pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
 /// One row per class of each run.
 pub fn class_rows(runs: &[RunResult]) -> String {
     let mut out = String::from(
-        "label,index,size,pages_per_zspage,objs_per_zspage,huge,obj_allocated,obj_used,pages_used,freeable,spanning_per_zspage,tail_waste,worst_merge_waste,first_index,bytes_stored\n",
+        "label,index,size,pages_per_zspage,objs_per_zspage,huge,obj_allocated,obj_used,pages_used,freeable,spanning_per_zspage,tail_waste,worst_merge_waste,first_index,last_index,bytes_stored,merge_waste,spanning_reads\n",
     );
     for r in runs {
         for c in &r.class_stats {
+            let merge = per_class(&r.class_merge_waste, c.index);
+            let spanning = per_class(&r.class_spanning_reads, c.index);
             out += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
                 field(&r.label),
                 c.index,
                 c.size,
@@ -130,7 +118,10 @@ pub fn class_rows(runs: &[RunResult]) -> String {
                 c.tail_waste,
                 c.worst_merge_waste,
                 c.first_index,
-                c.bytes_stored
+                c.last_index,
+                c.bytes_stored,
+                merge,
+                spanning
             );
         }
     }

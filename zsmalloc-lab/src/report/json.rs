@@ -22,6 +22,9 @@ struct RunWithDeltas<'a> {
     run: &'a RunResult,
     /// Percent against the first configuration, rounded to one decimal; null when undefined.
     deltas_pct: BTreeMap<&'static str, Option<f64>>,
+    /// The CPU time's change against the first configuration, with its spread.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_time_delta: Option<crate::timing::TimeDelta>,
 }
 
 #[derive(Serialize)]
@@ -42,6 +45,7 @@ pub fn comparison(c: &Comparison) -> LabResult<String> {
             deltas_pct: base
                 .map(|b| run.deltas(b).into_iter().map(|(k, t)| (k, delta_value(t))).collect())
                 .unwrap_or_default(),
+            cpu_time_delta: base.and_then(|b| run.cpu_delta(b)),
         })
         .collect();
     let doc = ComparisonJson {

@@ -3,7 +3,8 @@
 //! configuration, and the deltas against the first.
 
 use crate::compare::Comparison;
-use crate::result::{delta_str, permille_str, RunResult};
+use crate::result::{delta_str, density_str, per_class, permille_str, RunResult};
+use crate::timing::Samples;
 
 /// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
 pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {
@@ -53,6 +54,9 @@ fn fields(r: &RunResult) -> Vec<(&'static str, String)> {
         ("pages", r.pages.to_string()),
         ("pages_peak", r.pages_peak.to_string()),
         ("utilization_pct", permille_str(r.utilization_permille)),
+        ("density", density_str(r.density)),
+        ("utilization_pct_peak", format!("{:.1}", r.utilization_pct_peak)),
+        ("density_peak", density_str(r.density_peak)),
         ("reads", r.reads.to_string()),
         ("reads_spanning", r.reads_spanning.to_string()),
         ("read_copy_bytes", r.read_copy_bytes.to_string()),
@@ -71,12 +75,22 @@ fn fields(r: &RunResult) -> Vec<(&'static str, String)> {
     if r.op_errors > 0 {
         v.push(("op_errors", r.op_errors.to_string()));
     }
+    if let Some(d) = &r.dist {
+        v.push((
+            "clipped_draws",
+            format!(
+                "{} of {} raised to --min-len {}, {} lowered to the page",
+                d.clipped_min, d.draws, d.min_len, d.clipped_page
+            ),
+        ));
+    }
     if let Some(c) = &r.corpus {
         v.push(("input_pages", c.input_pages.to_string()));
         v.push(("same_filled_pages", c.same_filled_pages.to_string()));
         v.push(("incompressible_pages", c.incompressible_pages.to_string()));
         v.push(("compressed_pages", c.compressed_pages.to_string()));
         v.push(("compression_ratio", format!("{:.3}", c.compression_ratio)));
+        v.push(("effective_compression_ratio", density_str(c.effective_compression_ratio)));
         if let Some(t) = c.compress_time_s {
             v.push(("compress_time_s", format!("{t:.3}")));
         }
@@ -84,10 +98,23 @@ fn fields(r: &RunResult) -> Vec<(&'static str, String)> {
             v.push(("read_time_s", format!("{t:.3}")));
         }
     }
+    if let Some(t) = &r.cpu_time_s {
+        v.push(("cpu_time_s", cpu_cell(t, r.repeat)));
+    }
     if let Some(t) = r.wall_time_s {
-        v.push(("wall_time_s", format!("{t:.3}")));
+        v.push(("wall_time_s", format!("{t:.3} (wall clock, whole workload)")));
     }
     v
+}
+
+/// `0.412 [0.405..0.431] (3 runs)`: median [min..max] of the pool calls' CPU time.
+fn cpu_cell(t: &Samples, repeat: Option<usize>) -> String {
+    let n = repeat.unwrap_or(t.n);
+    if n > 1 {
+        format!("{} ({n} runs)", t.display())
+    } else {
+        format!("{:.3} (1 run)", t.median)
+    }
 }
 
 fn kernel_block(r: &RunResult, out: &mut String) {
@@ -113,7 +140,9 @@ pub fn classes(r: &RunResult) -> String {
         "freeable",
         "spanning/zspage",
         "tail_waste",
+        "worst_merge_waste",
         "merge_waste",
+        "spanning_reads",
         "bytes_stored",
     ];
     let rows: Vec<Vec<String>> = r
@@ -134,6 +163,8 @@ pub fn classes(r: &RunResult) -> String {
                 c.spanning_per_zspage.to_string(),
                 c.tail_waste.to_string(),
                 c.worst_merge_waste.to_string(),
+                per_class(&r.class_merge_waste, c.index).to_string(),
+                per_class(&r.class_spanning_reads, c.index).to_string(),
                 c.bytes_stored.to_string(),
             ]
         })
@@ -171,7 +202,7 @@ pub fn comparison(c: &Comparison) -> String {
             out += "\n";
         }
     }
-    let timed = c.runs.iter().all(|r| r.wall_time_s.is_some());
+    let timed = c.runs.iter().all(|r| r.cpu_time_s.is_some());
     let mut head = vec![
         "config",
         "objects",
@@ -181,6 +212,7 @@ pub fn comparison(c: &Comparison) -> String {
         "utilization_pct",
         "reads_spanning",
         "read_copy_bytes",
+        "density",
         "huge_class_size",
         "pages_compacted",
     ];
@@ -193,6 +225,7 @@ pub fn comparison(c: &Comparison) -> String {
         head.push("store_failures");
     }
     if timed {
+        head.push("cpu_time_s [min..max]");
         head.push("wall_time_s");
     }
     let rows: Vec<Vec<String>> = c
@@ -208,6 +241,7 @@ pub fn comparison(c: &Comparison) -> String {
                 permille_str(r.utilization_permille),
                 r.reads_spanning.to_string(),
                 r.read_copy_bytes.to_string(),
+                density_str(r.density),
                 r.huge_class_size.to_string(),
                 r.pages_compacted.to_string(),
             ];
@@ -217,34 +251,65 @@ pub fn comparison(c: &Comparison) -> String {
             if failures {
                 row.push(r.store_failures.to_string());
             }
-            if let Some(t) = r.wall_time_s.filter(|_| timed) {
-                row.push(format!("{t:.3}"));
+            if let (true, Some(t)) = (timed, &r.cpu_time_s) {
+                row.push(if t.n > 1 { t.display() } else { format!("{:.3}", t.median) });
+                row.push(r.wall_time_s.map_or_else(String::new, |w| format!("{w:.3}")));
             }
             row
         })
         .collect();
     out += &grid(&head, &rows, 1);
+    let repeats = c.runs.iter().filter_map(|r| r.cpu_time_s.map(|t| t.n)).min().unwrap_or(0);
+    if timed {
+        out += &if repeats > 1 {
+            format!(
+                "cpu_time_s: thread CPU time of the pool calls, median [min..max] of {repeats} \
+                 runs each, one at a time, interleaved; wall_time_s: wall clock of the whole \
+                 workload (lab work included), median\n"
+            )
+        } else {
+            "cpu_time_s: thread CPU time of the pool calls, one run each (--repeat N for a \
+             spread); wall_time_s: wall clock of the whole workload (lab work included)\n"
+                .to_string()
+        };
+    }
     if let Some(base) = c.runs.first() {
         if c.runs.len() > 1 {
             out += &format!("\ndeltas vs {} (percent, rounded to one decimal):\n", base.label);
-            let mut dhead =
-                vec!["config", "pages", "pages_peak", "reads_spanning", "read_copy_bytes"];
-            if timed {
-                dhead.push("wall_time_s");
+            let mut dhead = vec![
+                "config",
+                "pages",
+                "pages_peak",
+                "reads_spanning",
+                "read_copy_bytes",
+                "density",
+            ];
+            let spread = timed && repeats > 1;
+            if spread {
+                dhead.push("cpu_time [spread]");
             }
             let drows: Vec<Vec<String>> = c.runs[1..]
                 .iter()
                 .map(|r| {
                     let d = r.deltas(base);
                     let mut row = vec![r.label.clone()];
-                    for name in &dhead[1..] {
+                    for name in &dhead[1..6] {
                         let t = d.iter().find(|(n, _)| n == name).and_then(|(_, t)| *t);
                         row.push(delta_str(t));
+                    }
+                    if spread {
+                        row.push(r.cpu_delta(base).map_or_else(|| "n/a".into(), |d| d.display()));
                     }
                     row
                 })
                 .collect();
             out += &grid(&dhead, &drows, 1);
+            if spread {
+                out += "cpu_time: change of the median; [spread]: the smallest and largest change \
+                        the runs allow; within noise: the two ranges overlap\n";
+            } else if timed {
+                out += "(no CPU-time delta: one run has no spread; use --repeat 3 or more)\n";
+            }
         }
     }
     if c.runs.iter().any(|r| r.classes.is_some()) {

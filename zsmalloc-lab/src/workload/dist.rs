@@ -1,8 +1,10 @@
 //! Sizes from a distribution: normal with mean/sd (mean 694, sd 474 as measured in the thread
-//! "zsmalloc limitations and related topics") clipped to 1..=page; a share of same-filled
+//! "zsmalloc limitations and related topics") clipped to `min_len..=page` (`min_len`: the
+//! shortest lz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of same-filled
 //! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
 //! as in that thread; then a churn phase (a random page is freed and a new one stored in its
-//! place), optional compaction, and a read of every live object.
+//! place), an optional shrink (a share of the pages freed), optional compaction, and a read of
+//! every live object.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -19,6 +21,8 @@ pub struct Dist {
     pub objects: usize,
     pub mean: f64,
     pub sd: f64,
+    /// Shortest object stored: draws below it are raised to it (and counted).
+    pub min_len: usize,
     /// Share of same-filled pages, 0..=1.
     pub same_share: f64,
     pub same_filled: SameFilled,
@@ -26,7 +30,10 @@ pub struct Dist {
     pub same_size: usize,
     /// Free + re-store steps after the fill phase (`None`: as many as `objects`).
     pub churn: Option<usize>,
-    /// Compact once after the churn phase.
+    /// Share of the pages freed at random after the churn phase (the live set shrinks, as
+    /// when swapped-out pages come back in), 0..=1.
+    pub shrink: f64,
+    /// Compact once after the churn (and shrink) phase.
     pub compact: bool,
     /// Compact every N churn steps.
     pub compact_every: Option<usize>,
@@ -39,10 +46,12 @@ impl Default for Dist {
             objects: 100_000,
             mean: 694.0,
             sd: 474.0,
+            min_len: DEFAULT_MIN_LEN,
             same_share: 0.11,
             same_filled: SameFilled::Skip,
             same_size: 28,
             churn: None,
+            shrink: 0.0,
             compact: false,
             compact_every: None,
             seed: 1,
@@ -51,6 +60,23 @@ impl Default for Dist {
 }
 
 const MAX_OBJECTS: usize = 200_000_000;
+
+/// The default shortest compressed page: the shortest lz4 output (the lab's `lz4_flex`) of a
+/// 4K page that is not same-filled — a zero page with one other byte, 27 bytes (a literal, one
+/// long match, the five literals lz4 ends with); the synthetic corpus's shortest is 40
+/// ([`crate::workload::pages::shortest_lz4`]).
+pub const DEFAULT_MIN_LEN: usize = 27;
+
+/// What the size draws did (JSON `dist`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DistFacts {
+    pub min_len: usize,
+    /// Sizes drawn (same-filled pages excluded).
+    pub draws: u64,
+    /// Draws below `min_len` (stored at `min_len`) and above the page (stored at the page).
+    pub clipped_min: u64,
+    pub clipped_page: u64,
+}
 
 enum Page {
     Same,
@@ -69,16 +95,18 @@ impl Dist {
     pub fn params(&self) -> (serde_json::Value, String) {
         let churn = self.churn_steps();
         let params = json!({
-            "objects": self.objects, "mean": self.mean, "sd": self.sd,
+            "objects": self.objects, "mean": self.mean, "sd": self.sd, "min_len": self.min_len,
             "same_share": self.same_share, "same_filled": self.same_filled.name(),
-            "same_size": self.same_size, "churn": churn, "compact": self.compact,
+            "same_size": self.same_size, "churn": churn, "shrink": self.shrink,
+            "compact": self.compact,
             "compact_every": self.compact_every, "seed": self.seed,
         });
         let mut s = format!(
-            "dist objects={} mean={} sd={} same-share={} same-filled={}",
+            "dist objects={} mean={} sd={} min-len={} same-share={} same-filled={}",
             self.objects,
             self.mean,
             self.sd,
+            self.min_len,
             self.same_share,
             self.same_filled.name()
         );
@@ -86,6 +114,9 @@ impl Dist {
             s += &format!(" same-size={}", self.same_size);
         }
         s += &format!(" churn={churn}");
+        if self.shrink > 0.0 {
+            s += &format!(" shrink={}", self.shrink);
+        }
         if self.compact {
             s += " compact";
         }
@@ -104,6 +135,12 @@ impl Dist {
         if !self.sd.is_finite() || self.sd < 0.0 {
             return bad(format!("--sd {} is not a non-negative number", self.sd));
         }
+        if !(0.0..=1.0).contains(&self.shrink) {
+            return bad(format!("--shrink {} is outside 0..=1", self.shrink));
+        }
+        if self.min_len == 0 || self.min_len > page {
+            return bad(format!("--min-len {} is outside 1..={page}", self.min_len));
+        }
         if !(0.0..=1.0).contains(&self.same_share) {
             return bad(format!("--same-share {} is outside 0..=1", self.same_share));
         }
@@ -121,6 +158,7 @@ impl Dist {
 
     pub fn estimated_ops(&self) -> u64 {
         (2 * self.objects + 2 * self.churn_steps()) as u64
+            + (self.shrink * self.objects as f64) as u64
     }
 
     fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
@@ -135,24 +173,32 @@ impl Dist {
     }
 
     pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
-        let page = d.page_size() as f64;
+        let page = d.page_size();
         let normal = Normal::new(self.mean, self.sd)
             .map_err(|e| LabError::usage(format!("dist: bad distribution: {e}")))?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let draw = |rng: &mut ChaCha8Rng| {
+        let mut facts = DistFacts { min_len: self.min_len, ..Default::default() };
+        let (lo, hi) = (self.min_len as f64, page as f64);
+        let mut draw = |rng: &mut ChaCha8Rng| {
             if self.same_share > 0.0 && rng.gen_bool(self.same_share) {
-                Page::Same
-            } else {
-                Page::Object(normal.sample(rng).round().clamp(1.0, page) as usize)
+                return Page::Same;
             }
+            facts.draws += 1;
+            let x = normal.sample(rng).round();
+            if x < lo {
+                facts.clipped_min += 1;
+            } else if x > hi {
+                facts.clipped_page += 1;
+            }
+            Page::Object(x.clamp(lo, hi) as usize)
         };
-        d.phase("fill");
+        d.phase("fill")?;
         for _ in 0..self.objects {
             let slot = d.new_slot();
             let p = draw(&mut rng);
             self.put(d, slot, p)?;
         }
-        d.phase("churn");
+        d.phase("churn")?;
         for step in 0..self.churn_steps() {
             let slot = rng.gen_range(0..self.objects);
             d.free(slot)?;
@@ -162,16 +208,24 @@ impl Dist {
                 d.compact()?;
             }
         }
+        if self.shrink > 0.0 {
+            d.phase("shrink")?;
+            for slot in 0..self.objects {
+                if rng.gen_bool(self.shrink) {
+                    d.free(slot)?;
+                }
+            }
+        }
         if self.compact {
-            d.phase("compact");
+            d.phase("compact")?;
             d.compact()?;
         }
-        d.phase("read");
+        d.phase("read")?;
         for slot in 0..d.slots() {
             if d.holds(slot) {
                 d.read(slot, None)?;
             }
         }
-        Ok(Extra::default())
+        Ok(Extra { dist: Some(facts), ..Extra::default() })
     }
 }

@@ -78,21 +78,23 @@ impl KernelTest {
     }
 
     pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
-        d.phase("write");
+        d.phase("write")?;
         for size in (self.lo..=self.hi).step_by(self.step) {
             for _ in 0..self.n {
                 let slot = d.new_slot();
                 d.store(slot, size)?;
             }
         }
+        d.sync()?;
         let pages = d.pool().total_pages();
         let (writes, bytes) = (d.live_objects(), d.live_bytes());
-        d.phase("read");
+        d.phase("read")?;
         for slot in 0..d.slots() {
             if d.holds(slot) {
                 d.read(slot, None)?;
             }
         }
+        d.sync()?;
         let c = d.counters();
         let lines = KernelTestLines {
             num_write_objects: writes,
@@ -103,6 +105,6 @@ impl KernelTest {
             spanning_objects: c.kernel_spanning,
             total_memcpy_size: c.kernel_memcpy,
         };
-        Ok(Extra { kernel_test: Some(lines), corpus: None })
+        Ok(Extra { kernel_test: Some(lines), ..Extra::default() })
     }
 }

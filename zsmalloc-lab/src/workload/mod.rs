@@ -49,6 +49,7 @@ impl SameFilled {
 pub struct Extra {
     pub kernel_test: Option<KernelTestLines>,
     pub corpus: Option<CorpusFacts>,
+    pub dist: Option<dist::DistFacts>,
 }
 
 /// One workload with its parameters.

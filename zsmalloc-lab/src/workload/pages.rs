@@ -8,7 +8,6 @@ use std::fs::File;
 use std::hash::Hasher;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -18,6 +17,7 @@ use super::{corpus, Extra, SameFilled};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::result::CorpusFacts;
+use crate::timing::{Clock, CpuTimer};
 
 /// Compression algorithm.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -311,8 +311,8 @@ impl Pages {
             compressor: self.compressor.name().into(),
             ..Default::default()
         };
-        let mut compress_time = Duration::ZERO;
-        d.phase("write");
+        let mut compress_cpu = CpuTimer::new();
+        d.phase("write")?;
         while self.max_pages.map_or(true, |m| stored.len() < m) && src.next_page(&mut buf)? {
             let slot = d.new_slot();
             facts.input_pages += 1;
@@ -333,9 +333,7 @@ impl Pages {
                 stored.push(Stored::Same(first));
                 continue;
             }
-            let t = Instant::now();
-            let clen = codec.compress(&buf, &mut out)?;
-            compress_time += t.elapsed();
+            let clen = compress_cpu.time(|| codec.compress(&buf, &mut out))?;
             let hash = page_hash(&buf);
             // zram: a page that does not compress below huge_class_size is stored as is.
             let (ok, kind) = if clen >= huge {
@@ -347,46 +345,50 @@ impl Pages {
             };
             stored.push(if ok { kind } else { Stored::Failed });
         }
-        d.phase("read");
-        let t = Instant::now();
-        for (slot, s) in stored.iter().enumerate() {
-            match *s {
-                Stored::Failed => {}
-                Stored::Same(v) => {
-                    if d.is_same(slot) {
-                        continue;
-                    }
-                    d.read_with(slot, |data| {
-                        if data.iter().all(|&b| b == v) {
-                            Ok(())
-                        } else {
-                            Err(LabError::Verify(format!("same-filled page {slot} changed")))
-                        }
-                    })?;
-                }
-                Stored::Raw(h) => {
-                    d.read_with(slot, |data| {
-                        if page_hash(data) == h {
-                            Ok(())
-                        } else {
-                            Err(LabError::Verify(format!("raw page {slot} does not read back")))
-                        }
-                    })?;
-                }
-                Stored::Compressed(h) => {
-                    let codec = &mut codec;
-                    let buf = &mut buf;
-                    d.read_with(slot, |data| match codec.decompress(data, buf) {
-                        Ok(n) if n == buf.len() && page_hash(buf) == h => Ok(()),
-                        Ok(_) => Err(LabError::Verify(format!(
-                            "page {slot} does not decompress to the original"
-                        ))),
-                        Err(e) => Err(LabError::Verify(format!("page {slot}: {e}"))),
-                    })?;
+        d.phase("read")?;
+        let mut read_cpu = CpuTimer::new();
+        let t = Clock::now_ns();
+        let slots: Vec<usize> = stored
+            .iter()
+            .enumerate()
+            .filter(|&(slot, s)| match s {
+                Stored::Failed => false,
+                Stored::Same(_) => !d.is_same(slot),
+                _ => true,
+            })
+            .map(|(slot, _)| slot)
+            .collect();
+        d.read_each(&slots, |slot, data| match stored[slot] {
+            Stored::Failed => Ok(()),
+            Stored::Same(v) => {
+                if data.iter().all(|&b| b == v) {
+                    Ok(())
+                } else {
+                    Err(LabError::Verify(format!("same-filled page {slot} changed")))
                 }
             }
-        }
-        let read_time = t.elapsed();
+            Stored::Raw(h) => {
+                if page_hash(data) == h {
+                    Ok(())
+                } else {
+                    Err(LabError::Verify(format!("raw page {slot} does not read back")))
+                }
+            }
+            Stored::Compressed(h) => match codec.decompress(data, &mut buf) {
+                Ok(n) if n == buf.len() && page_hash(&buf) == h => Ok(()),
+                Ok(_) => Err(LabError::Verify(format!(
+                    "page {slot} does not decompress to the original"
+                ))),
+                Err(e) => Err(LabError::Verify(format!("page {slot}: {e}"))),
+            },
+        })?;
+        read_cpu.add_ns(Clock::now_ns().saturating_sub(t));
+        d.sync()?;
+        let pool_pages = d.pool().total_pages();
+        facts.effective_compression_ratio = (pool_pages > 0).then(|| {
+            let r = facts.input_pages as f64 / pool_pages as f64;
+            (r * 1000.0).round() / 1000.0
+        });
         let stored_bytes = d.live_bytes();
         facts.compression_ratio = if stored_bytes == 0 {
             0.0
@@ -395,9 +397,33 @@ impl Pages {
             (r * 1000.0).round() / 1000.0
         };
         if timing {
-            facts.compress_time_s = Some((compress_time.as_secs_f64() * 1e3).round() / 1e3);
-            facts.read_time_s = Some((read_time.as_secs_f64() * 1e3).round() / 1e3);
+            facts.compress_time_s = Some((compress_cpu.seconds() * 1e6).round() / 1e6);
+            facts.read_time_s = Some((read_cpu.seconds() * 1e6).round() / 1e6);
         }
-        Ok(Extra { kernel_test: None, corpus: Some(facts) })
+        Ok(Extra { corpus: Some(facts), ..Extra::default() })
     }
+}
+
+/// The shortest lz4 output of a page of `page` bytes that is not same-filled, over the
+/// synthetic corpus (`pages` pages, seed 1) and pages that differ from a zero page in one byte;
+/// returns (over the corpus, over the one-byte pages).
+pub fn shortest_lz4(page: usize, pages: usize) -> (usize, usize) {
+    let mut buf = vec![0u8; page];
+    let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(page)];
+    let mut len = |buf: &[u8]| lz4_flex::block::compress_into(buf, &mut out).unwrap_or(page);
+    let mut rng = ChaCha8Rng::seed_from_u64(1);
+    let mut corpus_min = usize::MAX;
+    for _ in 0..pages {
+        corpus::synth_page(&mut rng, &mut buf);
+        if buf.iter().any(|&b| b != buf[0]) {
+            corpus_min = corpus_min.min(len(&buf));
+        }
+    }
+    let mut one_byte_min = usize::MAX;
+    for at in [0, 1, 7, 64, page / 2, page - 13, page - 1] {
+        buf.fill(0);
+        buf[at] = 0x5a;
+        one_byte_min = one_byte_min.min(len(&buf));
+    }
+    (corpus_min, one_byte_min)
 }

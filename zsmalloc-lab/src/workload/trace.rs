@@ -39,7 +39,7 @@ impl Trace {
         let mut slots: HashMap<u64, usize> = HashMap::new();
         let mut slot_of =
             |d: &mut Driver<'_>, id: u64| *slots.entry(id).or_insert_with(|| d.new_slot());
-        d.phase("replay");
+        d.phase("replay")?;
         while let Some(op) = reader.next_op()? {
             match op {
                 TraceOp::Store { id, len } => {
