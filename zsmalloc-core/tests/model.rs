@@ -302,7 +302,7 @@ impl<'p> Model<'p> {
         let obj = self.objs.swap_remove(i);
         match obj.owner {
             Owner::Safe(h) => {
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     h.free().expect("free");
                 } else {
                     drop(h); // dropping frees too
@@ -578,7 +578,7 @@ fn run(setup: Setup, ops: Vec<Op>) -> [u64; 4] {
         k = k.wrapping_mul(31).wrapping_add(17);
         let i = k % m.objs.len();
         m.free(i);
-        if m.objs.len() % 64 == 0 {
+        if m.objs.len().is_multiple_of(64) {
             m.check_stats(false);
         }
     }

@@ -52,7 +52,7 @@ pub fn class_table(
     min: Option<u32>,
     max: Option<u32>,
 ) -> LabResult<ClassTableReport> {
-    if step == 0 || step % 8 != 0 {
+    if step == 0 || !step.is_multiple_of(8) {
         return Err(LabError::usage(format!("invalid --step {step}: a positive multiple of 8")));
     }
     let cfg = spec.pool_config()?;

@@ -284,7 +284,7 @@ impl<'p> Driver<'p> {
     #[inline]
     fn op_done(&mut self) -> LabResult<()> {
         self.ops += 1;
-        let sample = self.timeline_every > 0 && self.ops % self.timeline_every == 0;
+        let sample = self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every);
         if sample || self.queue.len() >= self.batch_ops || self.arena.len() >= BATCH_BYTES {
             self.flush(None)?;
         }
@@ -713,7 +713,7 @@ impl<'p> Driver<'p> {
                     self.refused("read", slot, &"empty handle")?;
                 }
                 self.ops += 1;
-                if self.timeline_every > 0 && self.ops % self.timeline_every == 0 {
+                if self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every) {
                     self.flush(Some(&mut f))?;
                     self.sample();
                 }

@@ -157,7 +157,7 @@ fn label(v: f64, int: bool, span: f64) -> String {
             let s = r.abs().to_string();
             let mut g = String::new();
             for (i, ch) in s.chars().enumerate() {
-                if i > 0 && (s.len() - i) % 3 == 0 {
+                if i > 0 && (s.len() - i).is_multiple_of(3) {
                     g.push(',');
                 }
                 g.push(ch);

@@ -313,7 +313,7 @@ impl Pages {
         };
         let mut compress_cpu = CpuTimer::new();
         d.phase("write")?;
-        while self.max_pages.map_or(true, |m| stored.len() < m) && src.next_page(&mut buf)? {
+        while self.max_pages.is_none_or(|m| stored.len() < m) && src.next_page(&mut buf)? {
             let slot = d.new_slot();
             facts.input_pages += 1;
             let first = buf[0];
