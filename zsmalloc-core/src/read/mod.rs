@@ -63,7 +63,7 @@ pub(crate) struct Begun<'a> {
 /// A section to end, as its layer knows it.
 pub(crate) enum Ending<'a> {
     /// A safe section holds its registration and the address its begin handed out.
-    Safe(Registration<'a>, *const u8),
+    Safe(&'a Registration<'a>, *const u8),
     /// A raw section is known by its handle word (and the length and the address its begin
     /// returned, null if unknown, when the caller gives them).
     Raw { word: &'a AtomicUsize, mem_len: Option<usize>, mem: *const u8 },
@@ -102,10 +102,11 @@ impl Pool {
     pub(crate) fn end(&self, ending: Ending<'_>) -> Result<()> {
         match ending {
             Ending::Safe(reg, mem) => {
-                if reg.announced.is_none() && self.config.read_mode == ReadMode::Map {
-                    self.map_release_at(reg.owner, mem);
+                if let Some(slot) = reg.announced {
+                    slot.store(0, Ordering::Release);
+                    return Ok(());
                 }
-                reg.release();
+                self.end_safe_counted(reg, mem);
                 Ok(())
             }
             Ending::Raw { word, mem_len, mem } => {
@@ -118,6 +119,17 @@ impl Pool {
                 }
             }
         }
+    }
+
+    /// The end of a safe section counted in its header (or pinned): `map` mode also releases
+    /// its map slot, if it has one (`mem` is the address its begin handed out).
+    #[cold]
+    #[inline(never)]
+    fn end_safe_counted(&self, reg: &Registration<'_>, mem: *const u8) {
+        if self.config.read_mode == ReadMode::Map {
+            self.map_release_at(reg.owner, mem);
+        }
+        reg.release();
     }
 
     /// The position of the class whose `info` this is, in `self.classes` (for the per-class
@@ -257,7 +269,7 @@ impl Drop for ReadSection<'_> {
     #[inline]
     fn drop(&mut self) {
         // A safe section's end cannot fail: its registration is its own.
-        let _ = self.pool.end(Ending::Safe(self.registration, self.ptr));
+        let _ = self.pool.end(Ending::Safe(&self.registration, self.ptr));
     }
 }
 

@@ -88,6 +88,6 @@ impl SgSection<'_> {
 impl Drop for SgSection<'_> {
     fn drop(&mut self) {
         // A safe section's end cannot fail: its registration is its own.
-        let _ = self.pool.end(Ending::Safe(self.pinned.reg, std::ptr::null()));
+        let _ = self.pool.end(Ending::Safe(&self.pinned.reg, std::ptr::null()));
     }
 }
