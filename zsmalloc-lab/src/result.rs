@@ -149,6 +149,11 @@ pub struct ClassRow {
     pub first_index: u32,
     pub last_index: u32,
     pub bytes_stored: u64,
+    /// Read sections on this class's objects, those on objects crossing a page, and the object
+    /// bytes they copied.
+    pub reads: u64,
+    pub reads_spanning: u64,
+    pub read_copy_bytes: u64,
 }
 
 impl From<&ClassStats> for ClassRow {
@@ -171,6 +176,9 @@ impl From<&ClassStats> for ClassRow {
             first_index,
             last_index,
             bytes_stored,
+            reads,
+            reads_spanning,
+            read_copy_bytes,
         } = *c;
         ClassRow {
             index,
@@ -189,6 +197,9 @@ impl From<&ClassStats> for ClassRow {
             first_index,
             last_index,
             bytes_stored,
+            reads,
+            reads_spanning,
+            read_copy_bytes,
         }
     }
 }
