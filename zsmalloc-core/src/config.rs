@@ -79,7 +79,9 @@ impl Backing {
         match name {
             "anonymous" => Ok(Backing::Anonymous),
             "memfd" => Ok(Backing::Memfd),
-            _ => Err(Error::config("backing", format!("'{name}' is unknown; accepted: {BACKINGS}"))),
+            _ => {
+                Err(Error::config("backing", format!("'{name}' is unknown; accepted: {BACKINGS}")))
+            }
         }
     }
 }
@@ -232,7 +234,9 @@ impl PoolConfig {
         }
         if let Some(v) = lookup("ZSMALLOC_BACKING") {
             cfg.backing = Backing::parse(v.trim()).map_err(|e| match e {
-                Error::Config { message, .. } => Error::Config { setting: "ZSMALLOC_BACKING", message },
+                Error::Config { message, .. } => {
+                    Error::Config { setting: "ZSMALLOC_BACKING", message }
+                }
                 other => other,
             })?;
         }
@@ -280,10 +284,13 @@ mod tests {
         assert_eq!((cfg.page_size, cfg.chain_size, cfg.class_delta), (16384, 10, 16));
         assert_eq!(cfg.chain_policy.name(), "heuristic");
         assert_eq!(cfg.mem_limit_pages, 100);
-        let cfg = from(&[("ZSMALLOC_READ_MODE", "contiguous"), ("ZSMALLOC_BACKING", "memfd")])
-            .unwrap();
+        let cfg =
+            from(&[("ZSMALLOC_READ_MODE", "contiguous"), ("ZSMALLOC_BACKING", "memfd")]).unwrap();
         assert_eq!((cfg.read_mode, cfg.backing), (ReadMode::Contiguous, Backing::Memfd));
-        assert_eq!(from(&[("ZSMALLOC_READ_MODE", "map")]).unwrap().effective_backing(), Backing::Memfd);
+        assert_eq!(
+            from(&[("ZSMALLOC_READ_MODE", "map")]).unwrap().effective_backing(),
+            Backing::Memfd
+        );
     }
 
     #[test]

@@ -104,7 +104,11 @@ impl AccessCounters {
     pub fn class_sum(&self, pos: usize) -> (u64, u64, u64) {
         (0..self.shards.len()).fold((0, 0, 0), |(r, s, b), t| {
             let c = self.cell(t, pos);
-            (r + c.reads.load(Relaxed), s + c.spanning.load(Relaxed), b + c.copy_bytes.load(Relaxed))
+            (
+                r + c.reads.load(Relaxed),
+                s + c.spanning.load(Relaxed),
+                b + c.copy_bytes.load(Relaxed),
+            )
         })
     }
 

@@ -132,7 +132,13 @@ impl MapWindow {
     /// Maps page `a` (file offset `off_a`) and the page at `off_b` after it, read-only, into a
     /// slot claimed for the section of handle `owner`; returns the slot's address. On failure
     /// nothing is claimed.
-    pub(crate) fn map(&self, fd: c_int, off_a: usize, off_b: usize, owner: usize) -> Result<*const u8> {
+    pub(crate) fn map(
+        &self,
+        fd: c_int,
+        off_a: usize,
+        off_b: usize,
+        owner: usize,
+    ) -> Result<*const u8> {
         let s = self.claim(owner)?;
         let addr = self.slot_addr(s);
         let ok = self.fail_for_test()

@@ -70,7 +70,8 @@ impl Pool {
     /// A named pool (the name shows in reports).
     pub fn with_name(name: &str, config: PoolConfig) -> Result<Pool> {
         let table = ClassTable::new(&config)?;
-        let classes: Box<[SizeClass]> = table.classes().iter().cloned().map(SizeClass::new).collect();
+        let classes: Box<[SizeClass]> =
+            table.classes().iter().cloned().map(SizeClass::new).collect();
         let arena = PageArena::for_config(&config)?;
         Ok(Pool {
             name: name.to_owned(),

@@ -48,8 +48,7 @@ impl PageArena {
             return Some(first);
         }
         let first = free.next_unused as usize;
-        if first + len > self.roles_capacity() || !self.commit_upto(range, &mut free, first + len)
-        {
+        if first + len > self.roles_capacity() || !self.commit_upto(range, &mut free, first + len) {
             return None;
         }
         free.next_unused += len as u64;

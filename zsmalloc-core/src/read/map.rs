@@ -41,7 +41,8 @@ impl Pool {
             let a = (at >> self.page_shift()) as crate::arena::Pfn;
             // The zspage's page after the header's: the second piece's, or the first's when
             // the payload starts exactly at the next page.
-            let b = if layout.pieces[1].len > 0 { layout.pieces[1].pfn } else { layout.pieces[0].pfn };
+            let b =
+                if layout.pieces[1].len > 0 { layout.pieces[1].pfn } else { layout.pieces[0].pfn };
             let window = self.arena.window().expect("map mode has map slots");
             let ((fd, off_a), (_, off_b)) = (
                 self.arena.file_page(a).expect("map mode has a memfd"),

@@ -137,7 +137,8 @@ impl Pool {
     #[inline(always)]
     pub(crate) fn class_pos_of(&self, info: &ClassInfo) -> usize {
         let first = &self.classes[0].info as *const ClassInfo as usize;
-        (info as *const ClassInfo as usize - first) / std::mem::size_of::<crate::size_class::SizeClass>()
+        (info as *const ClassInfo as usize - first)
+            / std::mem::size_of::<crate::size_class::SizeClass>()
     }
 
     // ---------------------------------------------------------------- safe layer
