@@ -317,7 +317,7 @@ impl PageArena {
         let fresh = (0..out.len())
             .filter(|&i| {
                 let f = free.by_role.get(role_of(class_pos, i) as usize);
-                f.map_or(true, |f| f.cached.is_empty() && f.released.is_empty())
+                f.is_none_or(|f| f.cached.is_empty() && f.released.is_empty())
             })
             .count();
         let end_pfn = free.next_unused as usize + fresh;
@@ -469,7 +469,7 @@ impl PageArena {
     /// The 8-byte word at `offset` of page `pfn`, accessed only atomically.
     #[inline]
     pub fn word(&self, pfn: Pfn, offset: usize) -> &AtomicU64 {
-        assert!(offset % 8 == 0 && offset + 8 <= self.page_size, "misaligned header word");
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.page_size, "misaligned header word");
         // SAFETY: the word lies inside a mapped page (asserted above), is 8-byte aligned (page
         // base is page-aligned, offset a multiple of 8), and the mapping lives as long as `self`.
         // Header words are only ever accessed through this atomic view while pages are owned.

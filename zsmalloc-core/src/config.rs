@@ -161,7 +161,7 @@ impl PoolConfig {
             ));
         }
         let d = self.class_delta;
-        if d != 0 && (d % 8 != 0 || d >= self.page_size) {
+        if d != 0 && (!d.is_multiple_of(8) || d >= self.page_size) {
             return Err(Error::config(
                 "class_delta",
                 format!(

@@ -97,7 +97,7 @@ impl MapWindow {
 
     /// Claims a free slot of the calling thread's ring for the section of handle `owner`.
     fn claim(&self, owner: usize) -> Result<usize> {
-        debug_assert!(owner > BROKEN && owner % 8 == 0);
+        debug_assert!(owner > BROKEN && owner.is_multiple_of(8));
         let t = Tid::current();
         let (ring, rings) = match t.owned_index() {
             Some(i) => (i, 1),

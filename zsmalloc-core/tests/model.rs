@@ -323,7 +323,7 @@ impl<'p> Model<'p> {
         let obj = self.objs.swap_remove(i);
         match obj.owner {
             Owner::Safe(h) => {
-                if i % 2 == 0 {
+                if i.is_multiple_of(2) {
                     h.free().expect("free");
                 } else {
                     drop(h); // dropping frees too
@@ -401,7 +401,7 @@ impl<'p> Model<'p> {
                     let in_copy = copies && p == local.as_ptr().add(HANDLE_SIZE);
                     assert_eq!(in_copy, copies && place.spanning, "copied exactly when spanning");
                     assert_eq!(std::slice::from_raw_parts(p, len), &obj.data[..], "raw read");
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         pool.read_end_raw(w, Some(len)).expect("read_end_raw");
                     } else {
                         pool.read_end_at_raw(w, Some(len), p).expect("read_end_at_raw");
@@ -643,7 +643,7 @@ fn run_traced(setup: Setup, ops: Vec<Op>) -> ([u64; 4], Vec<[u64; 4]>, Vec<Strin
         k = k.wrapping_mul(31).wrapping_add(17);
         let i = k % m.objs.len();
         m.free(i);
-        if m.objs.len() % 64 == 0 {
+        if m.objs.len().is_multiple_of(64) {
             m.check_stats(false);
         }
     }

@@ -700,7 +700,7 @@ fn run(setup: Setup, ops: Vec<Op>) {
     h.check(true);
     while !h.live.is_empty() {
         h.free(h.live.len() / 2);
-        h.check(h.live.len() % 32 == 0);
+        h.check(h.live.len().is_multiple_of(32));
     }
     assert_eq!(pool.total_pages(), 0);
     h.check(true);

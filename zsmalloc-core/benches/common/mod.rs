@@ -569,7 +569,7 @@ pub fn read_malloc_padded(
     out: &mut [u8],
     pad: usize,
 ) {
-    assert!(pad % 12 == 0, "OPS_PAD must be a multiple of 12");
+    assert!(pad.is_multiple_of(12), "OPS_PAD must be a multiple of 12");
     #[cfg(not(target_arch = "x86_64"))]
     assert!(pad == 0, "OPS_PAD needs x86_64");
     for _ in 0..count {

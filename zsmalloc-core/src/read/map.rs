@@ -107,26 +107,32 @@ mod tests {
         Pool::new(PoolConfig { read_mode: ReadMode::Map, ..PoolConfig::default() }).unwrap()
     }
 
-    /// Objects of 3000 bytes: class 3008, objects 1, 2, ... of a zspage cross a page.
-    fn spanning_words(p: &Pool, n: usize) -> Vec<Box<AtomicUsize>> {
+    /// Handle words of objects of 3000 bytes that cross a page (two segments); the others
+    /// stored on the way are leaked with the pool.
+    fn spanning_words(p: &Pool, n: usize) -> Vec<&'static AtomicUsize> {
         let mut out = Vec::new();
         let mut i = 0u8;
         while out.len() < n {
-            let w = Box::new(AtomicUsize::new(0));
-            // SAFETY: the boxed word outlives its use by the pool (freed below or leaked to
-            // the pool's end).
-            unsafe { p.store_raw(&w, &[i; 3000]).unwrap() };
+            let w: &'static AtomicUsize = Box::leak(Box::new(AtomicUsize::new(0)));
+            // SAFETY: the leaked word lives for ever; each section is ended at once.
+            let segments = unsafe {
+                p.store_raw(w, &[i; 3000]).unwrap();
+                let (_, n) = p.read_sg_begin_raw(w, 3000).unwrap();
+                p.read_end_raw(w, None).unwrap();
+                n
+            };
             i = i.wrapping_add(1);
-            let (segs, n_seg) = unsafe { p.read_sg_begin_raw(&w, 3000).unwrap() };
-            let _ = segs;
-            unsafe { p.read_end_raw(&w, None).unwrap() };
-            if n_seg == 2 {
+            if segments == 2 {
                 out.push(w);
-            } else {
-                std::mem::forget(w);
             }
         }
         out
+    }
+
+    /// Begins a map-mode section with no local copy.
+    fn begin(p: &Pool, w: &AtomicUsize) -> crate::Result<*const u8> {
+        // SAFETY: a live word; map mode never copies, so no local copy is needed.
+        unsafe { p.read_begin_raw(w, 3000, std::ptr::null_mut()) }
     }
 
     #[test]
@@ -135,16 +141,15 @@ mod tests {
         let ws = spanning_words(&p, 3);
         let before = p.stats();
         for w in &ws {
-            let want = unsafe {
-                let mut v = vec![0; 3000];
-                p.read_into_raw(w, &mut v).unwrap();
-                v
-            };
-            // SAFETY: live words; local_copy may be NULL in map mode (never copies).
-            let ptr = unsafe { p.read_begin_raw(w, 3000, std::ptr::null_mut()).unwrap() };
+            let mut want = vec![0; 3000];
+            // SAFETY: a live word.
+            unsafe { p.read_into_raw(w, &mut want) }.unwrap();
+            let ptr = begin(&p, w).unwrap();
             assert_eq!(p.map_slots_in_use(), 1);
+            // SAFETY: the section is open: `ptr` holds the object's 3000 bytes.
             assert_eq!(unsafe { std::slice::from_raw_parts(ptr, 3000) }, &want[..]);
-            unsafe { p.read_end_at_raw(w, Some(3000), ptr).unwrap() };
+            // SAFETY: ends the section just begun.
+            unsafe { p.read_end_at_raw(w, Some(3000), ptr) }.unwrap();
             assert_eq!(p.map_slots_in_use(), 0);
         }
         let after = p.stats();
@@ -156,51 +161,54 @@ mod tests {
     fn beyond_the_ring_is_eagain_and_never_a_wait() {
         let p = map_pool();
         let ws = spanning_words(&p, RING + 1);
-        let ptrs: Vec<_> = ws[..RING]
-            .iter()
-            .map(|w| unsafe { p.read_begin_raw(w, 3000, std::ptr::null_mut()).unwrap() })
-            .collect();
-        let e = unsafe { p.read_begin_raw(&ws[RING], 3000, std::ptr::null_mut()) }.unwrap_err();
+        for w in &ws[..RING] {
+            begin(&p, w).unwrap();
+        }
+        let e = begin(&p, ws[RING]).unwrap_err();
         assert!(matches!(e, Error::Again(_)), "{e}");
         assert_eq!(e.errno(), libc::EAGAIN);
         // The refused object is intact: freeable.
-        unsafe { p.free_raw(&ws[RING]).unwrap() };
+        // SAFETY: a live word with no section open.
+        unsafe { p.free_raw(ws[RING]) }.unwrap();
         // Ended in reverse without the address: found by the handle.
         for w in ws[..RING].iter().rev() {
-            unsafe { p.read_end_raw(w, Some(3000)).unwrap() };
+            // SAFETY: a section is open on the word.
+            unsafe { p.read_end_raw(w, Some(3000)) }.unwrap();
         }
         assert_eq!(p.map_slots_in_use(), 0);
-        drop(ptrs);
     }
 
     #[test]
     fn a_failed_mapping_fails_the_read_and_leaves_the_object_readable() {
         let p = map_pool();
-        let ws = spanning_words(&p, 1);
+        let w = spanning_words(&p, 1)[0];
         FAIL_NEXT_MAP.with(|f| f.set(true));
-        let e = unsafe { p.read_begin_raw(&ws[0], 3000, std::ptr::null_mut()) }.unwrap_err();
-        assert_eq!(e, Error::MapFailed { errno: libc::ENOMEM });
+        assert_eq!(begin(&p, w).unwrap_err(), Error::MapFailed { errno: libc::ENOMEM });
         assert_eq!(p.map_slots_in_use(), 0);
-        let ptr = unsafe { p.read_begin_raw(&ws[0], 3000, std::ptr::null_mut()).unwrap() };
-        unsafe { p.read_end_raw(&ws[0], Some(3000)).unwrap() };
-        let _ = ptr;
-        unsafe { p.free_raw(&ws[0]).unwrap() };
+        let ptr = begin(&p, w).unwrap();
+        // SAFETY: the section is open; then ended; then the object freed.
+        unsafe {
+            assert_eq!(*ptr, *ptr.add(2999));
+            p.read_end_raw(w, Some(3000)).unwrap();
+            p.free_raw(w).unwrap();
+        }
     }
 
     #[test]
     fn a_section_ends_from_another_thread() {
         let p = map_pool();
-        let ws = spanning_words(&p, 1);
-        let ptr = unsafe { p.read_begin_raw(&ws[0], 3000, std::ptr::null_mut()).unwrap() } as usize;
+        let w = spanning_words(&p, 1)[0];
+        let ptr = begin(&p, w).unwrap() as usize;
         std::thread::scope(|s| {
-            s.spawn(|| unsafe { p.read_end_at_raw(&ws[0], Some(3000), ptr as *const u8).unwrap() });
+            // SAFETY: a section is open on the word, begun by the parent thread.
+            s.spawn(|| unsafe { p.read_end_at_raw(w, Some(3000), ptr as *const u8) }.unwrap());
         });
         assert_eq!(p.map_slots_in_use(), 0);
-        let ptr = unsafe { p.read_begin_raw(&ws[0], 3000, std::ptr::null_mut()).unwrap() };
+        begin(&p, w).unwrap();
         std::thread::scope(|s| {
-            s.spawn(|| unsafe { p.read_end_raw(&ws[0], Some(3000)).unwrap() });
+            // SAFETY: as above, the slot found by the handle.
+            s.spawn(|| unsafe { p.read_end_raw(w, Some(3000)) }.unwrap());
         });
         assert_eq!(p.map_slots_in_use(), 0);
-        let _ = ptr;
     }
 }
