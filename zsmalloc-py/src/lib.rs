@@ -42,6 +42,8 @@ zsmalloc::export_c_abi!();
     read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
     text_signature = "(*, page_size=4096, chain_size=8, class_delta=0, chain_policy='classic', \
         read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+// One argument per keyword of the Python signature.
+#[allow(clippy::too_many_arguments)]
 fn class_table<'py>(
     py: Python<'py>,
     page_size: u32,

@@ -25,6 +25,8 @@ impl Pool {
         chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
             chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+    // One argument per keyword of the Python signature.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
         page_size: u32,
