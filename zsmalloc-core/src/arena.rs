@@ -64,6 +64,9 @@ unsafe impl Sync for Reservation {}
 impl Reservation {
     /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
     fn new() -> Option<Reservation> {
+        if crate::fault::fails(crate::fault::Point::Reserve) {
+            return None;
+        }
         let mut len = RESERVE_BYTES;
         while len >= MIN_RESERVE_BYTES {
             // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
@@ -88,6 +91,9 @@ impl Reservation {
 
     /// Makes `[offset, offset + len)` readable and writable.
     fn commit(&self, offset: usize, len: usize) -> bool {
+        if crate::fault::fails(crate::fault::Point::Commit) {
+            return false;
+        }
         debug_assert!(offset + len <= self.len);
         // SAFETY: the range lies inside our own reservation and is page-aligned (offset and len
         // are multiples of COMMIT_BYTES); nothing else maps it.
@@ -218,6 +224,9 @@ impl PageArena {
     /// Allocates the `out.len()` pages of a zspage of class `class_pos` (page `i` in role
     /// (`class_pos`, `i`)), or none (returns false) when the reserved address space is exhausted.
     pub fn alloc_pages(&self, out: &mut [Pfn], class_pos: usize) -> bool {
+        if crate::fault::fails(crate::fault::Point::Pages) {
+            return false;
+        }
         let Some(range) = &self.range else { return false };
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let fresh = (0..out.len())

@@ -19,6 +19,8 @@ pub enum Error {
     OutOfMemory,
     /// The object is being read; try again after the read section ends.
     Busy,
+    /// 65,535 read sections of the object are open already; end one first.
+    TooManyReaders,
 }
 
 /// Shorthand for results of this crate.
@@ -35,6 +37,7 @@ impl Error {
             Error::TooLarge { .. } => libc::ENOSPC,
             Error::OutOfMemory => libc::ENOMEM,
             Error::Busy => libc::EBUSY,
+            Error::TooManyReaders => libc::EAGAIN,
         }
     }
 
@@ -55,6 +58,9 @@ impl fmt::Display for Error {
             }
             Error::OutOfMemory => write!(f, "out of memory: the pool's page limit is reached"),
             Error::Busy => write!(f, "object is being read; end the read section first"),
+            Error::TooManyReaders => {
+                write!(f, "65,535 read sections of this object are open; end one first")
+            }
         }
     }
 }

@@ -39,6 +39,10 @@ mod compact;
 pub mod config;
 mod counters;
 pub mod error;
+#[doc(hidden)]
+pub mod excess;
+#[doc(hidden)]
+pub mod fault;
 mod free;
 pub mod handle;
 mod handle_slots;

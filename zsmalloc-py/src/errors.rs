@@ -14,7 +14,8 @@ pyo3::create_exception!(
     ZsError,
     PyOSError,
     "A handle was refused: freed, stale, of another pool, already in use, or busy (a read \
-     section is open). `errno` holds the C ABI's errno (EINVAL, EEXIST, EBUSY)."
+     section is open, or 65,535 are). `errno` holds the C ABI's errno (EINVAL, EEXIST, EBUSY, \
+     EAGAIN)."
 );
 
 /// The Python exception for a core error.
@@ -26,7 +27,10 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Config { .. } | Error::InvalidArgument(_) | Error::TooLarge { .. } => {
             PyValueError::new_err(msg)
         }
-        Error::InvalidHandle(_) | Error::HandleInUse | Error::Busy => {
+        Error::InvalidHandle(_)
+        | Error::HandleInUse
+        | Error::Busy
+        | Error::TooManyReaders => {
             return ZsError::new_err((errno, msg));
         }
     };
