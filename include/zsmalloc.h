@@ -356,7 +356,9 @@ int zs_free(struct zs_pool *pool, struct zs_handle *handle);
 
 /**
  * Moves the object of `*from` to the empty handle `*to` (for relocating the record that
- * holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read.
+ * holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read,
+ * -EINVAL if `*from` does not own a live object of this pool (also when `from == to`,
+ * which otherwise changes nothing).
  */
 int zs_handle_move(struct zs_pool *pool, struct zs_handle *from, struct zs_handle *to);
 
@@ -365,8 +367,11 @@ int zs_handle_move(struct zs_pool *pool, struct zs_handle *from, struct zs_handl
  * length. Returns the object's bytes: in place when it lies in one page, else copied
  * (header included) into `local_copy` (at least `mem_len + ZS_HANDLE_SIZE` bytes; a page
  * always suffices) and `local_copy + ZS_HANDLE_SIZE` is returned, as in the kernel. With
- * `local_copy == NULL` an object crossing a page is refused. NULL on error. The object is
- * pinned until zs_obj_read_end(); do not write through the pointer.
+ * `local_copy == NULL` an object crossing a page is refused (-EINVAL, no read counted).
+ * NULL on error. The object is pinned until zs_obj_read_end(); do not write through the
+ * pointer. Sections of one object may nest and overlap across threads, and none ever
+ * waits for another: at least 65,535 can be open at once; beyond that the begin fails
+ * with -EAGAIN (end one first). Any thread may end a section.
  */
 void *zs_obj_read_begin(struct zs_pool *pool,
                         struct zs_handle *handle,
@@ -385,7 +390,8 @@ int zs_obj_read_end(struct zs_pool *pool,
 /**
  * Begins a scatter-gather read section: fills `sg[0]` (and `sg[1]` when the object
  * crosses a page) with the object's bytes in place, copying nothing. Returns the segment
- * count (1 or 2) or a negative errno. End with zs_obj_read_sg_end().
+ * count (1 or 2) or a negative errno (-EAGAIN as for zs_obj_read_begin()). End with
+ * zs_obj_read_sg_end().
  */
 int zs_obj_read_sg_begin(struct zs_pool *pool,
                          struct zs_handle *handle,

@@ -10,7 +10,8 @@
 #      a program linked in the build tree runs after a plain cargo build (any CARGO_TARGET_DIR);
 #      static linking works; make install gives a stripped libzsmalloc.so.0 with its links and a
 #      zsmalloc.pc that a program builds and runs with;
-#   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the RFC's
+#   5. under ASan+UBSan: the bad-input program, the reliability program (many sections of one
+#      object, moves onto themselves, refused reads, injected faults), the compat demo, zsmalloc_test printing the RFC's
 #      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
 #      ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0), zram_store
 #      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
@@ -240,6 +241,11 @@ fi
 grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(cat "$tmp/env.err")"
 ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
 
+step "reliability: no call hangs, refusals change nothing, injected faults (ASan+UBSan)"
+timeout 300 "$tsan/reliability" 2>"$tmp/rel.err" | tee "$tmp/rel.out" || true
+grep -q ' 0 failed' "$tmp/rel.out" || { cat "$tmp/rel.err"; fail "reliability"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/rel.out") reliability checks"
+
 step "mt_stress (ASan+UBSan)"
 "$tsan/mt_stress" 4 4096 2 | tee "$tmp/mt.out"
 moved=$(sed -n 's/.*moved-while-reading \([0-9]*\) objects.*/\1/p' "$tmp/mt.out")
@@ -291,8 +297,9 @@ vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
 vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
+vg "$tplain/reliability" >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, reliability, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"
