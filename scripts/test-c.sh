@@ -240,6 +240,15 @@ if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env
 fi
 grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(cat "$tmp/env.err")"
 ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
+ZSMALLOC_CHAIN_SIZE=17 "$tsan/reliability" env >"$tmp/env.out" 2>"$tmp/env.err"
+grep -q 'pools 0' "$tmp/env.out" || fail "ZSMALLOC_CHAIN_SIZE=17: $(cat "$tmp/env.out")"
+[ "$(grep -c ZSMALLOC_CHAIN_SIZE "$tmp/env.err")" = 1 ] || fail "not said once: $(cat "$tmp/env.err")"
+ok "a bad environment is said once however many pools are asked for"
+ZSMALLOC_PAGE_SIZE=16K ZSMALLOC_CHAIN_SIZ=17 "$tsan/reliability" env >"$tmp/env.out" 2>"$tmp/env.err"
+grep -q 'page_size 16384 (0), pools 3' "$tmp/env.out" || fail "ZSMALLOC_PAGE_SIZE=16K: $(cat "$tmp/env.out")"
+[ "$(grep -c 'unknown environment variable ZSMALLOC_CHAIN_SIZ ' "$tmp/env.err")" = 1 ] \
+  || fail "unknown ZSMALLOC_CHAIN_SIZ not warned once by name: $(cat "$tmp/env.err")"
+ok "ZSMALLOC_PAGE_SIZE=16K accepted; unknown ZSMALLOC_CHAIN_SIZ warned once, by name"
 
 step "reliability: no call hangs, refusals change nothing, injected faults (ASan+UBSan)"
 timeout 300 "$tsan/reliability" 2>"$tmp/rel.err" | tee "$tmp/rel.out" || true

@@ -14,6 +14,9 @@
  * An alarm kills the program if any case hangs, so a regression fails instead of hanging.
  *
  *   reliability        prints one line per failed check and "N passed, M failed"
+ *   reliability env    prints the page size zs_pool_config_from_env() reads and how many of
+ *                      three zs_create_pool() calls made a pool (scripts/test-c.sh checks that
+ *                      a bad environment is reported once, an unknown ZSMALLOC_* by name)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -300,8 +303,24 @@ static void faults(void)
     zsmalloc_fault_inject(FAULT_RESERVE, 0, 0);
 }
 
-int main(void)
+static int env_mode(void)
 {
+    struct zs_pool_config cfg;
+    int r = zs_pool_config_from_env(&cfg);
+    int made = 0;
+    for (int i = 0; i < 3; i++) {
+        struct zs_pool *p = zs_create_pool("env");
+        made += p != NULL;
+        zs_destroy_pool(p);
+    }
+    printf("page_size %u (%d), pools %d\n", r == 0 ? cfg.page_size : 0, r, made);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "env") == 0)
+        return env_mode();
     alarm(120); /* a hang is a failure */
     for (size_t i = 0; i < PAGE; i++)
         data[i] = (unsigned char)(i * 7 + 1);
