@@ -279,12 +279,20 @@ static void do_sg_begin(int i)
         return;
     }
     EXPECT(n == 1 || n == 2, "sg read: %d", n);
+    /* The kernel's spanning rule counts the header: an object whose payload starts a page is
+     * spanning with one segment. A copy-mode read (copied iff spanning) tells the model. */
+    const uint8_t *p = zs_obj_read_begin(w.pool, &w.hs[i], len, w.local);
+    EXPECT(p != NULL, "probe read");
+    int spanning = p == w.local + ZS_HANDLE_SIZE;
+    EXPECT(zs_obj_read_end(w.pool, &w.hs[i], len, (void *)p) == 0, "probe end");
+    EXPECT(spanning || n == 1, "two segments of an object that does not span");
+    w.reads += 2;
+    w.reads_spanning += 2 * spanning;
+    w.read_copy_bytes += spanning ? len : 0;
     EXPECT(sg[0].len + (n == 2 ? sg[1].len : 0) == len, "sg segments' lengths");
     check_bytes(sg[0].addr, 0, sg[0].len, w.sh[i].seed, "sg segment 0");
     if (n == 2)
         check_bytes(sg[1].addr, sg[0].len, sg[1].len, w.sh[i].seed, "sg segment 1");
-    w.reads++;
-    w.reads_spanning += n == 2;
     w.open[w.nopen++] = (struct section){i, 1, len, NULL};
     w.sh[i].open++;
 }
@@ -443,9 +451,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&w, 0, sizeof(w));
     w.pool = make_pool(&in);
     int steps = 0;
+    static int trace = -1;
+    if (trace < 0)
+        trace = getenv("FUZZ_TRACE") != NULL;
     while (in.n > 0 && steps++ < 2000) {
         uint8_t op = u8(&in);
         int i = (op >> 4) % NH;
+        if (trace) {
+            struct zs_pool_stats st;
+            zs_pool_stats(w.pool, &st);
+            fprintf(stderr, "op %2d handle %2d: reads %llu/%llu spanning %llu/%llu\n", op % 16, i,
+                    (unsigned long long)st.reads, (unsigned long long)w.reads,
+                    (unsigned long long)st.reads_spanning, (unsigned long long)w.reads_spanning);
+        }
         switch (op % 16) {
         case 0:
         case 1:
