@@ -130,7 +130,7 @@ impl Refusal {
 /// Encodes an allocated object's header. `addr` must be 8-aligned and below `ADDR_LIMIT`.
 #[inline]
 pub fn encode(addr: usize, len: usize) -> u64 {
-    debug_assert!(addr % 8 == 0 && addr < ADDR_LIMIT && (1..=65536).contains(&len));
+    debug_assert!(addr.is_multiple_of(8) && addr < ADDR_LIMIT && (1..=65536).contains(&len));
     ((len as u64 - 1) << LEN_SHIFT) | (((addr as u64) >> 3) << ADDR_SHIFT) | ALLOCATED
 }
 

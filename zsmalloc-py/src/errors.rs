@@ -27,10 +27,7 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Config { .. } | Error::InvalidArgument(_) | Error::TooLarge { .. } => {
             PyValueError::new_err(msg)
         }
-        Error::InvalidHandle(_)
-        | Error::HandleInUse
-        | Error::Busy
-        | Error::TooManyReaders => {
+        Error::InvalidHandle(_) | Error::HandleInUse | Error::Busy | Error::TooManyReaders => {
             return ZsError::new_err((errno, msg));
         }
     };
