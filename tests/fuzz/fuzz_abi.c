@@ -23,7 +23,7 @@
 int64_t zsmalloc_fault_inject(unsigned int point, unsigned int skip, unsigned int fail);
 #define FAULT_PAGES 2
 
-#define NH 16          /* handles */
+#define NH 48          /* handles */
 #define MAX_OPEN 24    /* open sections at once */
 #define MAX_PAGE 65536
 
@@ -456,7 +456,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         trace = getenv("FUZZ_TRACE") != NULL;
     while (in.n > 0 && steps++ < 2000) {
         uint8_t op = u8(&in);
-        int i = (op >> 4) % NH;
+        int i = ((op >> 4) + 16 * (u8(&in) % 3)) % NH;
         if (trace) {
             struct zs_pool_stats st;
             zs_pool_stats(w.pool, &st);
@@ -514,9 +514,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             }
             break;
         }
-        default:
-            check_stats();
+        default: {
+            uint8_t k = u8(&in);
+            if (k < 128) {
+                check_stats();
+                break;
+            }
+            /* A run of objects of one length, every other one freed: sparse zspages that
+             * compaction can empty. */
+            size_t len = length(&in);
+            uint16_t seed = u16(&in);
+            int stored[NH], n = 0;
+            for (int j = 0; j < NH && n < 8 + (k & 31); j++)
+                if (!w.sh[j].live) {
+                    do_store(j, len, seed + (uint16_t)j, 0);
+                    if (w.sh[j].live)
+                        stored[n++] = j;
+                }
+            for (int j = 0; j < n; j += 2)
+                do_free(stored[j]);
             break;
+        }
         }
     }
     while (w.nopen)
