@@ -398,7 +398,9 @@ int zs_free(struct zs_pool *pool, struct zs_handle *handle);
 
 /**
  * Moves the object of `*from` to the empty handle `*to` (for relocating the record that
- * holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read.
+ * holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read,
+ * -EINVAL if `*from` does not own a live object of this pool (also when `from == to`,
+ * which otherwise changes nothing).
  */
 int zs_handle_move(struct zs_pool *pool, struct zs_handle *from, struct zs_handle *to);
 
@@ -410,8 +412,11 @@ int zs_handle_move(struct zs_pool *pool, struct zs_handle *from, struct zs_handl
  * (`ZS_READ_COPY`); mapped into a map slot of the calling thread (`ZS_READ_MAP`; -EAGAIN
  * when all its slots hold open sections) or in place (`ZS_READ_CONTIGUOUS`), where
  * `local_copy` may be NULL. In copy mode, with `local_copy == NULL` an object crossing a
- * page is refused. NULL on error. The object is pinned until zs_obj_read_end(); do not
- * write through the pointer.
+ * page is refused (-EINVAL, no read counted). NULL on error. The object is pinned until
+ * zs_obj_read_end(); do not write through the pointer. Sections of one object may nest
+ * and overlap across threads, and none ever waits for another: at least 65,535 can be
+ * open at once; beyond that the begin fails with -EAGAIN (end one first). Any thread may
+ * end a section.
  */
 void *zs_obj_read_begin(struct zs_pool *pool,
                         struct zs_handle *handle,
@@ -431,7 +436,8 @@ int zs_obj_read_end(struct zs_pool *pool,
 /**
  * Begins a scatter-gather read section: fills `sg[0]` (and `sg[1]` when the object
  * crosses a page) with the object's bytes in place, copying nothing. Returns the segment
- * count (1 or 2) or a negative errno. End with zs_obj_read_sg_end().
+ * count (1 or 2) or a negative errno (-EAGAIN as for zs_obj_read_begin()). End with
+ * zs_obj_read_sg_end().
  */
 int zs_obj_read_sg_begin(struct zs_pool *pool,
                          struct zs_handle *handle,

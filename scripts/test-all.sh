@@ -17,6 +17,9 @@ cargo test --workspace --release
 step "loom model of the pin / migration / handle-rewrite protocol"
 scripts/test-loom.sh
 
+step "coverage-guided fuzzing of the C ABI (bounded: FUZZ_SECS, 60 s by default)"
+scripts/test-fuzz.sh
+
 for part in scripts/test-c.sh scripts/test-python.sh; do
   if [ -x "$part" ]; then
     step "$part"

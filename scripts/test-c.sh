@@ -10,7 +10,8 @@
 #      a program linked in the build tree runs after a plain cargo build (any CARGO_TARGET_DIR);
 #      static linking works; make install gives a stripped libzsmalloc.so.0 with its links and a
 #      zsmalloc.pc that a program builds and runs with;
-#   5. under ASan+UBSan: the bad-input program, the compat demo, zsmalloc_test printing the RFC's
+#   5. under ASan+UBSan: the bad-input program, the reliability program (many sections of one
+#      object, moves onto themselves, refused reads, injected faults), the compat demo, zsmalloc_test printing the RFC's
 #      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
 #      ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0), zram_store
 #      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
@@ -241,6 +242,20 @@ if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env
 fi
 grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(cat "$tmp/env.err")"
 ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
+ZSMALLOC_CHAIN_SIZE=17 "$tsan/reliability" env >"$tmp/env.out" 2>"$tmp/env.err"
+grep -q 'pools 0' "$tmp/env.out" || fail "ZSMALLOC_CHAIN_SIZE=17: $(cat "$tmp/env.out")"
+[ "$(grep -c ZSMALLOC_CHAIN_SIZE "$tmp/env.err")" = 1 ] || fail "not said once: $(cat "$tmp/env.err")"
+ok "a bad environment is said once however many pools are asked for"
+ZSMALLOC_PAGE_SIZE=16K ZSMALLOC_CHAIN_SIZ=17 "$tsan/reliability" env >"$tmp/env.out" 2>"$tmp/env.err"
+grep -q 'page_size 16384 (0), pools 3' "$tmp/env.out" || fail "ZSMALLOC_PAGE_SIZE=16K: $(cat "$tmp/env.out")"
+[ "$(grep -c 'unknown environment variable ZSMALLOC_CHAIN_SIZ ' "$tmp/env.err")" = 1 ] \
+  || fail "unknown ZSMALLOC_CHAIN_SIZ not warned once by name: $(cat "$tmp/env.err")"
+ok "ZSMALLOC_PAGE_SIZE=16K accepted; unknown ZSMALLOC_CHAIN_SIZ warned once, by name"
+
+step "reliability: no call hangs, refusals change nothing, injected faults (ASan+UBSan)"
+timeout 300 "$tsan/reliability" 2>"$tmp/rel.err" | tee "$tmp/rel.out" || true
+grep -q ' 0 failed' "$tmp/rel.out" || { cat "$tmp/rel.err"; fail "reliability"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/rel.out") reliability checks"
 
 step "mt_stress (ASan+UBSan)"
 "$tsan/mt_stress" 4 4096 2 | tee "$tmp/mt.out"
@@ -320,8 +335,9 @@ vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
 vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$tplain/read_modes" 3000 >/dev/null
+vg "$tplain/reliability" >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, reliability, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

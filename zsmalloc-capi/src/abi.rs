@@ -216,6 +216,18 @@ pub fn zs_version() -> c_uint {
     ZS_ABI_VERSION
 }
 
+/// The test hook `zsmalloc_fault_inject` (not in zsmalloc.h): arms fault point `point` of the
+/// calling thread (`zsmalloc_core::fault`: 0 reserve, 1 commit, 2 zspage pages) so that after
+/// `skip` calls the next `fail` calls fail (`fail == 0` disarms). Returns the faults injected at
+/// that point on this thread so far, or -EINVAL for an unknown point.
+#[doc(hidden)]
+pub fn zsmalloc_fault_inject(point: c_uint, skip: c_uint, fail: c_uint) -> i64 {
+    match zsmalloc_core::fault::Point::from_u32(point) {
+        Some(p) => zsmalloc_core::fault::arm(p, skip, fail).min(i64::MAX as u64) as i64,
+        None => -i64::from(libc::EINVAL),
+    }
+}
+
 // -------------------------------------------------------------------------- zsmalloc_compat.h
 
 pub unsafe fn zs_compat_malloc(p: *mut zs_pool, size: usize) -> c_ulong {

@@ -87,6 +87,7 @@ pub(crate) fn strerror(errno: c_int) -> &'static CStr {
         libc::ENOSPC => c"object larger than a page",
         libc::ENOMEM => c"out of memory (the pool's page limit is reached)",
         libc::EBUSY => c"object is being read (end the read section first)",
+        libc::EAGAIN => c"too many read sections of the object are open (end one first)",
         libc::EEXIST => c"handle already holds an object (free it first)",
         PANIC_ERRNO => c"internal error in libzsmalloc (a Rust panic was caught)",
         _ => c"unknown error",

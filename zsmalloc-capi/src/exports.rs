@@ -224,7 +224,9 @@ macro_rules! __zs_c_abi_items {
             }
 
             /// Moves the object of `*from` to the empty handle `*to` (for relocating the record that
-            /// holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read.
+            /// holds the handle); `*from` empties. -EEXIST if `*to` is not empty, -EBUSY while read,
+            /// -EINVAL if `*from` does not own a live object of this pool (also when `from == to`,
+            /// which otherwise changes nothing).
             #[no_mangle]
             pub unsafe extern "C" fn zs_handle_move(
                 pool: *mut zs_pool,
@@ -244,8 +246,11 @@ macro_rules! __zs_c_abi_items {
             /// (`ZS_READ_COPY`); mapped into a map slot of the calling thread (`ZS_READ_MAP`; -EAGAIN
             /// when all its slots hold open sections) or in place (`ZS_READ_CONTIGUOUS`), where
             /// `local_copy` may be NULL. In copy mode, with `local_copy == NULL` an object crossing a
-            /// page is refused. NULL on error. The object is pinned until zs_obj_read_end(); do not
-            /// write through the pointer.
+            /// page is refused (-EINVAL, no read counted). NULL on error. The object is pinned until
+            /// zs_obj_read_end(); do not write through the pointer. Sections of one object may nest
+            /// and overlap across threads, and none ever waits for another: at least 65,535 can be
+            /// open at once; beyond that the begin fails with -EAGAIN (end one first). Any thread may
+            /// end a section.
             #[no_mangle]
             pub unsafe extern "C" fn zs_obj_read_begin(
                 pool: *mut zs_pool,
@@ -273,7 +278,8 @@ macro_rules! __zs_c_abi_items {
 
             /// Begins a scatter-gather read section: fills `sg[0]` (and `sg[1]` when the object
             /// crosses a page) with the object's bytes in place, copying nothing. Returns the segment
-            /// count (1 or 2) or a negative errno. End with zs_obj_read_sg_end().
+            /// count (1 or 2) or a negative errno (-EAGAIN as for zs_obj_read_begin()). End with
+            /// zs_obj_read_sg_end().
             /// cbindgen:ptrs-as-arrays=[[sg;2]]
             #[no_mangle]
             pub unsafe extern "C" fn zs_obj_read_sg_begin(
@@ -402,6 +408,19 @@ macro_rules! __zs_c_abi_items {
             #[no_mangle]
             pub extern "C" fn zs_version() -> c_uint {
                 $crate::abi::zs_version()
+            }
+
+            /// A test hook, not part of the documented ABI (left out of zsmalloc.h): makes this
+            /// thread's next calls at one of the library's points into the system fail, as
+            /// `long zsmalloc_fault_inject(unsigned point, unsigned skip, unsigned fail)`.
+            #[doc(hidden)]
+            #[no_mangle]
+            pub extern "C" fn zsmalloc_fault_inject(
+                point: c_uint,
+                skip: c_uint,
+                fail: c_uint,
+            ) -> i64 {
+                $crate::abi::zsmalloc_fault_inject(point, skip, fail)
             }
 
             // ------------------------------------------------------------------ zsmalloc_compat.h

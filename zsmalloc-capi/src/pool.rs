@@ -87,15 +87,15 @@ fn create(name: &str, cfg: PoolConfig) -> Result<*mut zs_pool> {
     Ok(zs_pool::from_arc(Arc::new(Pool::with_name(name, cfg)?)))
 }
 
-/// A pool configured by the environment; a bad value is also printed on stderr, so that
-/// unmodified programs show why they got no pool.
+/// A pool configured by the environment; a bad value is also printed on stderr (once per
+/// process), so that unmodified programs show why they got no pool.
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 pub(crate) unsafe fn create_from_env(name: *const c_char) -> Result<*mut zs_pool> {
     let name = name_of(name)?;
     let cfg = PoolConfig::from_env().inspect_err(|e| {
-        eprintln!("libzsmalloc: zs_create_pool(\"{name}\"): {e}");
+        zsmalloc_core::config::print_once(&format!("libzsmalloc: zs_create_pool: {e}"));
     })?;
     create(&name, cfg)
 }

@@ -43,7 +43,8 @@ pub(crate) unsafe fn begin_on(
     Ok(ptr.cast_mut().cast())
 }
 
-/// [`begin_on`] without a buffer: only objects whose payload lies in one page can be served.
+/// [`begin_on`] without a buffer: only objects whose payload lies in one page can be served; a
+/// refused read counts nothing.
 ///
 /// # Safety
 /// As [`begin_on`].
@@ -54,15 +55,8 @@ unsafe fn begin_in_place_only(
     mem_len: usize,
 ) -> Result<*mut c_void> {
     // SAFETY: `word` is aligned and live; the core validates its contents.
-    let (segs, n) = unsafe { pool.read_sg_begin_raw(word, mem_len) }?;
-    if n == 1 {
-        return Ok(segs[0].0.cast_mut().cast());
-    }
-    // SAFETY: ends the section just begun on the same handle.
-    unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
-    Err(invalid(
-        "local_copy is NULL but the object crosses a page boundary (pass a page-sized buffer)",
-    ))
+    let ptr = unsafe { pool.read_begin_in_one_page_raw(word, mem_len) }?;
+    Ok(ptr.cast_mut().cast())
 }
 
 /// Begins a copy-mode read section on `*h` (see [`begin_on`]).

@@ -31,6 +31,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::excess;
 use crate::tid;
 
 /// What the protocol needs of a slot: `std`'s `AtomicUsize` here, loom's (with the `SeqCst`
@@ -135,11 +136,13 @@ pub fn retract_any<S: AnnounceWord>(slots: &[S], announced: usize) -> bool {
     slots.iter().any(|s| retract_if(s, |v| v == announced))
 }
 
-/// Empties every slot naming a header in `lo..hi` (a mapping about to go away).
+/// Empties every slot naming a header in `lo..hi` (a mapping about to go away), and forgets the
+/// counted sections beyond those headers' own (`excess.rs`).
 pub(crate) fn retract_range(lo: usize, hi: usize) {
     for s in in_use() {
         retract_if(s, |v| (lo..hi).contains(&announced_header(v)));
     }
+    excess::forget_range(lo, hi);
 }
 
 /// One thread's announce slot, alone on its cache line so announces never contend.

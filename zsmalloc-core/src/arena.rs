@@ -74,6 +74,9 @@ unsafe impl Sync for Reservation {}
 impl Reservation {
     /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
     fn new(memfd: Option<Memfd>) -> Option<Reservation> {
+        if crate::fault::fails(crate::fault::Point::Reserve) {
+            return None;
+        }
         let mut len = RESERVE_BYTES;
         while len >= MIN_RESERVE_BYTES {
             // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
@@ -98,6 +101,9 @@ impl Reservation {
 
     /// Makes `[offset, offset + len)` readable and writable.
     fn commit(&self, offset: usize, len: usize) -> bool {
+        if crate::fault::fails(crate::fault::Point::Commit) {
+            return false;
+        }
         debug_assert!(offset + len <= self.len);
         if let Some(m) = &self.memfd {
             // SAFETY: as below: our own reservation, aligned, not yet in use.
@@ -305,6 +311,9 @@ impl PageArena {
     /// Allocates the `out.len()` pages of a zspage of class `class_pos` (page `i` in role
     /// (`class_pos`, `i`)), or none (returns false) when the reserved address space is exhausted.
     pub fn alloc_pages(&self, out: &mut [Pfn], class_pos: usize) -> bool {
+        if crate::fault::fails(crate::fault::Point::Pages) {
+            return false;
+        }
         if self.runs {
             let Some(first) = self.alloc_run(class_pos, out.len()) else { return false };
             for (i, p) in out.iter_mut().enumerate() {

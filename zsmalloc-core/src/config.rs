@@ -185,7 +185,16 @@ impl PoolConfig {
     }
 
     /// Defaults overridden by `ZSMALLOC_*` variables. A bad value is an error naming the variable.
+    /// A `ZSMALLOC_*` variable this library does not read (a misspelling, say) is warned about
+    /// on stderr, by name, once per process.
     pub fn from_env() -> Result<Self> {
+        let names = std::env::vars_os().filter_map(|(k, _)| k.into_string().ok());
+        for name in unknown_env_vars(names) {
+            print_once(&format!(
+                "zsmalloc: warning: ignoring unknown environment variable {name} (known: {})",
+                ENV_VARS.join(", ")
+            ));
+        }
         Self::from_lookup(|name| std::env::var(name).ok())
     }
 
@@ -204,13 +213,25 @@ impl PoolConfig {
                 }
             }
         };
+        // A byte count, as the command line takes it: `16384`, `16K`, `16k`, `16KiB`.
+        let bytes = |var: &'static str, accepted: &str| -> Result<Option<u64>> {
+            let Some(v) = lookup(var) else { return Ok(None) };
+            let lower = v.trim().to_ascii_lowercase();
+            let (digits, mult) = match ["kib", "kb", "k"].iter().find_map(|s| lower.strip_suffix(s))
+            {
+                Some(d) => (d.trim(), 1024),
+                None => (lower.as_str(), 1),
+            };
+            let n = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult));
+            n.map(Some).ok_or_else(|| env_err(var, &v, accepted))
+        };
         let to_u32 = |var: &'static str, v: u64, accepted: &str| {
             u32::try_from(v).map_err(|_| env_err(var, &v.to_string(), accepted))
         };
-        const PAGE: &str = "a power of two in 4096..=65536";
+        const PAGE: &str = "a power of two in 4096..=65536 (or 4K..=64K)";
         const CHAIN: &str = "an integer in 1..=16";
         const DELTA: &str = "0 or a multiple of 8 below the page size";
-        if let Some(v) = number("ZSMALLOC_PAGE_SIZE", PAGE)? {
+        if let Some(v) = bytes("ZSMALLOC_PAGE_SIZE", PAGE)? {
             cfg.page_size = to_u32("ZSMALLOC_PAGE_SIZE", v, PAGE)?;
         }
         if let Some(v) = number("ZSMALLOC_CHAIN_SIZE", CHAIN)? {
@@ -260,6 +281,42 @@ impl PoolConfig {
     }
 }
 
+/// The `ZSMALLOC_*` environment variables this library reads.
+pub const ENV_VARS: [&str; 7] = [
+    "ZSMALLOC_PAGE_SIZE",
+    "ZSMALLOC_CHAIN_SIZE",
+    "ZSMALLOC_CLASS_DELTA",
+    "ZSMALLOC_CHAIN_POLICY",
+    "ZSMALLOC_READ_MODE",
+    "ZSMALLOC_MEM_LIMIT_PAGES",
+    "ZSMALLOC_BACKING",
+];
+
+/// `ZSMALLOC_*` variables of the project's own scripts, not warned about.
+const NOT_OURS: [&str; 1] = ["ZSMALLOC_VENV"];
+
+/// The names among `names` that look like this library's variables (`ZSMALLOC_*`) but are not
+/// among [`ENV_VARS`] (nor the scripts' own), sorted.
+pub fn unknown_env_vars(names: impl Iterator<Item = String>) -> Vec<String> {
+    let mut unknown: Vec<String> = names
+        .filter(|n| n.starts_with("ZSMALLOC_"))
+        .filter(|n| !ENV_VARS.contains(&n.as_str()) && !NOT_OURS.contains(&n.as_str()))
+        .collect();
+    unknown.sort();
+    unknown
+}
+
+/// Prints `msg` on stderr unless this process printed it already (a program creating many pools
+/// from a bad environment hears about it once).
+pub fn print_once(msg: &str) {
+    static PRINTED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut printed = PRINTED.lock().unwrap_or_else(|e| e.into_inner());
+    if printed.insert(msg.to_string()) {
+        eprintln!("{msg}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -305,6 +362,20 @@ mod tests {
     }
 
     #[test]
+    fn page_size_takes_a_byte_count_and_unknown_variables_are_named() {
+        for (v, want) in [("16K", 16384), ("16k", 16384), ("64KiB", 65536), (" 4096 ", 4096)] {
+            assert_eq!(from(&[("ZSMALLOC_PAGE_SIZE", v)]).unwrap().page_size, want, "{v}");
+        }
+        for v in ["16M", "K", "3K"] {
+            let err = from(&[("ZSMALLOC_PAGE_SIZE", v)]).unwrap_err();
+            assert!(err.to_string().contains("ZSMALLOC_PAGE_SIZE"), "{err}");
+        }
+        let names = ["ZSMALLOC_CHAIN_SIZ", "ZSMALLOC_CHAIN_SIZE", "HOME", "ZSMALLOC_VENV"];
+        let unknown = unknown_env_vars(names.iter().map(|s| s.to_string()));
+        assert_eq!(unknown, ["ZSMALLOC_CHAIN_SIZ"]);
+    }
+
+    #[test]
     fn bad_env_values_name_the_variable() {
         for (var, value) in [
             ("ZSMALLOC_PAGE_SIZE", "5000"),
@@ -333,5 +404,21 @@ mod tests {
             assert!(matches!(cfg.validate(), Err(Error::Config { .. })), "{cfg:?}");
         }
         assert!(PoolConfig::default().validate().is_ok());
+    }
+
+    #[test]
+    fn every_variable_read_is_one_that_is_not_warned_about() {
+        let asked = std::cell::RefCell::new(Vec::new());
+        PoolConfig::from_lookup(|name| {
+            asked.borrow_mut().push(name.to_string());
+            None
+        })
+        .unwrap();
+        let asked = asked.into_inner();
+        assert!(!asked.is_empty());
+        for name in &asked {
+            assert!(ENV_VARS.contains(&name.as_str()), "{name} is read but missing from ENV_VARS");
+        }
+        assert_eq!(asked.len(), ENV_VARS.len(), "ENV_VARS lists a variable that is never read");
     }
 }

@@ -24,6 +24,8 @@ pub enum Error {
     Again(String),
     /// Mapping an object's pages failed (`map` mode); the object is unchanged and readable.
     MapFailed { errno: i32 },
+    /// 65,535 read sections of the object are open already; end one first.
+    TooManyReaders,
 }
 
 /// Shorthand for results of this crate.
@@ -42,6 +44,7 @@ impl Error {
             Error::Busy => libc::EBUSY,
             Error::Again(_) => libc::EAGAIN,
             Error::MapFailed { errno } => *errno,
+            Error::TooManyReaders => libc::EAGAIN,
         }
     }
 
@@ -68,6 +71,9 @@ impl fmt::Display for Error {
                 "mapping the object's pages failed: {} (the object is unchanged)",
                 std::io::Error::from_raw_os_error(*errno)
             ),
+            Error::TooManyReaders => {
+                write!(f, "65,535 read sections of this object are open; end one first")
+            }
         }
     }
 }

@@ -73,13 +73,13 @@ impl Pool {
 
     pub(crate) fn move_word(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
         let (from_addr, to_addr) = (from as *const _ as usize, to as *const _ as usize);
-        if from_addr == to_addr {
-            return Ok(());
-        }
+        // A move onto itself changes nothing, but only for a handle that owns a live object of
+        // this pool: it is validated like any other.
+        let same = from_addr == to_addr;
         if to_addr >= header::ADDR_LIMIT {
             return Err(Error::InvalidArgument("destination handle address does not fit".into()));
         }
-        if to.load(Ordering::Acquire) != 0 {
+        if !same && to.load(Ordering::Acquire) != 0 {
             return Err(Error::HandleInUse);
         }
         loop {
@@ -95,6 +95,10 @@ impl Pool {
                 continue;
             }
             let (_, hw) = self.locked_object(word, z, class)?;
+            if same {
+                return header::check_owner(hw.load(Ordering::Acquire), from_addr)
+                    .map_err(header::Refusal::into_error);
+            }
             let cur = header::claim_owned(hw, from_addr, announce::in_use())
                 .map_err(header::Refusal::into_error)?;
             // Claimed: no reader changes the word, so a plain store ends the claim.

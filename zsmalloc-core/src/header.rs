@@ -14,14 +14,18 @@
 //! as the kernel's `link_free` does. Handle addresses are 8-byte aligned and below 2^47 (checked
 //! when an object is stored). Most readers announce themselves in their thread's announce slot
 //! instead (`announce.rs`) and only load this word; the reader bits count the others (a thread's
-//! second open section, threads without an announce slot, huge objects). At most `MAX_READERS`
-//! counted sections of one object run at once; more wait briefly. A reader count of `CLAIMED` (7)
-//! is not readers: compaction, a free or a handle move has claimed the object, and readers back off
-//! until the claim is undone or the handle word names the copy.
+//! second and later open sections, threads without an announce slot, huge objects). Up to 5
+//! counted sections are counted here exactly; 6 means *saturated*: 6 plus the excess that
+//! `excess.rs` keeps for this word, under its lock, on the slow path. No begin ever waits for a
+//! section to end: past 65,535 counted sections of one object a begin is refused
+//! (`Refusal::TooManyReaders`, `EAGAIN`). A reader count of `CLAIMED` (7) is not readers:
+//! compaction, a free or a handle move has claimed the object, and readers back off until the
+//! claim is undone or the handle word names the copy.
 
 use crate::announce::{self, AnnounceWord};
 use crate::error::Error;
-use crate::sync::{backoff, spin};
+use crate::excess::{self, MAX_EXCESS};
+use crate::sync::spin;
 #[cfg(test)]
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering;
@@ -30,7 +34,8 @@ const ALLOCATED: u64 = 1;
 const READER_SHIFT: u32 = 1;
 const READER_ONE: u64 = 1 << READER_SHIFT;
 const READER_MASK: u64 = 0b111 << READER_SHIFT;
-const MAX_READERS: u64 = 6;
+/// 6 counted readers in the header, and more in `excess.rs`.
+const SATURATED: u64 = 6;
 const CLAIMED: u64 = 7;
 const ADDR_SHIFT: u32 = 4;
 const ADDR_BITS: u32 = 44;
@@ -104,6 +109,8 @@ pub enum Refusal {
     Busy,
     /// Compaction is moving the object: reload the handle word and try again.
     Claimed,
+    /// 65,535 counted sections of the object are open already (only for a begin).
+    TooManyReaders,
 }
 
 impl Refusal {
@@ -115,6 +122,7 @@ impl Refusal {
                 "handle does not own this object (stale copy, foreign or garbage)",
             ),
             Refusal::Busy | Refusal::Claimed => Error::Busy,
+            Refusal::TooManyReaders => Error::TooManyReaders,
         }
     }
 }
@@ -177,35 +185,97 @@ pub fn check_owner(word: u64, addr: usize) -> Result<(), Refusal> {
     }
 }
 
-/// Registers a reader of the object owned by `addr`; returns the object's length.
+/// Registers a reader of the object owned by `addr`; returns the object's length. Never waits
+/// for another section to end: a saturated header takes the excess table's short lock, and past
+/// the limit the begin is refused.
 #[inline]
 pub fn begin_read(h: &impl HeaderWord, addr: usize) -> Result<usize, Refusal> {
     let mut cur = h.load(Ordering::Acquire);
     loop {
         check_owner(cur, addr)?;
-        if readers(cur) == CLAIMED {
-            return Err(Refusal::Claimed);
-        }
-        if readers(cur) == MAX_READERS {
-            backoff();
-            cur = h.load(Ordering::Acquire);
-            continue;
-        }
-        match h.compare_exchange(cur, cur + READER_ONE, Ordering::Acquire, Ordering::Acquire) {
-            Ok(_) => return Ok(len(cur)),
-            Err(now) => cur = now,
+        match readers(cur) {
+            CLAIMED => return Err(Refusal::Claimed),
+            SATURATED => match begin_excess(h, addr) {
+                Some(r) => return r,
+                None => cur = h.load(Ordering::Acquire),
+            },
+            // 5 -> 6 included: a saturated header with no excess entry holds exactly 6.
+            _ => match h.compare_exchange(
+                cur,
+                cur + READER_ONE,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(len(cur)),
+                Err(now) => cur = now,
+            },
         }
     }
 }
 
-/// `begin_read` in one attempt, for the common case: the object is `addr`'s, unclaimed, below
-/// the reader limit and (when `want` is given) `want` bytes long, and nobody changes the header
+/// `begin_read` on a header found saturated: one more excess section, under the table's lock.
+/// `None`: the header is no longer saturated (an end took it to 5 meanwhile): retry.
+#[cold]
+#[inline(never)]
+fn begin_excess(h: &impl HeaderWord, addr: usize) -> Option<Result<usize, Refusal>> {
+    let mut table = excess::lock();
+    // Under the lock a saturated header stays so, and its owner and length with it (a claim
+    // needs no readers).
+    let cur = h.load(Ordering::Acquire);
+    if let Err(r) = check_owner(cur, addr) {
+        return Some(Err(r));
+    }
+    if readers(cur) != SATURATED {
+        return None;
+    }
+    let n = table.entry(address_of(h)).or_insert(0);
+    if *n >= MAX_EXCESS {
+        return Some(Err(Refusal::TooManyReaders));
+    }
+    *n += 1;
+    Some(Ok(len(cur)))
+}
+
+/// `end_read` on a header found saturated: one excess section fewer, or 6 -> 5 when there is
+/// none, under the table's lock. `None`: no longer saturated: retry.
+#[cold]
+#[inline(never)]
+fn end_excess(h: &impl HeaderWord, addr: usize) -> Option<Result<(), Refusal>> {
+    let mut table = excess::lock();
+    let cur = h.load(Ordering::Acquire);
+    if let Err(r) = check_owner(cur, addr) {
+        return Some(Err(r));
+    }
+    if readers(cur) != SATURATED {
+        return None;
+    }
+    let at = address_of(h);
+    match table.get_mut(&at) {
+        Some(n) if *n > 1 => *n -= 1,
+        Some(_) => {
+            table.remove(&at);
+        }
+        // Only holders of the lock change a saturated word, so this cannot fail; a failure
+        // would only mean a retry.
+        None => {
+            if h.compare_exchange(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire)
+                .is_err()
+            {
+                return None;
+            }
+        }
+    }
+    Some(Ok(()))
+}
+
+/// `begin_read` in one attempt, for the common case: the object is `addr`'s, unclaimed, not
+/// saturated and (when `want` is given) `want` bytes long, and nobody changes the header
 /// between the load and the CAS. `None` otherwise; the caller then takes `begin_read`.
 #[inline(always)]
 pub fn try_begin_read(h: &impl HeaderWord, addr: usize, want: Option<usize>) -> Option<usize> {
     let cur = h.load(Ordering::Acquire);
-    // `readers < MAX_READERS` also excludes `CLAIMED`.
-    if !is_allocated(cur) || owner(cur) != addr || readers(cur) >= MAX_READERS {
+    // `readers < SATURATED` also excludes `CLAIMED`.
+    if !is_allocated(cur) || owner(cur) != addr || readers(cur) >= SATURATED {
         return None;
     }
     let len = len(cur);
@@ -260,12 +330,21 @@ pub fn end_read(h: &impl HeaderWord, addr: usize) -> Result<(), Refusal> {
     let mut cur = h.load(Ordering::Acquire);
     loop {
         check_owner(cur, addr)?;
-        if readers(cur) == 0 || readers(cur) == CLAIMED {
-            return Err(Refusal::Busy);
-        }
-        match h.compare_exchange(cur, cur - READER_ONE, Ordering::Release, Ordering::Acquire) {
-            Ok(_) => return Ok(()),
-            Err(now) => cur = now,
+        match readers(cur) {
+            0 | CLAIMED => return Err(Refusal::Busy),
+            SATURATED => match end_excess(h, addr) {
+                Some(r) => return r,
+                None => cur = h.load(Ordering::Acquire),
+            },
+            _ => match h.compare_exchange(
+                cur,
+                cur - READER_ONE,
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            },
         }
     }
 }

@@ -13,7 +13,10 @@
 //!   write counters), `arena` (simulated pages, each keeping one role for life), [`pin`]
 //!   (zspage pins for huge objects' readers), [`header`] (object headers: owner, length, counted
 //!   readers, claims), `open_section` (what a raw section's begin proved, kept for its end);
-//!   `announce`, `header` and `pin` are public for the loom models, not as an API;
+//!   `excess` (counted sections beyond a header's reader bits), `fault` (fault injection at the
+//!   arena's calls into the system, for tests);
+//!   `announce`, `header`, `excess`, `fault` and `pin` are public for the loom models and the
+//!   tests, not as an API;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists; `handle_slots`: the safe layer's
 //!   handle words;
 //! - [`pool`]: the pool's fields and rules; then its jobs: `layout` (where an object's bytes
@@ -39,6 +42,10 @@ mod compact;
 pub mod config;
 mod counters;
 pub mod error;
+#[doc(hidden)]
+pub mod excess;
+#[doc(hidden)]
+pub mod fault;
 mod free;
 pub mod handle;
 mod handle_slots;

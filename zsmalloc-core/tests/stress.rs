@@ -7,7 +7,13 @@
 //! change between two reads of it); an object never moves during its own read section; frees of
 //! an object being read are refused with `Busy`; counters add up and pages return to 0.
 //!
-//! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds.
+//! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds. A
+//! soak (off in CI) runs for hours with bounded memory (each worker keeps at most 400 objects)
+//! and prints its progress every minute:
+//!
+//! ```text
+//! STRESS_SECS=14400 cargo test --release -p zsmalloc-core --test stress -- --test-threads=1 --nocapture
+//! ```
 
 mod common;
 
@@ -284,6 +290,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
     let stop = AtomicBool::new(false);
     let start = Barrier::new(6);
     let began = Instant::now();
+    let mut next_report = Duration::from_secs(60);
     std::thread::scope(|s| {
         for id in 1..=3u64 {
             let (pool, shared, stop, t, start) = (&pool, &shared[..], &stop, &t, &start);
@@ -311,6 +318,21 @@ fn run(cfg: PoolConfig, secs: Duration) {
                 && began.elapsed() < secs + Duration::from_secs(30))
         {
             std::thread::sleep(Duration::from_millis(20));
+            if secs >= Duration::from_secs(120) && began.elapsed() >= next_report {
+                next_report += Duration::from_secs(60);
+                let st = pool.stats();
+                eprintln!(
+                    "soak {:?}/{secs:?}: reads {}, moves seen {}, objs_moved {}, compactions {}, \
+                     objects {}, pages {}",
+                    began.elapsed(),
+                    t.reads.load(Ordering::Relaxed),
+                    t.moves_seen.load(Ordering::Relaxed),
+                    st.objs_moved,
+                    t.compactions.load(Ordering::Relaxed),
+                    st.objs_inuse,
+                    pool.total_pages(),
+                );
+            }
         }
         stop.store(true, Ordering::Relaxed);
     });

@@ -14,7 +14,8 @@ pyo3::create_exception!(
     ZsError,
     PyOSError,
     "A handle was refused: freed, stale, of another pool, already in use, or busy (a read \
-     section is open). `errno` holds the C ABI's errno (EINVAL, EEXIST, EBUSY)."
+     section is open, or 65,535 are). `errno` holds the C ABI's errno (EINVAL, EEXIST, EBUSY, \
+     EAGAIN)."
 );
 
 /// The Python exception for a core error.
@@ -30,7 +31,8 @@ pub fn to_py(e: Error) -> PyErr {
         | Error::HandleInUse
         | Error::Busy
         | Error::Again(_)
-        | Error::MapFailed { .. } => {
+        | Error::MapFailed { .. }
+        | Error::TooManyReaders => {
             return ZsError::new_err((errno, msg));
         }
     };

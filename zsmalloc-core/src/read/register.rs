@@ -292,6 +292,37 @@ impl Pool {
         self.layout_at(p.zspage, p.info, p.obj, p.loc.offset(), p.len)
     }
 
+    /// Begins a raw read section of `mem_len` bytes on an object that lies in one page, handing
+    /// it out in place (the C ABI's `zs_obj_read_begin` without a local copy). An object that
+    /// crosses a page is refused (`EINVAL`) and nothing is counted: only sections begun count.
+    ///
+    /// # Safety
+    /// As [`Pool::read_begin_raw`].
+    pub unsafe fn read_begin_in_one_page_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: usize,
+    ) -> Result<*const u8> {
+        let p = self.pin_object(h, Some(mem_len))?;
+        let layout = self.pinned_layout(&p);
+        if layout.spanning {
+            p.release();
+            return Err(Error::InvalidArgument(
+                "local_copy is NULL but the object crosses a page boundary (pass a page-sized \
+                 buffer)"
+                    .into(),
+            ));
+        }
+        if p.reg.announced.is_none() {
+            self.remember(&p);
+        }
+        self.access.record_read(self.class_pos_of(p.info), false, 0);
+        let first = layout.pieces[0];
+        // SAFETY: the piece's offset lies inside its page, which the registration keeps mapped
+        // and in place until the section ends.
+        Ok(unsafe { self.arena.page_ptr(first.pfn).add(first.offset) })
+    }
+
     /// Records a raw section begun by this thread, for `read_end_raw`.
     #[inline]
     pub(crate) fn remember(&self, p: &Pinned<'_>) {
