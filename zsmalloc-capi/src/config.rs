@@ -152,6 +152,7 @@ impl zs_pool_config {
             read_mode: read_mode_from_code(self.read_mode)?,
             mem_limit_pages: self.mem_limit_pages,
             backing: backing_from_code(self.backing)?,
+            ..PoolConfig::default()
         };
         cfg.validate()?;
         Ok(cfg)

@@ -79,7 +79,11 @@ impl ClassTable {
                 huge_class_size = size - (HDR - 1);
             }
             match rev.last_mut() {
-                Some(prev) if prev.pages_per_zspage == pages && prev.objs_per_zspage == objs => {
+                Some(prev)
+                    if cfg.merge_classes
+                        && prev.pages_per_zspage == pages
+                        && prev.objs_per_zspage == objs =>
+                {
                     prev.first_index = i;
                 }
                 _ => rev.push(ClassInfo {
@@ -254,5 +258,27 @@ mod tests {
         let classic = table(4096, 10, 0);
         let c = classic.classes().iter().find(|c| c.size == 368).unwrap();
         assert_eq!(c.spanning_per_zspage(4096), 7);
+    }
+
+    #[test]
+    fn without_merging_every_index_is_its_own_class() {
+        let merged = table(4096, 4, 16);
+        let cfg = PoolConfig {
+            chain_size: 4,
+            class_delta: 16,
+            merge_classes: false,
+            ..Default::default()
+        };
+        let unmerged = ClassTable::new(&cfg).unwrap();
+        assert!(merged.classes().len() < 255, "mainline merges some classes on 4K pages");
+        assert_eq!(unmerged.classes().len(), 255);
+        for size in 1..=4096 {
+            let c = &unmerged.classes()[unmerged.position(size)];
+            assert_eq!(c.first_index, c.index, "size {size}");
+            // Each class is the smallest that fits: its size is the lookup size rounded up.
+            let want = if size <= 32 { 32 } else { (32 + (size - 32).div_ceil(16) * 16) as u32 };
+            assert_eq!(c.size, want, "size {size}");
+        }
+        assert_eq!(unmerged.huge_class_size(), merged.huge_class_size());
     }
 }

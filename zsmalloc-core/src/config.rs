@@ -109,6 +109,9 @@ pub struct PoolConfig {
     pub mem_limit_pages: u64,
     /// What the pages are made of (`map` always uses a memfd).
     pub backing: Backing,
+    /// Merge a class into the next larger one when both have the same pages and objects per
+    /// zspage (mainline since 2014). `false` models older kernels: every index its own class.
+    pub merge_classes: bool,
 }
 
 impl Default for PoolConfig {
@@ -121,6 +124,7 @@ impl Default for PoolConfig {
             read_mode: ReadMode::Copy,
             mem_limit_pages: 0,
             backing: Backing::Anonymous,
+            merge_classes: true,
         }
     }
 }

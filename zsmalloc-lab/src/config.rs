@@ -18,11 +18,27 @@ pub struct ConfigSpec {
     pub chain_policy: String,
     pub read_mode: String,
     pub mem_limit_pages: u64,
+    /// Class merging (mainline since 2014); off for older kernels.
+    pub merge: bool,
 }
 
 /// The configuration keys, as flags (`--page-size`) and as spec keys (`page-size=`).
-pub const KEYS: [&str; 6] =
-    ["page-size", "chain-size", "class-delta", "chain-policy", "read-mode", "mem-limit-pages"];
+pub const KEYS: [&str; 8] = [
+    "page-size",
+    "chain-size",
+    "class-delta",
+    "chain-policy",
+    "read-mode",
+    "mem-limit-pages",
+    "merge",
+    "profile",
+];
+
+/// `profile=2012`: the zsmalloc of the 2012 thread "zsmalloc limitations and related topics" —
+/// at most 4 pages per zspage, classes 16 bytes apart, no class merging (it came in 2014). What it
+/// cannot model: that allocator had no in-object handle header (it came with 2015's compaction
+/// work) and 4 fullness groups, not 12.
+pub const PROFILES: &str = "2012";
 
 impl Default for ConfigSpec {
     fn default() -> Self {
@@ -34,6 +50,7 @@ impl Default for ConfigSpec {
             chain_policy: "classic".into(),
             read_mode: "copy".into(),
             mem_limit_pages: 0,
+            merge: true,
         }
     }
 }
@@ -107,6 +124,29 @@ impl ConfigSpec {
             "mem-limit-pages" | "mem-limit" => {
                 self.mem_limit_pages = parse_uint("mem-limit-pages", value)?
             }
+            "merge" => {
+                self.merge = match value.trim() {
+                    "on" | "true" | "yes" | "1" => true,
+                    "off" | "false" | "no" | "0" => false,
+                    v => {
+                        return Err(LabError::usage(format!(
+                            "invalid merge: '{v}' (accepted: on, off)"
+                        )))
+                    }
+                }
+            }
+            "profile" => match value.trim() {
+                "2012" => {
+                    self.chain_size = 4;
+                    self.class_delta = 16;
+                    self.merge = false;
+                }
+                v => {
+                    return Err(LabError::usage(format!(
+                        "invalid profile: '{v}' (accepted: {PROFILES})"
+                    )))
+                }
+            },
             "label" | "name" => self.label = value.trim().to_string(),
             _ => {
                 return Err(LabError::usage(format!(
@@ -156,6 +196,7 @@ impl ConfigSpec {
             chain_policy,
             read_mode,
             mem_limit_pages: self.mem_limit_pages,
+            merge_classes: self.merge,
             ..PoolConfig::default()
         };
         cfg.validate().map_err(|e| match e {
@@ -187,6 +228,9 @@ impl ConfigSpec {
         if self.mem_limit_pages != 0 {
             s += &format!(", limit {} pages", self.mem_limit_pages);
         }
+        if !self.merge {
+            s += ", no merging";
+        }
         s
     }
 
@@ -199,6 +243,7 @@ impl ConfigSpec {
             "chain-policy" | "policy" => self.chain_policy.clone(),
             "read-mode" => self.read_mode.clone(),
             "mem-limit-pages" | "mem-limit" => self.mem_limit_pages.to_string(),
+            "merge" => if self.merge { "on" } else { "off" }.to_string(),
             _ => return None,
         })
     }
@@ -213,6 +258,7 @@ pub struct ConfigDesc {
     pub chain_policy: String,
     pub read_mode: String,
     pub mem_limit_pages: u64,
+    pub merge: bool,
 }
 
 impl From<&ConfigSpec> for ConfigDesc {
@@ -224,6 +270,7 @@ impl From<&ConfigSpec> for ConfigDesc {
             chain_policy: c.chain_policy.clone(),
             read_mode: c.read_mode.clone(),
             mem_limit_pages: c.mem_limit_pages,
+            merge: c.merge,
         }
     }
 }

@@ -655,3 +655,30 @@ fn memory_limit_failures_are_counted_not_fatal() {
     assert!(v["pages_peak"].as_u64().unwrap() <= 50);
     assert_eq!(v["reads"], v["objects"]);
 }
+
+#[test]
+fn profile_2012_is_chain_4_delta_16_without_merging() {
+    let mainline = json(&["classes", "--format", "json"]);
+    let t = &mainline["tables"][0];
+    assert_eq!(t["config"]["merge"], true);
+    assert!(t["classes"].as_u64().unwrap() < 255, "mainline merges classes on 4K pages");
+
+    let old = json(&["classes", "--profile", "2012", "--format", "json"]);
+    let t = &old["tables"][0];
+    assert_eq!(t["config"]["chain_size"], 4);
+    assert_eq!(t["config"]["class_delta"], 16);
+    assert_eq!(t["config"]["merge"], false);
+    assert_eq!(t["classes"], 255, "every index its own class");
+    assert_eq!(t["worst_merge_waste"], 0);
+
+    // A flag after the profile overrides it.
+    let t = json(&["classes", "--profile", "2012", "--chain-size", "6", "--format", "json"]);
+    assert_eq!(t["tables"][0]["config"]["chain_size"], 6);
+
+    for bad in [["--merge", "maybe"], ["--profile", "1999"]] {
+        let out = zsmalloc(&["classes", bad[0], bad[1]]);
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&bad[0][2..]), "{err}");
+    }
+}

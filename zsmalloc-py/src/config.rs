@@ -42,6 +42,7 @@ pub fn build(
         read_mode: ReadMode::parse(read_mode).py()?,
         mem_limit_pages,
         backing: Backing::parse(backing).py()?,
+        ..PoolConfig::default()
     };
     Ok((config, failed))
 }

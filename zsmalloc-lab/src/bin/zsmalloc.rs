@@ -77,6 +77,13 @@ struct PoolFlags {
     /// Cap on the pool's pages; 0 = none [default: 0]
     #[arg(long, global = true, value_name = "PAGES")]
     mem_limit_pages: Option<String>,
+    /// Class merging, on (mainline since 2014) or off [default: on]
+    #[arg(long, global = true, value_name = "on|off")]
+    merge: Option<String>,
+    /// A preset applied before the other flags: 2012 = chain 4, delta 16, no merging (the
+    /// zsmalloc of the 2012 thread "zsmalloc limitations and related topics")
+    #[arg(long, global = true, value_name = "NAME")]
+    profile: Option<String>,
 }
 
 #[derive(Args)]
@@ -322,12 +329,14 @@ fn real_main() -> LabResult<()> {
 fn base_spec(p: &PoolFlags) -> LabResult<ConfigSpec> {
     let mut s = ConfigSpec::default();
     let flags = [
+        ("profile", &p.profile),
         ("page-size", &p.page_size),
         ("chain-size", &p.chain_size),
         ("class-delta", &p.class_delta),
         ("chain-policy", &p.chain_policy),
         ("read-mode", &p.read_mode),
         ("mem-limit-pages", &p.mem_limit_pages),
+        ("merge", &p.merge),
     ];
     for (key, v) in flags {
         if let Some(v) = v {
