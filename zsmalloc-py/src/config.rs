@@ -142,9 +142,14 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, Py
     Ok(d)
 }
 
-/// One `zs_class_stats` row as a dict.
-pub fn class_stats_dict<'py>(py: Python<'py>, c: &ClassStats) -> PyResult<Bound<'py, PyDict>> {
+/// One `zs_class_stats` row as a dict, with the page size its byte figures are relative to.
+pub fn class_stats_dict<'py>(
+    py: Python<'py>,
+    c: &ClassStats,
+    page_size: u32,
+) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new_bound(py);
+    d.set_item("page_size", page_size)?;
     d.set_item("index", c.index)?;
     d.set_item("size", c.size)?;
     d.set_item("pages_per_zspage", c.pages_per_zspage)?;
@@ -173,6 +178,7 @@ pub fn class_table_rows<'py>(py: Python<'py>, table: &ClassTable) -> PyResult<Bo
     let list = PyList::empty_bound(py);
     for c in table.classes() {
         let d = PyDict::new_bound(py);
+        d.set_item("page_size", page)?;
         d.set_item("index", c.index)?;
         d.set_item("size", c.size)?;
         d.set_item("pages_per_zspage", c.pages_per_zspage)?;

@@ -202,9 +202,10 @@ impl Pool {
     fn class_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let pool = self.core();
         let rows = py.allow_threads(|| pool.class_stats());
+        let page_size = pool.config().page_size;
         let list = PyList::empty_bound(py);
         for r in &rows {
-            list.append(config::class_stats_dict(py, r)?)?;
+            list.append(config::class_stats_dict(py, r, page_size)?)?;
         }
         Ok(list)
     }

@@ -69,3 +69,28 @@ def test_plot_from_live_class_stats(pool):
     ax = zp.spanning({"live": pool.class_stats()})
     assert len(ax.get_lines()) == 1
     del hs
+
+
+def test_class_rows_carry_their_page_size(pool):
+    assert all(r["page_size"] == 16384 for r in zsmalloc.class_table(page_size=16384))
+    hs = pool.store_many([bytes(300)] * 10)
+    assert all(r["page_size"] == pool.page_size for r in pool.class_stats())
+    del hs
+
+
+def test_waste_plot_scales_by_the_rows_page_size():
+    rows16 = zsmalloc.class_table(page_size=16384)
+    ax = zp.waste({"16K": rows16})
+    _, ys = ax.get_lines()[0].get_data()
+    regular = [r for r in rows16 if not r["huge"]]
+    want = [100.0 * r["tail_waste"] / (r["pages_per_zspage"] * 16384) for r in regular]
+    assert list(ys) == pytest.approx(want)
+
+
+def test_plots_refuse_rows_without_a_page_size_or_a_contradicting_one():
+    bare = [{k: v for k, v in r.items() if k != "page_size"} for r in zsmalloc.class_table(page_size=16384)]
+    with pytest.raises(ValueError, match="page_size"):
+        zp.waste({"bare": bare})
+    zp.waste({"bare": bare}, page_size=16384)  # told the page size: fine
+    with pytest.raises(ValueError, match="contradicts"):
+        zp.overview({"16K": zsmalloc.class_table(page_size=16384)}, page_size=4096)

@@ -46,6 +46,7 @@ class _PoolStatsDict(TypedDict):
     objs_moved: int
 
 class _ClassStatsDict(TypedDict):
+    page_size: int
     index: int
     size: int
     pages_per_zspage: int
@@ -67,6 +68,7 @@ class _ClassStatsDict(TypedDict):
     read_copy_bytes: int
 
 class _ClassTableRow(TypedDict):
+    page_size: int
     index: int
     size: int
     pages_per_zspage: int

@@ -42,11 +42,29 @@ def _axes(ax: "Axes | None") -> "Axes":
     return ax
 
 
-def _series(rows: Rows, key: str, page_size: int) -> tuple[list[int], list[float]]:
+def _row_page_size(row: Mapping[str, Any], page_size: "int | None") -> int:
+    """The page size a row's byte figures are relative to: the row's own `page_size` (rows from
+    `class_table()` and `Pool.class_stats()` carry it), else the `page_size=` given. A row without
+    one and no `page_size=`, or a `page_size=` that contradicts the row, is an error: a wrong page
+    size silently mis-scales every percentage."""
+    own = row.get("page_size")
+    if own is None:
+        if page_size is None:
+            raise ValueError("a class row has no 'page_size'; pass page_size= for such rows")
+        return int(page_size)
+    if page_size is not None and int(page_size) != int(own):
+        raise ValueError(f"page_size={page_size} contradicts the rows' page_size {own}")
+    return int(own)
+
+
+def _series(rows: Rows, key: str, page_size: "int | None") -> tuple[list[int], list[float]]:
     rows = [r for r in rows if not r.get("huge", False)]
     xs = [int(r["size"]) for r in rows]
     if key == "tail_waste_pct":
-        ys = [100.0 * r["tail_waste"] / (r["pages_per_zspage"] * page_size) for r in rows]
+        ys = [
+            100.0 * r["tail_waste"] / (r["pages_per_zspage"] * _row_page_size(r, page_size))
+            for r in rows
+        ]
     else:
         ys = [float(r[key]) for r in rows]
     return xs, ys
@@ -58,7 +76,7 @@ def _draw(
     ylabel: str,
     title: str,
     ax: "Axes | None",
-    page_size: int,
+    page_size: "int | None",
 ) -> "Axes":
     ax = _axes(ax)
     for label, rows in tables.items():
@@ -73,7 +91,7 @@ def _draw(
 
 
 def spanning(
-    tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: int = 4096
+    tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: "int | None" = None
 ) -> "Axes":
     """Objects per zspage that cross a page boundary, per class (non-huge classes)."""
     return _draw(
@@ -82,7 +100,7 @@ def spanning(
     )
 
 
-def waste(tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: int = 4096) -> "Axes":
+def waste(tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: "int | None" = None) -> "Axes":
     """Tail waste of a zspage (bytes no object can use) as % of the zspage, per class."""
     return _draw(
         tables, "tail_waste_pct", "tail waste (% of zspage)",
@@ -90,14 +108,14 @@ def waste(tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: int =
     )
 
 
-def chains(tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: int = 4096) -> "Axes":
+def chains(tables: Mapping[str, Rows], ax: "Axes | None" = None, page_size: "int | None" = None) -> "Axes":
     """Pages per zspage chosen by each configuration's chain policy, per class."""
     return _draw(
         tables, "pages_per_zspage", "pages / zspage", "Chain length, per class", ax, page_size
     )
 
 
-def overview(tables: Mapping[str, Rows], page_size: int = 4096) -> "Figure":
+def overview(tables: Mapping[str, Rows], page_size: "int | None" = None) -> "Figure":
     """A figure with spanning, waste and chain length stacked, sharing the size axis."""
     plt = require_matplotlib()
     fig, axes = plt.subplots(3, 1, figsize=(10, 9), sharex=True)
