@@ -27,6 +27,7 @@ pub mod classes;
 pub mod compare;
 pub mod config;
 pub mod content;
+pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;
