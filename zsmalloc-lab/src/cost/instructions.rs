@@ -52,8 +52,9 @@ pub fn write_manifest(dir: &Path) -> LabResult<()> {
     std::fs::write(&p, text).map_err(|e| LabError::io("write", &p, &e))
 }
 
-/// [`collected`] as callgrind names it (demangled; every instance of the generic).
-const PATTERN: &str = "zsmalloc_lab::cost::instructions::collected*";
+/// [`collected`] as callgrind names it (demangled; every instance of the generic has this
+/// name; a wildcard here makes callgrind dump nothing).
+const PATTERN: &str = "zsmalloc_lab::cost::instructions::collected";
 
 /// The `Ir` total of one callgrind dump (`summary:` or `totals:` line).
 pub fn dump_total(text: &str) -> Option<u64> {
