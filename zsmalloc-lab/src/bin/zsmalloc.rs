@@ -1,4 +1,5 @@
-//! The `zsmalloc` command: the lab's class tables, runs, comparisons and trace replays
+//! The `zsmalloc` command: the lab's class tables, runs, comparisons, trace replays and the cost
+//! study
 //! (docs/LAB.md is the user guide).
 //!
 //! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
