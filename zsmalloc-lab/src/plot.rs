@@ -715,7 +715,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
                 let pts: Vec<(f64, f64)> = p
                     .classes
                     .iter()
-                    .filter(|(_, n, _)| *n > 0)
+                    .filter(|(size, n, _)| *n > 0 && u64::from(*size) < p.huge_class_size)
                     .filter_map(|&(size, n, s)| {
                         let share = s as f64 / n as f64;
                         let v = match (inplace, span) {
@@ -795,30 +795,30 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
         }
     }
     let corpus = r.corpus.first().map_or(String::new(), |c| c.source.clone());
-    let subtitle = vec![
-        format!(
-            "configurations: {}",
-            r.pools
-                .iter()
-                .filter(|p| p.compressor == r.pools[0].compressor)
-                .map(|p| format!(
-                    "{} (page {}, chain {}, delta {}, {})",
-                    p.label,
-                    p.config.page_size,
-                    p.config.chain_size,
-                    p.config.class_delta,
-                    p.config.chain_policy
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
-        ),
-        format!(
-            "{} rounds, medians; backing {}; load average {}",
-            r.environment.rounds,
-            r.environment.backing,
-            r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
-        ),
-    ];
+    let configs: Vec<String> = r
+        .pools
+        .iter()
+        .filter(|p| p.compressor == r.pools[0].compressor)
+        .map(|p| {
+            format!(
+                "{} (page {}, chain {}, delta {}, {})",
+                p.label,
+                p.config.page_size,
+                p.config.chain_size,
+                p.config.class_delta,
+                p.config.chain_policy
+            )
+        })
+        .collect();
+    // Two configurations a line, so the subtitle fits the picture.
+    let mut subtitle: Vec<String> =
+        configs.chunks(2).map(|c| format!("configurations: {}", c.join("; "))).collect();
+    subtitle.push(format!(
+        "{} rounds, medians; backing {}; load average {}; classes below huge_class_size",
+        r.environment.rounds,
+        r.environment.backing,
+        r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
+    ));
     draw(path, &Figure { title: format!("cost of reads: {corpus}"), subtitle, panels })
 }
 
