@@ -40,7 +40,7 @@ endif
 EX_LINK = -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
 # examples/: programs a user would copy. tests/c/: programs that check or measure the library.
 EXAMPLES := zsmalloc_test zram_store compat_demo replay
-C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel
+C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel read_modes
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 TEST_BINS := $(addprefix $(TESTDIR)/,$(C_TESTS))
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
@@ -77,6 +77,7 @@ $(TESTDIR)/%: tests/c/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(TESTDIR)
 
 EXTRA_LIBS_zram_store := -llz4
 EXTRA_LIBS_mt_stress := -pthread
+EXTRA_LIBS_read_modes := -pthread
 EXTRA_LIBS_abi_bench := -lm
 EXTRA_LIBS_abi_count := -lm
 

@@ -49,8 +49,10 @@ typedef unsigned int gfp_t;
  * version V runs with any library of version V or later.
  * 2: the `_sized` entry points, which take the caller's `sizeof` of the struct they read or
  * write.
+ * 3: the read modes `ZS_READ_MAP` and `ZS_READ_CONTIGUOUS`; `struct zs_pool_config` gains
+ * `backing`, `struct zs_class_stats` the per-class read counters.
  */
-#define ZS_ABI_VERSION 2
+#define ZS_ABI_VERSION 3
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -73,20 +75,38 @@ typedef unsigned int gfp_t;
 #define ZS_READ_COPY 0
 
 /**
- * Read mode `map` (specified, not implemented yet: refused with `-EINVAL`).
+ * Read mode `map`: a spanning object's two pages are mapped side by side into one of the
+ * calling thread's map slots (pages live in a memfd); nothing is copied. Needs a page size at
+ * least the host's.
  */
 #define ZS_READ_MAP 1
 
 /**
- * Read mode `contiguous` (specified, not implemented yet: refused with `-EINVAL`).
+ * Read mode `contiguous`: every zspage's pages are adjacent, so every object is read in place.
  */
 #define ZS_READ_CONTIGUOUS 2
+
+/**
+ * Backing `anonymous` (the default): private anonymous memory.
+ */
+#define ZS_BACKING_ANONYMOUS 0
+
+/**
+ * Backing `memfd`: shared memory of one memfd, released pages hole-punched (`ZS_READ_MAP`
+ * always uses it).
+ */
+#define ZS_BACKING_MEMFD 1
 
 /**
  * `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
  * accept).
  */
 #define ZS_POOL_CONFIG_SIZE_VER1 32
+
+/**
+ * `sizeof(struct zs_pool_config)` in ABI version 3 (`backing` added).
+ */
+#define ZS_POOL_CONFIG_SIZE_VER3 40
 
 /**
  * `sizeof(struct zs_pool_stats)` in ABI version 1.
@@ -97,6 +117,11 @@ typedef unsigned int gfp_t;
  * `sizeof(struct zs_class_stats)` in ABI version 1.
  */
 #define ZS_CLASS_STATS_SIZE_VER1 176
+
+/**
+ * `sizeof(struct zs_class_stats)` in ABI version 3 (the read counters added).
+ */
+#define ZS_CLASS_STATS_SIZE_VER3 200
 
 /**
  * A pool (opaque): made by zs_create_pool() or zs_create_pool_with_config(), released by
@@ -126,13 +151,17 @@ struct zs_pool_config {
      */
     uint32_t chain_policy;
     /**
-     * `ZS_READ_COPY` (the only mode built so far).
+     * `ZS_READ_COPY`, `ZS_READ_MAP` or `ZS_READ_CONTIGUOUS`.
      */
     uint32_t read_mode;
     /**
      * Cap on pages held by the pool (0: no limit); beyond it stores fail with `-ENOMEM`.
      */
     uint64_t mem_limit_pages;
+    /**
+     * `ZS_BACKING_ANONYMOUS` or `ZS_BACKING_MEMFD` (ABI version 3).
+     */
+    uint32_t backing;
 };
 
 /**
@@ -260,6 +289,18 @@ struct zs_class_stats {
      * Sum of the lengths of this class's live objects.
      */
     uint64_t bytes_stored;
+    /**
+     * Read sections begun on this class's objects (ABI version 3).
+     */
+    uint64_t reads;
+    /**
+     * Those on objects that cross a page (reads, not the layout's `spanning_per_zspage`).
+     */
+    uint64_t reads_spanning;
+    /**
+     * Object bytes those read sections copied (`ZS_READ_COPY`'s spanning reads only).
+     */
+    uint64_t read_copy_bytes;
 };
 
 #ifdef __cplusplus
@@ -297,7 +338,8 @@ int zs_pool_config_from_env_sized(struct zs_pool_config *cfg, size_t size);
 /**
  * Creates a pool configured by the environment: ZSMALLOC_PAGE_SIZE, ZSMALLOC_CHAIN_SIZE,
  * ZSMALLOC_CLASS_DELTA, ZSMALLOC_CHAIN_POLICY (classic|heuristic|fixed-N),
- * ZSMALLOC_READ_MODE (copy), ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
+ * ZSMALLOC_READ_MODE (copy|map|contiguous), ZSMALLOC_BACKING (anonymous|memfd),
+ * ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
  * -EINVAL and prints a message naming the variable on stderr.
  */
 struct zs_pool *zs_create_pool(const char *name);
@@ -364,9 +406,12 @@ int zs_handle_move(struct zs_pool *pool, struct zs_handle *from, struct zs_handl
  * Begins a read section of the object of `*handle`; `mem_len` must equal its stored
  * length. Returns the object's bytes: in place when it lies in one page, else copied
  * (header included) into `local_copy` (at least `mem_len + ZS_HANDLE_SIZE` bytes; a page
- * always suffices) and `local_copy + ZS_HANDLE_SIZE` is returned, as in the kernel. With
- * `local_copy == NULL` an object crossing a page is refused. NULL on error. The object is
- * pinned until zs_obj_read_end(); do not write through the pointer.
+ * always suffices) and `local_copy + ZS_HANDLE_SIZE` is returned, as in the kernel
+ * (`ZS_READ_COPY`); mapped into a map slot of the calling thread (`ZS_READ_MAP`; -EAGAIN
+ * when all its slots hold open sections) or in place (`ZS_READ_CONTIGUOUS`), where
+ * `local_copy` may be NULL. In copy mode, with `local_copy == NULL` an object crossing a
+ * page is refused. NULL on error. The object is pinned until zs_obj_read_end(); do not
+ * write through the pointer.
  */
 void *zs_obj_read_begin(struct zs_pool *pool,
                         struct zs_handle *handle,
@@ -375,7 +420,8 @@ void *zs_obj_read_begin(struct zs_pool *pool,
 
 /**
  * Ends the read section begun by zs_obj_read_begin() on `*handle` with the same
- * `mem_len`; `handle_mem` is the pointer it returned.
+ * `mem_len`; `handle_mem` is the pointer it returned (in `ZS_READ_MAP` it names the
+ * section's map slot; NULL finds the slot by the handle). Any thread may end it.
  */
 int zs_obj_read_end(struct zs_pool *pool,
                     struct zs_handle *handle,

@@ -14,7 +14,9 @@
 #      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
 #      ZSMALLOC_* value refused by name, mt_stress (objects moved while reading > 0), zram_store
 #      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
-#      `zsmalloc replay`) giving identical figures;
+#      `zsmalloc replay`) giving identical figures; the read modes (read_modes, and zram_store
+#      and mt_stress re-run under ZSMALLOC_READ_MODE=map and =contiguous: copy's figures, 0 bytes
+#      copied);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -281,6 +283,32 @@ for page in 4096 16384; do
   fi
 done
 
+step "read modes: map and contiguous against copy (ASan+UBSan)"
+"$tsan/read_modes" 2>"$tmp/modes.err" | tee "$tmp/modes.out"
+grep -q ' 0 failed' "$tmp/modes.out" || { cat "$tmp/modes.err"; fail "read_modes"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/modes.out") read-mode checks: identical placement, 0 bytes copied"
+# Unmodified clients under ZSMALLOC_READ_MODE: the same figures as copy, nothing copied.
+for page in 4096 16384; do
+  copy_fig=$(grep '^figures:' "$tmp/zram.$page")
+  for mode in map contiguous; do
+    ZSMALLOC_READ_MODE=$mode ZSMALLOC_PAGE_SIZE=$page "$san/zram_store" "$corpus"/* >"$tmp/zram.$mode.$page" \
+      || fail "zram_store under ZSMALLOC_READ_MODE=$mode"
+    grep -q '^zram_store: verified' "$tmp/zram.$mode.$page" || fail "zram_store $mode: no verification"
+    fig=$(grep '^figures:' "$tmp/zram.$mode.$page")
+    copied=$(echo "$fig" | sed -n 's/.* read_copy_bytes \([0-9]*\).*/\1/p')
+    [ "$copied" = 0 ] || fail "zram_store $mode: $copied bytes copied"
+    strip() { sed 's/ read_copy_bytes [0-9]*//' <<<"$1"; }
+    [ "$(strip "$fig")" = "$(strip "$copy_fig")" ] || fail "zram_store $mode: '$fig' vs copy '$copy_fig'"
+  done
+  ok "page $page: zram_store under map and contiguous: copy's figures, 0 bytes copied"
+done
+for mode in map contiguous; do
+  ZSMALLOC_READ_MODE=$mode "$tsan/mt_stress" 4 4096 1 | tee "$tmp/mt.$mode"
+  moved=$(sed -n 's/.*moved-while-reading \([0-9]*\) objects.*/\1/p' "$tmp/mt.$mode")
+  [ "${moved:-0}" -gt 0 ] || fail "mt_stress $mode: no object moved while readers were active"
+  ok "mt_stress under ZSMALLOC_READ_MODE=$mode: objects moved while reading: $moved"
+done
+
 step "valgrind memcheck (plain build)"
 vg() {
   valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
@@ -291,8 +319,9 @@ vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
 vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
+vg "$tplain/read_modes" 3000 >/dev/null
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

@@ -118,7 +118,8 @@ static void test_config(void)
     zs_pool_config_init(&good);
     CHECK(zs_last_error() == 0 && good.page_size == 4096 && good.max_pages_per_zspage == 8 &&
               good.size_class_delta == 0 && good.chain_policy == ZS_CHAIN_CLASSIC &&
-              good.read_mode == ZS_READ_COPY && good.mem_limit_pages == 0,
+              good.read_mode == ZS_READ_COPY && good.mem_limit_pages == 0 &&
+              good.backing == ZS_BACKING_ANONYMOUS,
           "mainline defaults");
 
     static const struct {
@@ -130,8 +131,8 @@ static void test_config(void)
         {"chain_size", 4096, 0, 0, 0, 0},     {"chain_size", 4096, 17, 0, 0, 0},
         {"class_delta", 4096, 8, 12, 0, 0},   {"class_delta", 4096, 8, 4096, 0, 0},
         {"chain_policy", 4096, 8, 0, 2, 0},   {"chain_policy", 4096, 8, 0, ZS_CHAIN_FIXED_BASE, 0},
-        {"chain_policy", 4096, 8, 0, 273, 0}, {"read_mode", 4096, 8, 0, 0, ZS_READ_MAP},
-        {"read_mode", 4096, 8, 0, 0, 2},      {"read_mode", 4096, 8, 0, 0, 99},
+        {"chain_policy", 4096, 8, 0, 273, 0}, {"read_mode", 4096, 8, 0, 0, 3},
+        {"read_mode", 4096, 8, 0, 0, 0x80000000u}, {"read_mode", 4096, 8, 0, 0, 99},
     };
     for (size_t k = 0; k < sizeof(bad) / sizeof(bad[0]); k++) {
         cfg = good;
@@ -164,8 +165,8 @@ static void test_config(void)
     static const char *const env[][2] = {
         {"ZSMALLOC_PAGE_SIZE", "5000"},     {"ZSMALLOC_PAGE_SIZE", "lots"},
         {"ZSMALLOC_CHAIN_SIZE", "17"},      {"ZSMALLOC_CLASS_DELTA", "12"},
-        {"ZSMALLOC_CHAIN_POLICY", "greedy"}, {"ZSMALLOC_READ_MODE", "map"},
-        {"ZSMALLOC_MEM_LIMIT_PAGES", "-1"},
+        {"ZSMALLOC_CHAIN_POLICY", "greedy"}, {"ZSMALLOC_READ_MODE", "mmap"},
+        {"ZSMALLOC_BACKING", "shm"},        {"ZSMALLOC_MEM_LIMIT_PAGES", "-1"},
     };
     for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
         setenv(env[k][0], env[k][1], 1);

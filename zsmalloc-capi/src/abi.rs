@@ -126,9 +126,14 @@ pub unsafe fn zs_obj_read_begin(
 }
 
 #[inline]
-pub unsafe fn zs_obj_read_end(p: *mut zs_pool, h: *mut zs_handle, mem_len: usize) -> c_int {
+pub unsafe fn zs_obj_read_end(
+    p: *mut zs_pool,
+    h: *mut zs_handle,
+    mem_len: usize,
+    handle_mem: *mut c_void,
+) -> c_int {
     // SAFETY: the C contract.
-    boundary("zs_obj_read_end", || unsafe { read::end(p, h, mem_len) })
+    boundary("zs_obj_read_end", || unsafe { read::end(p, h, mem_len, handle_mem) })
 }
 
 pub unsafe fn zs_obj_read_sg_begin(
@@ -243,9 +248,14 @@ pub unsafe fn zs_compat_obj_read_begin(
     boundary("zs_obj_read_begin", || unsafe { compat::read_begin(p, handle, mem_len, local_copy) })
 }
 
-pub unsafe fn zs_compat_obj_read_end(p: *mut zs_pool, handle: c_ulong, mem_len: usize) -> c_int {
+pub unsafe fn zs_compat_obj_read_end(
+    p: *mut zs_pool,
+    handle: c_ulong,
+    mem_len: usize,
+    handle_mem: *mut c_void,
+) -> c_int {
     // SAFETY: the C contract.
-    boundary("zs_obj_read_end", || unsafe { compat::read_end(p, handle, mem_len) })
+    boundary("zs_obj_read_end", || unsafe { compat::read_end(p, handle, mem_len, handle_mem) })
 }
 
 pub unsafe fn zs_compat_handle(p: *mut zs_pool, handle: c_ulong) -> *mut zs_handle {

@@ -116,12 +116,17 @@ pub(crate) unsafe fn read_begin(
 ///
 /// # Safety
 /// `p` is NULL or a live pool.
-pub(crate) unsafe fn read_end(p: *mut zs_pool, handle: c_ulong, mem_len: usize) -> Result<c_int> {
+pub(crate) unsafe fn read_end(
+    p: *mut zs_pool,
+    handle: c_ulong,
+    mem_len: usize,
+    handle_mem: *mut c_void,
+) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { parts(p, handle) }?;
     let len = (mem_len != ZS_COMPAT_LEN_UNKNOWN).then_some(mem_len);
     // SAFETY: a live slot word; the core checks a section is open on it.
-    unsafe { pool.read_end_raw(word, len) }?;
+    unsafe { pool.read_end_at_raw(word, len, handle_mem.cast_const().cast()) }?;
     Ok(0)
 }
 

@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use zsmalloc_core::{Error, PolicyRef, PoolConfig, ReadMode, Result};
+use zsmalloc_core::{Backing, Error, PolicyRef, PoolConfig, ReadMode, Result};
 
 use crate::errors::invalid;
 use crate::sized::{read_in, write_out, Plain};
@@ -16,15 +16,24 @@ pub const ZS_CHAIN_HEURISTIC: u32 = 1;
 pub const ZS_CHAIN_FIXED_BASE: u32 = 256;
 /// Read mode `copy` (mainline): spanning objects are copied into the caller's `local_copy`.
 pub const ZS_READ_COPY: u32 = 0;
-/// Read mode `map` (specified, not implemented yet: refused with `-EINVAL`).
+/// Read mode `map`: a spanning object's two pages are mapped side by side into one of the
+/// calling thread's map slots (pages live in a memfd); nothing is copied. Needs a page size at
+/// least the host's.
 pub const ZS_READ_MAP: u32 = 1;
-/// Read mode `contiguous` (specified, not implemented yet: refused with `-EINVAL`).
+/// Read mode `contiguous`: every zspage's pages are adjacent, so every object is read in place.
 pub const ZS_READ_CONTIGUOUS: u32 = 2;
+/// Backing `anonymous` (the default): private anonymous memory.
+pub const ZS_BACKING_ANONYMOUS: u32 = 0;
+/// Backing `memfd`: shared memory of one memfd, released pages hole-punched (`ZS_READ_MAP`
+/// always uses it).
+pub const ZS_BACKING_MEMFD: u32 = 1;
 
 /// `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
 /// accept).
 pub const ZS_POOL_CONFIG_SIZE_VER1: usize = 32;
-const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER1);
+/// `sizeof(struct zs_pool_config)` in ABI version 3 (`backing` added).
+pub const ZS_POOL_CONFIG_SIZE_VER3: usize = 40;
+const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER3);
 
 /// Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
 /// `zs_pool_config_from_env()` and change fields.
@@ -39,10 +48,12 @@ pub struct zs_pool_config {
     pub size_class_delta: u32,
     /// `ZS_CHAIN_CLASSIC`, `ZS_CHAIN_HEURISTIC` or `ZS_CHAIN_FIXED_BASE + N`.
     pub chain_policy: u32,
-    /// `ZS_READ_COPY` (the only mode built so far).
+    /// `ZS_READ_COPY`, `ZS_READ_MAP` or `ZS_READ_CONTIGUOUS`.
     pub read_mode: u32,
     /// Cap on pages held by the pool (0: no limit); beyond it stores fail with `-ENOMEM`.
     pub mem_limit_pages: u64,
+    /// `ZS_BACKING_ANONYMOUS` or `ZS_BACKING_MEMFD` (ABI version 3).
+    pub backing: u32,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
@@ -77,18 +88,42 @@ fn policy_from_code(code: u32) -> Result<PolicyRef> {
 fn read_mode_code(mode: ReadMode) -> u32 {
     match mode {
         ReadMode::Copy => ZS_READ_COPY,
+        ReadMode::Map => ZS_READ_MAP,
+        ReadMode::Contiguous => ZS_READ_CONTIGUOUS,
     }
 }
 
 fn read_mode_from_code(code: u32) -> Result<ReadMode> {
     match code {
         ZS_READ_COPY => Ok(ReadMode::Copy),
-        // The core owns the message for modes it knows but has not built.
-        ZS_READ_MAP => ReadMode::parse("map"),
-        ZS_READ_CONTIGUOUS => ReadMode::parse("contiguous"),
+        ZS_READ_MAP => Ok(ReadMode::Map),
+        ZS_READ_CONTIGUOUS => Ok(ReadMode::Contiguous),
         _ => Err(Error::Config {
             setting: "read_mode",
-            message: format!("{code} is unknown; accepted: ZS_READ_COPY (0)"),
+            message: format!(
+                "{code} is unknown; accepted: ZS_READ_COPY (0), ZS_READ_MAP (1), \
+                 ZS_READ_CONTIGUOUS (2)"
+            ),
+        }),
+    }
+}
+
+fn backing_code(b: Backing) -> u32 {
+    match b {
+        Backing::Anonymous => ZS_BACKING_ANONYMOUS,
+        Backing::Memfd => ZS_BACKING_MEMFD,
+    }
+}
+
+fn backing_from_code(code: u32) -> Result<Backing> {
+    match code {
+        ZS_BACKING_ANONYMOUS => Ok(Backing::Anonymous),
+        ZS_BACKING_MEMFD => Ok(Backing::Memfd),
+        _ => Err(Error::Config {
+            setting: "backing",
+            message: format!(
+                "{code} is unknown; accepted: ZS_BACKING_ANONYMOUS (0), ZS_BACKING_MEMFD (1)"
+            ),
         }),
     }
 }
@@ -103,6 +138,7 @@ impl zs_pool_config {
             chain_policy: policy_code(&cfg.chain_policy)?,
             read_mode: read_mode_code(cfg.read_mode),
             mem_limit_pages: cfg.mem_limit_pages,
+            backing: backing_code(cfg.backing),
         })
     }
 
@@ -115,6 +151,7 @@ impl zs_pool_config {
             chain_policy: policy_from_code(self.chain_policy)?,
             read_mode: read_mode_from_code(self.read_mode)?,
             mem_limit_pages: self.mem_limit_pages,
+            backing: backing_from_code(self.backing)?,
         };
         cfg.validate()?;
         Ok(cfg)
@@ -179,6 +216,14 @@ mod tests {
         for bad in [2, ZS_CHAIN_FIXED_BASE, ZS_CHAIN_FIXED_BASE + 17, u32::MAX] {
             assert!(policy_from_code(bad).is_err(), "{bad}");
         }
-        assert!(read_mode_from_code(ZS_READ_MAP).unwrap_err().to_string().contains("map"));
+        for code in [ZS_READ_COPY, ZS_READ_MAP, ZS_READ_CONTIGUOUS] {
+            assert_eq!(read_mode_code(read_mode_from_code(code).unwrap()), code);
+        }
+        let err = read_mode_from_code(3).unwrap_err().to_string();
+        assert!(err.contains("ZS_READ_MAP (1)") && err.contains("ZS_READ_CONTIGUOUS (2)"), "{err}");
+        for code in [ZS_BACKING_ANONYMOUS, ZS_BACKING_MEMFD] {
+            assert_eq!(backing_code(backing_from_code(code).unwrap()), code);
+        }
+        assert!(backing_from_code(2).is_err());
     }
 }

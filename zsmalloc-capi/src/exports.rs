@@ -129,7 +129,8 @@ macro_rules! __zs_c_abi_items {
 
             /// Creates a pool configured by the environment: ZSMALLOC_PAGE_SIZE, ZSMALLOC_CHAIN_SIZE,
             /// ZSMALLOC_CLASS_DELTA, ZSMALLOC_CHAIN_POLICY (classic|heuristic|fixed-N),
-            /// ZSMALLOC_READ_MODE (copy), ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
+            /// ZSMALLOC_READ_MODE (copy|map|contiguous), ZSMALLOC_BACKING (anonymous|memfd),
+            /// ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
             /// -EINVAL and prints a message naming the variable on stderr.
             #[no_mangle]
             pub unsafe extern "C" fn zs_create_pool(name: *const c_char) -> *mut zs_pool {
@@ -239,9 +240,12 @@ macro_rules! __zs_c_abi_items {
             /// Begins a read section of the object of `*handle`; `mem_len` must equal its stored
             /// length. Returns the object's bytes: in place when it lies in one page, else copied
             /// (header included) into `local_copy` (at least `mem_len + ZS_HANDLE_SIZE` bytes; a page
-            /// always suffices) and `local_copy + ZS_HANDLE_SIZE` is returned, as in the kernel. With
-            /// `local_copy == NULL` an object crossing a page is refused. NULL on error. The object is
-            /// pinned until zs_obj_read_end(); do not write through the pointer.
+            /// always suffices) and `local_copy + ZS_HANDLE_SIZE` is returned, as in the kernel
+            /// (`ZS_READ_COPY`); mapped into a map slot of the calling thread (`ZS_READ_MAP`; -EAGAIN
+            /// when all its slots hold open sections) or in place (`ZS_READ_CONTIGUOUS`), where
+            /// `local_copy` may be NULL. In copy mode, with `local_copy == NULL` an object crossing a
+            /// page is refused. NULL on error. The object is pinned until zs_obj_read_end(); do not
+            /// write through the pointer.
             #[no_mangle]
             pub unsafe extern "C" fn zs_obj_read_begin(
                 pool: *mut zs_pool,
@@ -254,7 +258,8 @@ macro_rules! __zs_c_abi_items {
             }
 
             /// Ends the read section begun by zs_obj_read_begin() on `*handle` with the same
-            /// `mem_len`; `handle_mem` is the pointer it returned.
+            /// `mem_len`; `handle_mem` is the pointer it returned (in `ZS_READ_MAP` it names the
+            /// section's map slot; NULL finds the slot by the handle). Any thread may end it.
             #[no_mangle]
             pub unsafe extern "C" fn zs_obj_read_end(
                 pool: *mut zs_pool,
@@ -263,7 +268,7 @@ macro_rules! __zs_c_abi_items {
                 handle_mem: *mut c_void,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::abi::zs_obj_read_end(pool, handle, mem_len) }
+                unsafe { $crate::abi::zs_obj_read_end(pool, handle, mem_len, handle_mem) }
             }
 
             /// Begins a scatter-gather read section: fills `sg[0]` (and `sg[1]` when the object
@@ -454,7 +459,7 @@ macro_rules! __zs_c_abi_items {
                 handle_mem: *mut c_void,
             ) -> c_int {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
-                unsafe { $crate::abi::zs_compat_obj_read_end(pool, handle, mem_len) }
+                unsafe { $crate::abi::zs_compat_obj_read_end(pool, handle, mem_len, handle_mem) }
             }
 
             /// The `struct zs_handle *` behind a compat handle (NULL if not a live handle of `pool`).

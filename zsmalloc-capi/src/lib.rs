@@ -41,13 +41,17 @@ pub mod exports;
 pub mod pool;
 
 pub use config::{
-    zs_pool_config, ZS_CHAIN_CLASSIC, ZS_CHAIN_FIXED_BASE, ZS_CHAIN_HEURISTIC,
-    ZS_POOL_CONFIG_SIZE_VER1, ZS_READ_CONTIGUOUS, ZS_READ_COPY, ZS_READ_MAP,
+    zs_pool_config, ZS_BACKING_ANONYMOUS, ZS_BACKING_MEMFD, ZS_CHAIN_CLASSIC, ZS_CHAIN_FIXED_BASE,
+    ZS_CHAIN_HEURISTIC, ZS_POOL_CONFIG_SIZE_VER1, ZS_POOL_CONFIG_SIZE_VER3, ZS_READ_CONTIGUOUS,
+    ZS_READ_COPY, ZS_READ_MAP,
 };
 pub use handle::zs_handle;
 pub use pool::zs_pool;
 pub use read::zs_sg;
-pub use stats::{zs_class_stats, zs_pool_stats, ZS_CLASS_STATS_SIZE_VER1, ZS_POOL_STATS_SIZE_VER1};
+pub use stats::{
+    zs_class_stats, zs_pool_stats, ZS_CLASS_STATS_SIZE_VER1, ZS_CLASS_STATS_SIZE_VER3,
+    ZS_POOL_STATS_SIZE_VER1,
+};
 pub use types::{gfp_t, size_t, ZS_ABI_VERSION, ZS_HANDLE_SIZE};
 
 // libzsmalloc's own exports (feature `export`, on by default). A crate embedding the C ABI in its

@@ -3,7 +3,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicUsize;
 
-use zsmalloc_core::{Pool, Result};
+use zsmalloc_core::{Pool, ReadMode, Result};
 
 use crate::errors::invalid;
 use crate::handle::{self, zs_handle};
@@ -18,9 +18,10 @@ pub struct zs_sg {
     pub len: size_t,
 }
 
-/// Begins a copy-mode read section of `mem_len` bytes on a checked handle word: in place when
-/// the object lies in one page, else copied into `local_copy`; with `local_copy` NULL an object
-/// crossing a page is refused.
+/// Begins a read section of `mem_len` bytes on a checked handle word: in place when the object
+/// lies in one page, else as the pool's read mode serves it (copied into `local_copy`, mapped, or
+/// in place); in copy mode with `local_copy` NULL an object crossing a page is refused (the other
+/// modes never copy, so `local_copy` may be NULL).
 ///
 /// # Safety
 /// `word` is aligned and live; `local_copy` is NULL or writable for `mem_len + ZS_HANDLE_SIZE`
@@ -32,7 +33,7 @@ pub(crate) unsafe fn begin_on(
     mem_len: usize,
     local_copy: *mut c_void,
 ) -> Result<*mut c_void> {
-    if local_copy.is_null() {
+    if local_copy.is_null() && pool.config().read_mode == ReadMode::Copy {
         // SAFETY: forwarded contract.
         return unsafe { begin_in_place_only(pool, word, mem_len) };
     }
@@ -87,11 +88,17 @@ pub(crate) unsafe fn begin(
 /// # Safety
 /// As [`begin`].
 #[inline(always)]
-pub(crate) unsafe fn end(p: *mut zs_pool, h: *mut zs_handle, mem_len: usize) -> Result<c_int> {
+pub(crate) unsafe fn end(
+    p: *mut zs_pool,
+    h: *mut zs_handle,
+    mem_len: usize,
+    handle_mem: *mut c_void,
+) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    // SAFETY: `word` is aligned and live; the core checks a section is open on it.
-    unsafe { pool.read_end_raw(word, Some(mem_len)) }?;
+    // SAFETY: `word` is aligned and live; the core checks a section is open on it (and, in map
+    // mode, releases the map slot `handle_mem` lies in, if any).
+    unsafe { pool.read_end_at_raw(word, Some(mem_len), handle_mem.cast_const().cast()) }?;
     Ok(0)
 }
 

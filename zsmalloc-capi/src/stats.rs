@@ -89,6 +89,12 @@ pub struct zs_class_stats {
     pub freeable: u64,
     /// Sum of the lengths of this class's live objects.
     pub bytes_stored: u64,
+    /// Read sections begun on this class's objects (ABI version 3).
+    pub reads: u64,
+    /// Those on objects that cross a page (reads, not the layout's `spanning_per_zspage`).
+    pub reads_spanning: u64,
+    /// Object bytes those read sections copied (`ZS_READ_COPY`'s spanning reads only).
+    pub read_copy_bytes: u64,
 }
 
 impl From<&ClassStats> for zs_class_stats {
@@ -110,6 +116,9 @@ impl From<&ClassStats> for zs_class_stats {
             pages_used: c.pages_used,
             freeable: c.freeable,
             bytes_stored: c.bytes_stored,
+            reads: c.reads,
+            reads_spanning: c.reads_spanning,
+            read_copy_bytes: c.read_copy_bytes,
         }
     }
 }
@@ -119,7 +128,9 @@ pub const ZS_POOL_STATS_SIZE_VER1: usize = 96;
 /// `sizeof(struct zs_class_stats)` in ABI version 1.
 pub const ZS_CLASS_STATS_SIZE_VER1: usize = 176;
 const _: () = assert!(std::mem::size_of::<zs_pool_stats>() == ZS_POOL_STATS_SIZE_VER1);
-const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SIZE_VER1);
+/// `sizeof(struct zs_class_stats)` in ABI version 3 (the read counters added).
+pub const ZS_CLASS_STATS_SIZE_VER3: usize = 200;
+const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SIZE_VER3);
 
 // SAFETY: `#[repr(C)]`, integer fields only.
 unsafe impl Plain for zs_pool_stats {

@@ -12,7 +12,9 @@ pub type gfp_t = std::ffi::c_uint;
 /// version V runs with any library of version V or later.
 /// 2: the `_sized` entry points, which take the caller's `sizeof` of the struct they read or
 /// write.
-pub const ZS_ABI_VERSION: u32 = 2;
+/// 3: the read modes `ZS_READ_MAP` and `ZS_READ_CONTIGUOUS`; `struct zs_pool_config` gains
+/// `backing`, `struct zs_class_stats` the per-class read counters.
+pub const ZS_ABI_VERSION: u32 = 3;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
 /// (The header defines it by hand, guarded, so that ported kernel code can define its own.)

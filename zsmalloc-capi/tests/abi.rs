@@ -11,9 +11,11 @@ const EINVAL: i32 = libc::EINVAL;
 
 fn config() -> zs_pool_config {
     let mut cfg = std::mem::MaybeUninit::<zs_pool_config>::uninit();
-    // SAFETY: `cfg` is writable; zs_pool_config_init fills every field.
+    // SAFETY: `cfg` is writable for its size; the sized init fills every field of that size
+    // (the size-less symbol fills only a struct of ABI version 1).
     unsafe {
-        c::zs_pool_config_init(cfg.as_mut_ptr());
+        let size = std::mem::size_of::<zs_pool_config>();
+        assert_eq!(c::zs_pool_config_init_sized(cfg.as_mut_ptr(), size), 0);
         cfg.assume_init()
     }
 }

@@ -22,16 +22,24 @@
 //! released in that window) faults a zero page back in, since even a failing `lock cmpxchg`
 //! writes; the page stays resident, outside `total_pages`, until its role reuses it.
 //!
-//! Room for the other read modes (`map`, `contiguous`): pages are named by number, never by
-//! address, so `contiguous` only needs `alloc_pages` to hand out runs of adjacent numbers, and
-//! `map` only needs the chunks backed by a memfd (released with `MADV_REMOVE`) so two pages can be
-//! mapped side by side into a per-thread window. Neither changes a zspage or the pool.
+//! The other read modes: `contiguous` takes a zspage's pages as one run of adjacent pages
+//! (`runs.rs`, runs keep their roles whole); `map` needs the pages backed by a memfd
+//! (`memfd.rs`, released pages hole-punched) so two pages can be mapped side by side into a map
+//! slot (`map_window.rs`), which the arena owns. Neither changes a zspage or the pool.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use crate::chunked::ChunkedTable;
+use crate::config::{Backing, PoolConfig, ReadMode};
+use crate::error::{Error, Result};
+use crate::map_window::MapWindow;
+
+mod memfd;
+mod runs;
+
+use memfd::Memfd;
 
 /// Page number within one arena.
 pub type Pfn = u32;
@@ -53,6 +61,8 @@ const PAGE_CACHE_MIN: usize = 16;
 struct Reservation {
     base: NonNull<u8>,
     len: usize,
+    /// The memfd backing, if any: committed steps are its shared mappings.
+    memfd: Option<Memfd>,
 }
 
 // SAFETY: the range is plain memory owned by the arena; synchronisation of its contents is the
@@ -63,7 +73,7 @@ unsafe impl Sync for Reservation {}
 
 impl Reservation {
     /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
-    fn new() -> Option<Reservation> {
+    fn new(memfd: Option<Memfd>) -> Option<Reservation> {
         let mut len = RESERVE_BYTES;
         while len >= MIN_RESERVE_BYTES {
             // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
@@ -79,7 +89,7 @@ impl Reservation {
                 )
             };
             if ptr != libc::MAP_FAILED {
-                return NonNull::new(ptr.cast()).map(|base| Reservation { base, len });
+                return NonNull::new(ptr.cast()).map(|base| Reservation { base, len, memfd });
             }
             len /= 2;
         }
@@ -89,6 +99,10 @@ impl Reservation {
     /// Makes `[offset, offset + len)` readable and writable.
     fn commit(&self, offset: usize, len: usize) -> bool {
         debug_assert!(offset + len <= self.len);
+        if let Some(m) = &self.memfd {
+            // SAFETY: as below: our own reservation, aligned, not yet in use.
+            return unsafe { m.commit(self.base.as_ptr(), offset, len) };
+        }
         // SAFETY: the range lies inside our own reservation and is page-aligned (offset and len
         // are multiples of COMMIT_BYTES); nothing else maps it.
         unsafe {
@@ -127,6 +141,8 @@ struct FreePages {
     cached: usize,
     /// Cached pages in the order they were released (may also name pages reused since).
     cache_order: std::collections::VecDeque<Pfn>,
+    /// Free runs (`contiguous` mode).
+    runs: runs::Runs,
 }
 
 impl FreePages {
@@ -185,29 +201,100 @@ pub struct PageArena {
     len: usize,
     free: Mutex<FreePages>,
     cached: AtomicU64,
+    /// Zspages are runs of adjacent pages (`contiguous` mode).
+    runs: bool,
+    /// `map` mode's map slots.
+    window: Option<MapWindow>,
     /// Role of each page ever handed out, + 1 (0: none yet). Written once, before the page is
     /// first handed out (Release).
     roles: ChunkedTable<AtomicU32, ROLE_CHUNK_SHIFT, ROLE_CHUNKS>,
 }
 
 impl PageArena {
+    /// An anonymous arena of `page_size` pages, zspages of scattered pages (`copy` mode).
+    #[cfg(test)]
     pub fn new(page_size: u32) -> PageArena {
-        let page_size = page_size as usize;
-        // SAFETY: sysconf has no memory-safety preconditions.
-        let host_page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-        let range = Reservation::new();
+        Self::build(page_size as usize, Reservation::new(None), false, None)
+    }
+
+    /// The arena `cfg` asks for: its backing, runs for `contiguous`, map slots for `map`. A
+    /// memfd backing that cannot be made is an error naming the read mode and the backing.
+    pub fn for_config(cfg: &PoolConfig) -> Result<PageArena> {
+        let page_size = cfg.page_size as usize;
+        let runs = cfg.read_mode == ReadMode::Contiguous;
+        let mode = cfg.read_mode.name();
+        let cannot = |what: &str, e: std::io::Error| {
+            Error::config(
+                "read_mode",
+                format!("read mode '{mode}' on the memfd backing: {what} failed: {e}"),
+            )
+        };
+        if cfg.effective_backing() == Backing::Anonymous {
+            return Ok(Self::build(page_size, Reservation::new(None), runs, None));
+        }
+        let memfd = Memfd::create().map_err(|e| cannot("memfd_create", e))?;
+        let range = Reservation::new(Some(memfd))
+            .ok_or_else(|| cannot("reserving address space", std::io::Error::last_os_error()))?;
+        let window = match cfg.read_mode {
+            ReadMode::Map => Some(
+                MapWindow::new(page_size)
+                    .map_err(|e| cannot("reserving the map slots' address space", e))?,
+            ),
+            _ => None,
+        };
+        Ok(Self::build(page_size, Some(range), runs, window))
+    }
+
+    fn build(
+        page_size: usize,
+        range: Option<Reservation>,
+        runs: bool,
+        window: Option<MapWindow>,
+    ) -> PageArena {
+        let host_page = crate::config::host_page_size();
         let (base, len) = range.as_ref().map_or((0, 0), |r| (r.base.as_ptr() as usize, r.len));
         PageArena {
             page_size,
             page_shift: page_size.trailing_zeros(),
-            can_release: host_page > 0 && host_page as usize <= page_size,
+            can_release: host_page > 0 && host_page <= page_size,
             range,
             base,
             len,
             free: Mutex::new(FreePages::default()),
             cached: AtomicU64::new(0),
+            runs,
+            window,
             roles: ChunkedTable::new(),
         }
+    }
+
+    /// `map` mode's map slots (`None` in the other modes).
+    #[inline]
+    pub fn window(&self) -> Option<&MapWindow> {
+        self.window.as_ref()
+    }
+
+    /// The memfd and the file offset of page `pfn`, with the memfd backing.
+    #[inline]
+    pub fn file_page(&self, pfn: Pfn) -> Option<(std::ffi::c_int, usize)> {
+        let m = self.range.as_ref()?.memfd.as_ref()?;
+        Some((m.fd(), (pfn as usize) << self.page_shift))
+    }
+
+    /// Makes the reservation accessible up to page `end_pfn` (exclusive); false changes nothing.
+    fn commit_upto(&self, range: &Reservation, free: &mut FreePages, end_pfn: usize) -> bool {
+        let end = end_pfn << self.page_shift;
+        if end > range.len {
+            return false;
+        }
+        if end > free.committed {
+            let upto = end.next_multiple_of(COMMIT_BYTES).min(range.len);
+            if !range.commit(free.committed, upto - free.committed) {
+                return false;
+            }
+            free.committed = upto;
+        }
+        true
     }
 
     /// Pages released but kept resident for reuse.
@@ -218,6 +305,13 @@ impl PageArena {
     /// Allocates the `out.len()` pages of a zspage of class `class_pos` (page `i` in role
     /// (`class_pos`, `i`)), or none (returns false) when the reserved address space is exhausted.
     pub fn alloc_pages(&self, out: &mut [Pfn], class_pos: usize) -> bool {
+        if self.runs {
+            let Some(first) = self.alloc_run(class_pos, out.len()) else { return false };
+            for (i, p) in out.iter_mut().enumerate() {
+                *p = first + i as Pfn;
+            }
+            return true;
+        }
         let Some(range) = &self.range else { return false };
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         let fresh = (0..out.len())
@@ -226,17 +320,10 @@ impl PageArena {
                 f.is_none_or(|f| f.cached.is_empty() && f.released.is_empty())
             })
             .count();
-        let end = (free.next_unused as usize + fresh) << self.page_shift;
-        if end > range.len || free.next_unused as usize + fresh > self.roles_capacity() {
-            return false;
-        }
+        let end_pfn = free.next_unused as usize + fresh;
         // Make the fresh pages accessible before taking anything, so failure takes nothing.
-        if end > free.committed {
-            let upto = end.next_multiple_of(COMMIT_BYTES).min(range.len);
-            if !range.commit(free.committed, upto - free.committed) {
-                return false;
-            }
-            free.committed = upto;
+        if end_pfn > self.roles_capacity() || !self.commit_upto(range, &mut free, end_pfn) {
+            return false;
         }
         for (i, out_pfn) in out.iter_mut().enumerate() {
             let role = role_of(class_pos, i);
@@ -266,6 +353,13 @@ impl PageArena {
     /// oldest page goes back to the kernel with MADV_DONTNEED (a class that just released pages
     /// is the likeliest to want them again).
     pub fn free_pages(&self, pages: &[Pfn]) {
+        if self.runs {
+            debug_assert!(pages.windows(2).all(|w| w[1] == w[0] + 1), "a run, whole");
+            if let Some(&first) = pages.first() {
+                self.free_run(first, pages.len());
+            }
+            return;
+        }
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         for &pfn in pages {
             let role = self.role_word(pfn).expect("a handed-out page has a role");
@@ -334,6 +428,11 @@ impl PageArena {
 
     fn discard(&self, pfn: Pfn) {
         if !self.can_release {
+            return;
+        }
+        if let Some((_, offset)) = self.file_page(pfn) {
+            let m = self.range.as_ref().and_then(|r| r.memfd.as_ref()).expect("memfd backing");
+            m.punch(offset, self.page_size);
             return;
         }
         // SAFETY: the range is one whole simulated page inside the committed reservation, aligned

@@ -12,32 +12,85 @@ pub const MAX_CHAIN_SIZE: u32 = 16;
 /// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
 pub const DEFAULT_CHAIN_SIZE: u32 = 8;
 
-/// How reads of objects spanning two pages are served.
+/// How reads of objects spanning two pages are served (docs/DESIGN.md, Reads).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ReadMode {
     /// Mainline: a spanning object is copied into the caller's buffer.
     #[default]
     Copy,
+    /// The `vm_map_ram` analogue: a spanning object's two pages are mapped side by side into one
+    /// of the calling thread's two-page map slots (pages live in a memfd arena).
+    Map,
+    /// Every zspage's pages are adjacent in memory, so no read ever copies.
+    Contiguous,
 }
+
+/// The read modes' names, as `ReadMode::parse` accepts them.
+pub const READ_MODES: &str = "copy, map, contiguous";
 
 impl ReadMode {
     pub fn name(self) -> &'static str {
         match self {
             ReadMode::Copy => "copy",
+            ReadMode::Map => "map",
+            ReadMode::Contiguous => "contiguous",
         }
     }
 
-    /// Parses a read-mode name. `map` and `contiguous` are planned but not built yet.
+    /// Parses a read-mode name; an unknown one is an error listing the accepted ones.
     pub fn parse(name: &str) -> Result<Self> {
         match name {
             "copy" => Ok(ReadMode::Copy),
-            "map" | "contiguous" => Err(Error::config(
+            "map" => Ok(ReadMode::Map),
+            "contiguous" => Ok(ReadMode::Contiguous),
+            _ => Err(Error::config(
                 "read_mode",
-                format!("'{name}' is not implemented yet; accepted: copy"),
+                format!("'{name}' is unknown; accepted: {READ_MODES}"),
             )),
-            _ => Err(Error::config("read_mode", format!("'{name}' is unknown; accepted: copy"))),
         }
     }
+}
+
+/// What the pool's pages are made of. `map` always runs on a memfd (it maps pages a second
+/// time); the setting chooses the backing of `copy` and `contiguous`, so that every mode can be
+/// measured on the same memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backing {
+    /// Private anonymous memory; released pages go back with `MADV_DONTNEED`.
+    #[default]
+    Anonymous,
+    /// A memfd (shared memory) mapped once; released pages are hole-punched.
+    Memfd,
+}
+
+/// The backings' names, as `Backing::parse` accepts them.
+pub const BACKINGS: &str = "anonymous, memfd";
+
+impl Backing {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backing::Anonymous => "anonymous",
+            Backing::Memfd => "memfd",
+        }
+    }
+
+    /// Parses a backing name; an unknown one is an error listing the accepted ones.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "anonymous" => Ok(Backing::Anonymous),
+            "memfd" => Ok(Backing::Memfd),
+            _ => {
+                Err(Error::config("backing", format!("'{name}' is unknown; accepted: {BACKINGS}")))
+            }
+        }
+    }
+}
+
+/// The host's page size in bytes (0 if unknown).
+pub fn host_page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(p).unwrap_or(0)
 }
 
 /// Every knob of a pool. `Default` is mainline zsmalloc on 4K pages.
@@ -54,6 +107,8 @@ pub struct PoolConfig {
     pub read_mode: ReadMode,
     /// Cap on pages held by the pool; 0 means no limit.
     pub mem_limit_pages: u64,
+    /// What the pages are made of (`map` always uses a memfd).
+    pub backing: Backing,
 }
 
 impl Default for PoolConfig {
@@ -65,6 +120,7 @@ impl Default for PoolConfig {
             chain_policy: PolicyRef::new(crate::chain_policy::Classic),
             read_mode: ReadMode::Copy,
             mem_limit_pages: 0,
+            backing: Backing::Anonymous,
         }
     }
 }
@@ -76,6 +132,15 @@ impl PoolConfig {
             self.page_size >> 8
         } else {
             self.class_delta
+        }
+    }
+
+    /// The backing actually used: a memfd for `map`, else the configured one.
+    pub fn effective_backing(&self) -> Backing {
+        if self.read_mode == ReadMode::Map {
+            Backing::Memfd
+        } else {
+            self.backing
         }
     }
 
@@ -101,6 +166,17 @@ impl PoolConfig {
                 "class_delta",
                 format!(
                     "{d} is not 0 (page_size >> 8) or a multiple of 8 below the page size ({})",
+                    self.page_size
+                ),
+            ));
+        }
+        let host = host_page_size();
+        if self.read_mode == ReadMode::Map && host > self.page_size as usize {
+            return Err(Error::config(
+                "read_mode",
+                format!(
+                    "'map' needs simulated pages at least the host's: page size {} is smaller \
+                     than the host page of {host} bytes",
                     self.page_size
                 ),
             ));
@@ -156,6 +232,14 @@ impl PoolConfig {
                 other => other,
             })?;
         }
+        if let Some(v) = lookup("ZSMALLOC_BACKING") {
+            cfg.backing = Backing::parse(v.trim()).map_err(|e| match e {
+                Error::Config { message, .. } => {
+                    Error::Config { setting: "ZSMALLOC_BACKING", message }
+                }
+                other => other,
+            })?;
+        }
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
         }
@@ -200,6 +284,24 @@ mod tests {
         assert_eq!((cfg.page_size, cfg.chain_size, cfg.class_delta), (16384, 10, 16));
         assert_eq!(cfg.chain_policy.name(), "heuristic");
         assert_eq!(cfg.mem_limit_pages, 100);
+        let cfg =
+            from(&[("ZSMALLOC_READ_MODE", "contiguous"), ("ZSMALLOC_BACKING", "memfd")]).unwrap();
+        assert_eq!((cfg.read_mode, cfg.backing), (ReadMode::Contiguous, Backing::Memfd));
+        assert_eq!(
+            from(&[("ZSMALLOC_READ_MODE", "map")]).unwrap().effective_backing(),
+            Backing::Memfd
+        );
+    }
+
+    #[test]
+    fn unknown_modes_list_the_accepted_ones() {
+        let err = ReadMode::parse("mmap").unwrap_err().to_string();
+        assert!(err.contains("copy, map, contiguous"), "{err}");
+        let err = Backing::parse("hugetlb").unwrap_err().to_string();
+        assert!(err.contains("anonymous, memfd"), "{err}");
+        for m in [ReadMode::Copy, ReadMode::Map, ReadMode::Contiguous] {
+            assert_eq!(ReadMode::parse(m.name()), Ok(m));
+        }
     }
 
     #[test]
@@ -211,6 +313,7 @@ mod tests {
             ("ZSMALLOC_CLASS_DELTA", "12"),
             ("ZSMALLOC_CHAIN_POLICY", "greedy"),
             ("ZSMALLOC_READ_MODE", "mmap"),
+            ("ZSMALLOC_BACKING", "hugetlb"),
             ("ZSMALLOC_MEM_LIMIT_PAGES", "-1"),
         ] {
             let err = from(&[(var, value)]).unwrap_err();

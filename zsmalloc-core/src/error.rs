@@ -19,6 +19,11 @@ pub enum Error {
     OutOfMemory,
     /// The object is being read; try again after the read section ends.
     Busy,
+    /// A resource of the calling thread is exhausted for now (`map` mode: every map slot of the
+    /// thread's ring holds an open section); try again after ending one.
+    Again(String),
+    /// Mapping an object's pages failed (`map` mode); the object is unchanged and readable.
+    MapFailed { errno: i32 },
 }
 
 /// Shorthand for results of this crate.
@@ -35,6 +40,8 @@ impl Error {
             Error::TooLarge { .. } => libc::ENOSPC,
             Error::OutOfMemory => libc::ENOMEM,
             Error::Busy => libc::EBUSY,
+            Error::Again(_) => libc::EAGAIN,
+            Error::MapFailed { errno } => *errno,
         }
     }
 
@@ -55,6 +62,12 @@ impl fmt::Display for Error {
             }
             Error::OutOfMemory => write!(f, "out of memory: the pool's page limit is reached"),
             Error::Busy => write!(f, "object is being read; end the read section first"),
+            Error::Again(m) => write!(f, "try again: {m}"),
+            Error::MapFailed { errno } => write!(
+                f,
+                "mapping the object's pages failed: {} (the object is unchanged)",
+                std::io::Error::from_raw_os_error(*errno)
+            ),
         }
     }
 }

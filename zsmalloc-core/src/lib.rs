@@ -45,6 +45,7 @@ mod handle_slots;
 mod handle_word;
 pub mod header;
 mod layout;
+mod map_window;
 mod open_section;
 pub mod pin;
 mod placement;
@@ -59,7 +60,7 @@ mod zspage;
 
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
 pub use class_table::{ClassInfo, ClassTable, HDR};
-pub use config::{PoolConfig, ReadMode};
+pub use config::{Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
 pub use pool::Pool;

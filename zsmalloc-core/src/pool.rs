@@ -70,12 +70,15 @@ impl Pool {
     /// A named pool (the name shows in reports).
     pub fn with_name(name: &str, config: PoolConfig) -> Result<Pool> {
         let table = ClassTable::new(&config)?;
-        let classes = table.classes().iter().cloned().map(SizeClass::new).collect();
+        let classes: Box<[SizeClass]> =
+            table.classes().iter().cloned().map(SizeClass::new).collect();
+        let arena = PageArena::for_config(&config)?;
         Ok(Pool {
             name: name.to_owned(),
             tag: NEXT_TAG.fetch_add(1, Ordering::Relaxed) % TAG_MAX + 1,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            arena: PageArena::new(config.page_size),
+            access: AccessCounters::new(classes.len()),
+            arena,
             config,
             table,
             classes,
@@ -85,7 +88,6 @@ impl Pool {
             pages_peak: AtomicU64::new(0),
             pages_compacted: AtomicU64::new(0),
             objs_moved: AtomicU64::new(0),
-            access: AccessCounters::new(),
         })
     }
 

@@ -59,6 +59,13 @@ pub struct ClassStats {
     pub first_index: u32,
     pub last_index: u32,
     pub bytes_stored: u64,
+    /// Read sections begun on this class's objects.
+    pub reads: u64,
+    /// Those on objects that cross a page boundary (reads, not slots: see
+    /// `spanning_per_zspage` for the layout's count).
+    pub reads_spanning: u64,
+    /// Object bytes those read sections copied (`copy` mode's spanning reads only).
+    pub read_copy_bytes: u64,
 }
 
 impl Pool {
@@ -91,8 +98,10 @@ impl Pool {
         let page = self.config.page_size;
         self.classes
             .iter()
-            .map(|c| {
+            .enumerate()
+            .map(|(pos, c)| {
                 let i = &c.info;
+                let (reads, reads_spanning, read_copy_bytes) = self.access.class_sum(pos);
                 let st = c.lock();
                 ClassStats {
                     index: i.index,
@@ -111,6 +120,9 @@ impl Pool {
                     first_index: i.first_index,
                     last_index: i.index,
                     bytes_stored: st.bytes_stored,
+                    reads,
+                    reads_spanning,
+                    read_copy_bytes,
                 }
             })
             .collect()

@@ -791,14 +791,18 @@ fn bad_configurations_name_the_setting() {
         let h = p.store(&[1, 2, 3]).unwrap();
         assert_eq!(p.read_to_vec(&h).unwrap(), [1, 2, 3]);
     }
-    // Read modes not built yet, and unknown ones, name the setting.
-    for m in ["map", "contiguous", "mmap", ""] {
+    // Unknown read modes name the setting and list the accepted ones.
+    for m in ["mmap", "", "Map", "copy "] {
         match ReadMode::parse(m) {
-            Err(Error::Config { setting, .. }) => assert_eq!(setting, "read_mode"),
+            Err(e @ Error::Config { setting: "read_mode", .. }) => {
+                assert!(e.to_string().contains("copy, map, contiguous"), "{e}")
+            }
             other => panic!("read mode {m:?}: {other:?}"),
         }
     }
     assert_eq!(ReadMode::parse("copy"), Ok(ReadMode::Copy));
+    assert_eq!(ReadMode::parse("map"), Ok(ReadMode::Map));
+    assert_eq!(ReadMode::parse("contiguous"), Ok(ReadMode::Contiguous));
     // The environment path names the variable (read through a lookup, not the process env).
     for (var, value) in [
         ("ZSMALLOC_PAGE_SIZE", "4095"),
@@ -809,7 +813,8 @@ fn bad_configurations_name_the_setting() {
         ("ZSMALLOC_CLASS_DELTA", "7"),
         ("ZSMALLOC_CHAIN_POLICY", "fixed-17"),
         ("ZSMALLOC_CHAIN_POLICY", "Classic"),
-        ("ZSMALLOC_READ_MODE", "map"),
+        ("ZSMALLOC_READ_MODE", "mmap"),
+        ("ZSMALLOC_BACKING", "shm"),
         ("ZSMALLOC_MEM_LIMIT_PAGES", "ten"),
     ] {
         let err = PoolConfig::from_lookup(|k| (k == var).then(|| value.to_string())).unwrap_err();

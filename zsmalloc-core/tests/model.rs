@@ -1,13 +1,16 @@
 //! Property tests against a simple model: random sequences of store, malloc + write, rewrite,
 //! free, reads (read section, `read_into`, `read_to_vec`, scatter-gather), handle moves and
 //! compaction, through the safe layer and the raw layer, over varied page sizes, chains, class
-//! deltas and chain policies.
+//! deltas and chain policies, in every read mode (`copy`, `map`, `contiguous`) and backing.
 //!
 //! The model is a list of live objects and their bytes plus the counters the pool must report.
 //! Invariants checked: every live object reads back its bytes (every read path); `objs_inuse`,
 //! `bytes_stored`, `reads`, `reads_spanning`, `read_copy_bytes` and `writes_spanning` agree with
 //! the model; `pages_allocated == total_pages() == sum of class pages_used`; compaction never loses
-//! or corrupts an object and leaves nothing freeable; pages return to 0 when everything is freed.
+//! or corrupts an object and leaves nothing freeable; pages return to 0 when everything is freed;
+//! the per-class read counters add up to the pool's. Every mode places objects, counts pages and
+//! spanning reads exactly as `copy` does on the same sequence (`model_modes_place_identically`);
+//! only `copy` copies (`read_copy_bytes` is 0 in the others, which accept no local copy).
 //!
 //! Cases: 256 + 8 by default (the file runs in a few seconds in release); `PROPTEST_CASES=n` for more.
 
@@ -20,7 +23,8 @@ use common::pattern;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use zsmalloc_core::{
-    Classic, Fixed, Handle, Heuristic, PolicyRef, Pool, PoolConfig, PoolStats, HANDLE_SIZE,
+    Backing, Classic, Fixed, Handle, Heuristic, PolicyRef, Pool, PoolConfig, PoolStats, ReadMode,
+    HANDLE_SIZE,
 };
 
 // ------------------------------------------------------------------------------------ inputs
@@ -40,6 +44,8 @@ struct Setup {
     policy: Policy,
     /// Lengths most objects cluster around, so that zspages fill and fullness groups move.
     anchors: [u32; 3],
+    mode: ReadMode,
+    backing: Backing,
 }
 
 impl Setup {
@@ -53,10 +59,18 @@ impl Setup {
                 Policy::Heuristic => PolicyRef::new(Heuristic),
                 Policy::Fixed(n) => PolicyRef::new(Fixed(n)),
             },
+            read_mode: self.mode,
+            backing: self.backing,
             ..Default::default()
         }
     }
+
+    fn copies(&self) -> bool {
+        self.mode == ReadMode::Copy
+    }
 }
+
+const MODES: [ReadMode; 3] = [ReadMode::Copy, ReadMode::Map, ReadMode::Contiguous];
 
 /// How a length is picked: near an anchor (most of the time) or anywhere in 1..=page.
 #[derive(Debug, Clone, Copy)]
@@ -133,14 +147,18 @@ fn setup() -> impl Strategy<Value = Setup> {
             2 => (1u32..=16).prop_map(Policy::Fixed),
         ],
         any::<[u32; 3]>(),
+        0usize..3,
+        any::<bool>(),
     )
-        .prop_map(|(page, chain, delta, policy, a)| Setup {
+        .prop_map(|(page, chain, delta, policy, a, mode, memfd)| Setup {
             page,
             chain,
             delta: if delta >= page { 0 } else { delta },
             policy,
             // Mostly small and medium objects, one anchor anywhere.
             anchors: [1 + a[0] % 512, 1 + a[1] % (page / 4), 1 + a[2] % page],
+            mode: MODES[mode],
+            backing: if memfd { Backing::Memfd } else { Backing::Anonymous },
         })
 }
 
@@ -209,6 +227,9 @@ struct Model<'p> {
     /// Scatter-gather reads that returned two segments (coverage only).
     split_sg: u64,
     last: PoolStats,
+    /// After each operation: (total pages, objects allocated, spanning reads, objects moved),
+    /// to compare the modes.
+    trace: Vec<[u64; 4]>,
 }
 
 impl<'p> Model<'p> {
@@ -321,7 +342,16 @@ impl<'p> Model<'p> {
         let obj = &self.objs[i];
         let len = obj.data.len();
         let place = self.place(obj, len);
-        let mut local = vec![0u8; len + HANDLE_SIZE];
+        let copies = self.setup.copies();
+        // The modes that never copy need no local copy.
+        let mut local = vec![0u8; if copies { len + HANDLE_SIZE } else { 0 }];
+        let segments = |split: bool| {
+            if split && self.setup.mode != ReadMode::Contiguous {
+                2
+            } else {
+                1
+            }
+        };
         let (copied, sg) = match (&obj.owner, how) {
             (Owner::Safe(h), ReadHow::Section) => {
                 let sec = pool.read(h, &mut local).expect("read");
@@ -341,7 +371,7 @@ impl<'p> Model<'p> {
             (Owner::Safe(h), ReadHow::Sg) => {
                 let sec = pool.read_sg(h).expect("read_sg");
                 let segs = sec.segments();
-                assert_eq!(segs.len(), if place.split { 2 } else { 1 }, "segment count");
+                assert_eq!(segs.len(), segments(place.split), "segment count");
                 assert_eq!(sec.spanning(), place.spanning);
                 self.split_sg += u64::from(place.split);
                 assert_eq!(segs.concat(), obj.data, "read_sg");
@@ -351,7 +381,7 @@ impl<'p> Model<'p> {
                 // SAFETY: the model's word; the section ends before anything else happens.
                 unsafe {
                     let (segs, n) = pool.read_sg_begin_raw(w, len).expect("read_sg_begin_raw");
-                    assert_eq!(n, if place.split { 2 } else { 1 }, "segment count");
+                    assert_eq!(n, segments(place.split), "segment count");
                     self.split_sg += u64::from(place.split);
                     let mut joined = Vec::with_capacity(len);
                     for &(p, l) in &segs[..n] {
@@ -363,21 +393,28 @@ impl<'p> Model<'p> {
                 (0, true)
             }
             (Owner::Raw(w), _) => {
-                // SAFETY: `local` holds len + 8 bytes; the section ends before it is reused.
+                // SAFETY: `local` holds len + 8 bytes in copy mode (the others never copy and
+                // get NULL); the section ends before it is reused.
                 unsafe {
-                    let p = pool.read_begin_raw(w, len, local.as_mut_ptr()).expect("read_begin");
-                    let in_copy = p == local.as_ptr().add(HANDLE_SIZE);
-                    assert_eq!(in_copy, place.spanning, "copied exactly when spanning");
+                    let buf = if copies { local.as_mut_ptr() } else { std::ptr::null_mut() };
+                    let p = pool.read_begin_raw(w, len, buf).expect("read_begin");
+                    let in_copy = copies && p == local.as_ptr().add(HANDLE_SIZE);
+                    assert_eq!(in_copy, copies && place.spanning, "copied exactly when spanning");
                     assert_eq!(std::slice::from_raw_parts(p, len), &obj.data[..], "raw read");
-                    pool.read_end_raw(w, Some(len)).expect("read_end_raw");
+                    if i.is_multiple_of(2) {
+                        pool.read_end_raw(w, Some(len)).expect("read_end_raw");
+                    } else {
+                        pool.read_end_at_raw(w, Some(len), p).expect("read_end_at_raw");
+                    }
                 }
                 (len, false)
             }
         };
+        assert_eq!(pool.map_slots_in_use(), 0, "every map slot released");
         self.reads += 1;
         if place.spanning {
             self.reads_spanning += 1;
-            if !sg {
+            if !sg && copies {
                 self.read_copy_bytes += copied as u64;
             }
         }
@@ -409,7 +446,8 @@ impl<'p> Model<'p> {
     fn compact_while_reading(&mut self, i: usize) {
         let pool = self.pool;
         let len = self.objs[i].data.len();
-        let mut local = vec![0u8; len + HANDLE_SIZE];
+        let copies = self.setup.copies();
+        let mut local = vec![0u8; if copies { len + HANDLE_SIZE } else { 0 }];
         let word = self.objs[i].word();
         let spanning = self.place(&self.objs[i], len).spanning;
         match &self.objs[i].owner {
@@ -421,7 +459,8 @@ impl<'p> Model<'p> {
             }
             // SAFETY: the model's boxed word; the section ends before the word is touched.
             Owner::Raw(w) => unsafe {
-                let p = pool.read_begin_raw(w, len, local.as_mut_ptr()).expect("read_begin");
+                let buf = if copies { local.as_mut_ptr() } else { std::ptr::null_mut() };
+                let p = pool.read_begin_raw(w, len, buf).expect("read_begin");
                 pool.compact();
                 assert_eq!(w.load(Ordering::Relaxed), word, "an object being read is not moved");
                 assert_eq!(std::slice::from_raw_parts(p, len), &self.objs[i].data[..]);
@@ -431,7 +470,9 @@ impl<'p> Model<'p> {
         self.reads += 1;
         if spanning {
             self.reads_spanning += 1;
-            self.read_copy_bytes += len as u64;
+            if copies {
+                self.read_copy_bytes += len as u64;
+            }
         }
         self.check_stats(false);
         self.compact();
@@ -463,6 +504,9 @@ impl<'p> Model<'p> {
             assert_eq!(sum(|c| c.obj_allocated), s.objs_allocated);
             assert_eq!(sum(|c| c.obj_used), s.objs_inuse);
             assert_eq!(sum(|c| c.bytes_stored), s.bytes_stored);
+            assert_eq!(sum(|c| c.reads), s.reads, "class reads add up");
+            assert_eq!(sum(|c| c.reads_spanning), s.reads_spanning, "class spanning reads");
+            assert_eq!(sum(|c| c.read_copy_bytes), s.read_copy_bytes, "class bytes copied");
             for c in &rows {
                 let zspages: u64 = c.fullness.iter().sum();
                 assert_eq!(c.fullness[0], 0, "an empty zspage is released at once: {c:?}");
@@ -553,6 +597,12 @@ impl Drop for Model<'_> {
 /// Runs one case; returns what it exercised (objects moved, pages compacted, spanning reads,
 /// scatter-gather reads in two segments).
 fn run(setup: Setup, ops: Vec<Op>) -> [u64; 4] {
+    run_traced(setup, ops).0
+}
+
+/// `run`, also returning the trace (see `Model::trace`) and every object's location before the
+/// final frees.
+fn run_traced(setup: Setup, ops: Vec<Op>) -> ([u64; 4], Vec<[u64; 4]>, Vec<String>) {
     let pool = Pool::new(setup.config()).expect("generated configs are valid");
     let mut m = Model {
         pool: &pool,
@@ -565,13 +615,28 @@ fn run(setup: Setup, ops: Vec<Op>) -> [u64; 4] {
         writes_spanning: 0,
         split_sg: 0,
         last: PoolStats::default(),
+        trace: Vec::new(),
     };
     for (step, op) in ops.iter().enumerate() {
         m.apply(op);
         m.check_stats(step % 32 == 31);
+        let s = pool.stats();
+        m.trace.push([s.pages_allocated, s.objs_allocated, s.reads_spanning, s.objs_moved]);
     }
     m.verify_all();
     m.compact();
+    let locations: Vec<String> = m
+        .objs
+        .iter()
+        .map(|o| {
+            let loc = match &o.owner {
+                Owner::Safe(h) => h.location(),
+                // SAFETY: the model's own word, holding an object of this pool.
+                Owner::Raw(w) => unsafe { pool.location_raw(w) },
+            };
+            format!("{loc:?}")
+        })
+        .collect();
     // Free everything (in a scrambled order); pages return to 0.
     let mut k = 7usize;
     while !m.objs.is_empty() {
@@ -588,7 +653,14 @@ fn run(setup: Setup, ops: Vec<Op>) -> [u64; 4] {
     assert_eq!((s.pages_allocated, s.objs_allocated, s.objs_inuse, s.bytes_stored), (0, 0, 0, 0));
     assert_eq!(pool.total_pages(), 0);
     assert_eq!(pool.compact(), 0);
-    exercised
+    if !setup_copies(&pool) {
+        assert_eq!(s.read_copy_bytes, 0, "only copy mode copies");
+    }
+    (exercised, std::mem::take(&mut m.trace), locations)
+}
+
+fn setup_copies(pool: &Pool) -> bool {
+    pool.config().read_mode == ReadMode::Copy
 }
 
 fn cases(default: u32) -> u32 {
@@ -637,6 +709,33 @@ fn model_long_sequences_mainline_shape() {
         delta: 0,
         policy: Policy::Classic,
         anchors: [100, 700, 3000],
+        mode: ReadMode::Copy,
+        backing: Backing::Anonymous,
     });
     run_cases(8, (setup, prop::collection::vec(op(), 500..1500)));
+}
+
+/// The same sequence in every read mode and backing: identical placement (every object's
+/// location), page counts, objects allocated, spanning reads and objects moved after every
+/// operation.
+#[test]
+fn model_modes_place_identically() {
+    runner(48)
+        .run(&(setup(), prop::collection::vec(op(), 1..300)), |(s, ops)| {
+            let with = |mode, backing| Setup { mode, backing, ..s.clone() };
+            let (_, trace, locations) =
+                run_traced(with(ReadMode::Copy, Backing::Anonymous), ops.clone());
+            for (mode, backing) in [
+                (ReadMode::Copy, Backing::Memfd),
+                (ReadMode::Map, Backing::Memfd),
+                (ReadMode::Contiguous, Backing::Anonymous),
+                (ReadMode::Contiguous, Backing::Memfd),
+            ] {
+                let (_, t, l) = run_traced(with(mode, backing), ops.clone());
+                prop_assert_eq!(&t, &trace, "{:?} on {:?}: pages, spanning reads", mode, backing);
+                prop_assert_eq!(&l, &locations, "{:?} on {:?}: placement", mode, backing);
+            }
+            Ok(())
+        })
+        .unwrap();
 }

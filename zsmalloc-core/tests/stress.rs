@@ -532,3 +532,20 @@ fn contended_handle(freers: usize, secs: Duration) {
     drop(neighbours);
     assert_eq!(pool.total_pages(), 0);
 }
+
+#[test]
+fn stress_map_mode_with_concurrent_compaction() {
+    let cfg = PoolConfig { read_mode: zsmalloc_core::ReadMode::Map, ..Default::default() };
+    run(cfg, duration(2000));
+}
+
+#[test]
+fn stress_contiguous_mode_with_concurrent_compaction() {
+    let cfg = PoolConfig {
+        page_size: 16384,
+        read_mode: zsmalloc_core::ReadMode::Contiguous,
+        backing: zsmalloc_core::Backing::Memfd,
+        ..Default::default()
+    };
+    run(cfg, duration(2000));
+}

@@ -156,6 +156,7 @@ impl ConfigSpec {
             chain_policy,
             read_mode,
             mem_limit_pages: self.mem_limit_pages,
+            ..PoolConfig::default()
         };
         cfg.validate().map_err(|e| match e {
             zsmalloc_core::Error::Config { setting, message } => {

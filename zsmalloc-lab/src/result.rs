@@ -171,6 +171,11 @@ pub struct ClassRow {
     pub merge_waste: u64,
     /// Read sections on this class's objects that found them spanning two pages.
     pub spanning_reads: u64,
+    /// Read sections on this class's objects, those on objects crossing a page, and the object
+    /// bytes they copied.
+    pub reads: u64,
+    pub reads_spanning: u64,
+    pub read_copy_bytes: u64,
 }
 
 impl From<&ClassStats> for ClassRow {
@@ -193,6 +198,9 @@ impl From<&ClassStats> for ClassRow {
             first_index,
             last_index,
             bytes_stored,
+            reads,
+            reads_spanning,
+            read_copy_bytes,
         } = *c;
         ClassRow {
             index,
@@ -213,6 +221,9 @@ impl From<&ClassStats> for ClassRow {
             bytes_stored,
             merge_waste: 0,
             spanning_reads: 0,
+            reads,
+            reads_spanning,
+            read_copy_bytes,
         }
     }
 }

@@ -5,7 +5,9 @@ use std::sync::{Arc, Mutex};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use zsmalloc_core::{ClassStats, ClassTable, FnPolicy, PolicyRef, PoolConfig, PoolStats, ReadMode};
+use zsmalloc_core::{
+    Backing, ClassStats, ClassTable, FnPolicy, PolicyRef, PoolConfig, PoolStats, ReadMode,
+};
 
 use crate::errors::PyRes;
 
@@ -25,6 +27,7 @@ pub fn build(
     chain_policy: Option<&Bound<'_, PyAny>>,
     read_mode: &str,
     mem_limit_pages: u64,
+    backing: &str,
 ) -> PyResult<(PoolConfig, PolicyError)> {
     let failed: PolicyError = Arc::new(Mutex::new(None));
     let policy = match chain_policy {
@@ -38,6 +41,7 @@ pub fn build(
         chain_policy: policy,
         read_mode: ReadMode::parse(read_mode).py()?,
         mem_limit_pages,
+        backing: Backing::parse(backing).py()?,
     };
     Ok((config, failed))
 }
@@ -115,6 +119,7 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
     d.set_item("chain_policy", c.chain_policy.name())?;
     d.set_item("read_mode", c.read_mode.name())?;
     d.set_item("mem_limit_pages", c.mem_limit_pages)?;
+    d.set_item("backing", c.effective_backing().name())?;
     Ok(d)
 }
 
@@ -155,6 +160,9 @@ pub fn class_stats_dict<'py>(py: Python<'py>, c: &ClassStats) -> PyResult<Bound<
     d.set_item("first_index", c.first_index)?;
     d.set_item("last_index", c.last_index)?;
     d.set_item("bytes_stored", c.bytes_stored)?;
+    d.set_item("reads", c.reads)?;
+    d.set_item("reads_spanning", c.reads_spanning)?;
+    d.set_item("read_copy_bytes", c.read_copy_bytes)?;
     Ok(d)
 }
 

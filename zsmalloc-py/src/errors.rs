@@ -26,7 +26,11 @@ pub fn to_py(e: Error) -> PyErr {
         Error::Config { .. } | Error::InvalidArgument(_) | Error::TooLarge { .. } => {
             PyValueError::new_err(msg)
         }
-        Error::InvalidHandle(_) | Error::HandleInUse | Error::Busy => {
+        Error::InvalidHandle(_)
+        | Error::HandleInUse
+        | Error::Busy
+        | Error::Again(_)
+        | Error::MapFailed { .. } => {
             return ZsError::new_err((errno, msg));
         }
     };

@@ -39,9 +39,11 @@ zsmalloc::export_c_abi!();
 /// The class table of a configuration (same keywords as `Pool`): one dict per created class.
 #[pyfunction]
 #[pyo3(signature = (*, page_size = 4096, chain_size = 8, class_delta = 0, chain_policy = None,
-    read_mode = "copy", mem_limit_pages = 0),
+    read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
     text_signature = "(*, page_size=4096, chain_size=8, class_delta=0, chain_policy='classic', \
-        read_mode='copy', mem_limit_pages=0)")]
+        read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+// One argument per keyword of the Python signature.
+#[allow(clippy::too_many_arguments)]
 fn class_table<'py>(
     py: Python<'py>,
     page_size: u32,
@@ -50,6 +52,7 @@ fn class_table<'py>(
     chain_policy: Option<&Bound<'py, PyAny>>,
     read_mode: &str,
     mem_limit_pages: u64,
+    backing: &str,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;
     let (cfg, failed) = config::build(
@@ -59,6 +62,7 @@ fn class_table<'py>(
         chain_policy,
         read_mode,
         mem_limit_pages,
+        backing,
     )?;
     let table = zsmalloc_core::ClassTable::new(&cfg).py();
     config::take_policy_error(&failed)?;

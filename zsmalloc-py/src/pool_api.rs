@@ -22,9 +22,11 @@ use crate::view::View;
 impl Pool {
     #[new]
     #[pyo3(signature = (name = "pool", *, page_size = 4096, chain_size = 8, class_delta = 0,
-        chain_policy = None, read_mode = "copy", mem_limit_pages = 0),
+        chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
-            chain_policy='classic', read_mode='copy', mem_limit_pages=0)")]
+            chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+    // One argument per keyword of the Python signature.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
         page_size: u32,
@@ -33,6 +35,7 @@ impl Pool {
         chain_policy: Option<&Bound<'_, PyAny>>,
         read_mode: &str,
         mem_limit_pages: u64,
+        backing: &str,
     ) -> PyResult<Self> {
         let (cfg, failed) = config::build(
             page_size,
@@ -41,6 +44,7 @@ impl Pool {
             chain_policy,
             read_mode,
             mem_limit_pages,
+            backing,
         )?;
         let pool = Pool::create(name, cfg);
         config::take_policy_error(&failed)?;

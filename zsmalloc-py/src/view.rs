@@ -30,7 +30,8 @@ struct ViewState {
 #[pyclass(frozen, module = "zsmalloc._zsmalloc")]
 pub struct View {
     handle: Py<Handle>,
-    /// Object bytes: in a page, or in `local` after the header when spanning.
+    /// Object bytes: in a page, or when spanning in `local` after the header (`copy`), in a map
+    /// slot (`map`) or in place (`contiguous`).
     ptr: usize,
     len: usize,
     copied: bool,
@@ -80,7 +81,7 @@ impl View {
 
     /// Ends the read section (state locked by the caller).
     fn end(&self, st: &mut ViewState) {
-        end_section(self.handle.get(), self.len, st);
+        end_section(self.handle.get(), self.len, self.ptr, st);
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -108,12 +109,13 @@ impl View {
     }
 }
 
-/// Ends the read section of `len` bytes on `h`'s word, if still open.
-fn end_section(h: &Handle, len: usize, st: &mut ViewState) {
+/// Ends the read section of `len` bytes on `h`'s word, if still open (`ptr`: the address its
+/// begin returned, which names its map slot in `map` mode).
+fn end_section(h: &Handle, len: usize, ptr: usize, st: &mut ViewState) {
     if st.open {
         st.open = false;
         // SAFETY: the section `View::begin` opened on this handle's word, ended once.
-        let _ = unsafe { h.core().read_end_raw(&h.word, Some(len)) };
+        let _ = unsafe { h.core().read_end_at_raw(&h.word, Some(len), ptr as *const u8) };
         h.views.fetch_sub(1, Ordering::AcqRel);
     }
 }
@@ -122,7 +124,7 @@ impl Drop for View {
     fn drop(&mut self) {
         // No export remains: each holds a reference to the View.
         let st = self.state.get_mut().unwrap_or_else(PoisonError::into_inner);
-        end_section(self.handle.get(), self.len, st);
+        end_section(self.handle.get(), self.len, self.ptr, st);
     }
 }
 

@@ -113,6 +113,7 @@ def test_configuration_keywords():
         "chain_policy": "heuristic",
         "read_mode": "copy",
         "mem_limit_pages": 1000,
+        "backing": "anonymous",
     }
     assert pool.name == "cfg" and pool.page_size == 16384
     assert "heuristic" in repr(pool)
@@ -127,6 +128,7 @@ def test_defaults_are_mainline():
         "chain_policy": "classic",
         "read_mode": "copy",
         "mem_limit_pages": 0,
+        "backing": "anonymous",
     }
 
 

@@ -1,6 +1,10 @@
 //! The `copy` read mode (mainline's): an object in one page is read in place; one that crosses a
 //! page boundary is copied, header included, into the caller's local copy, and the section hands
 //! out `local_copy + HDR`, as the kernel's `zs_obj_read_begin` does.
+//!
+//! The common case, an object in one page read in place through this thread's announce slot, is
+//! the same in every mode: `copy_begin` serves it for all of them, and the modes part only in
+//! the slow begin (`Pool::begin_slow`), so no mode costs another an instruction.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -14,8 +18,8 @@ use super::register::Pinned;
 use super::{Begun, Layer, LocalCopy};
 
 impl Pool {
-    /// `copy` mode's begin, by layer: the common case (announced, in place) inline, the rest in
-    /// `copy_begin_slow`.
+    /// The begin of every mode, by layer: the common case (announced, in place) inline, the rest
+    /// in the mode's slow begin (`Pool::begin_slow`).
     #[inline(always)]
     pub(crate) fn copy_begin<'a>(&'a self, layer: Layer<'a>, copy: LocalCopy) -> Result<Begun<'a>> {
         match layer {
@@ -23,8 +27,8 @@ impl Pool {
                 // The handle's hint first: no wait for the slot word's cache line.
                 let t = Tid::current();
                 if copy.len >= len + HDR as usize {
-                    if let Some(reg) = self.announce_in_place(hint, word, len, t) {
-                        self.access.record_read_by(t, false, 0);
+                    if let Some((reg, pos)) = self.announce_in_place(hint, word, len, t) {
+                        self.access.record_read_by(t, pos, false, 0);
                         return Ok(Begun { ptr: payload_of(reg.header), len, reg });
                     }
                 }
@@ -35,15 +39,14 @@ impl Pool {
                 }
             }
         }
-        let (h, mem_len) = match layer {
-            Layer::Safe { word, .. } => (word, None),
-            Layer::Raw { word, mem_len } => (word, Some(mem_len)),
-        };
-        self.copy_begin_slow(h, mem_len, copy)
+        match layer {
+            Layer::Safe { word, hint, len } => self.begin_slow(word, None, Some((hint, len)), copy),
+            Layer::Raw { word, mem_len } => self.begin_slow(word, Some(mem_len), None, copy),
+        }
     }
 
-    /// `copy` mode's common case of a raw section: a non-huge object of `mem_len` bytes in one
-    /// page, announced in this thread's announce slot and read in place.
+    /// The common case of a raw section (every mode's): a non-huge object of `mem_len` bytes in
+    /// one page, announced in this thread's announce slot and read in place.
     #[inline(always)]
     pub(crate) fn copy_begin_in_place<'a>(
         &'a self,
@@ -51,8 +54,8 @@ impl Pool {
         mem_len: usize,
     ) -> Option<Begun<'a>> {
         let t = Tid::current();
-        let reg = self.announce_in_place(h.load(Ordering::Acquire), h, mem_len, t)?;
-        self.access.record_read_by(t, false, 0);
+        let (reg, pos) = self.announce_in_place(h.load(Ordering::Acquire), h, mem_len, t)?;
+        self.access.record_read_by(t, pos, false, 0);
         Some(Begun { ptr: payload_of(reg.header), len: mem_len, reg })
     }
 
@@ -61,7 +64,7 @@ impl Pool {
     /// section); a raw section is recorded for its end. Takes the layer's parts, not the
     /// `Layer`, so that the common case never builds one in memory.
     #[inline(never)]
-    fn copy_begin_slow<'a>(
+    pub(super) fn copy_begin_slow<'a>(
         &'a self,
         h: &'a AtomicUsize,
         mem_len: Option<usize>,
@@ -93,8 +96,9 @@ impl Pool {
     #[inline]
     unsafe fn in_place_or_copied(&self, p: &Pinned<'_>, local_copy: *mut u8) -> *const u8 {
         let layout = self.pinned_layout(p);
+        let pos = self.class_pos_of(p.info);
         if !layout.spanning {
-            self.access.record_read(false, 0);
+            self.access.record_read(pos, false, 0);
             if !p.info.huge {
                 return p.in_place();
             }
@@ -105,7 +109,7 @@ impl Pool {
         std::ptr::copy_nonoverlapping(hdr.to_ne_bytes().as_ptr(), local_copy, HDR as usize);
         let out = std::slice::from_raw_parts_mut(local_copy.add(HDR as usize), p.len);
         self.copy_pieces_out(&layout, out);
-        self.access.record_read(true, p.len as u64);
+        self.access.record_read(pos, true, p.len as u64);
         local_copy.add(HDR as usize)
     }
 }

@@ -3,16 +3,20 @@
 //!
 //! One begin ([`Pool::begin`]) and one end ([`Pool::end`]) serve both handle layers: the public
 //! entries below only say which layer they are (`Layer`, `Ending`) and hand the result back in
-//! the layer's form. Both dispatch on the pool's read mode, then each mode on the layer. `copy`
-//! (mainline's) is the only mode today (`copy.rs`); `map` and `contiguous` plug in as arms of
-//! those two matches, with store and free unchanged.
+//! the layer's form. Both dispatch on the pool's read mode, then each mode on the layer: `copy`
+//! (mainline's, `copy.rs`), `map` (`map.rs`) and `contiguous` (`contiguous.rs`), with store and
+//! free unchanged. The common case, an object in one page read in place, is every mode's, so the
+//! begin parts by mode only after it (`begin_slow`) and the end only for a section it did not
+//! announce.
 //!
 //! The parts: `register.rs` registers a reader (every section kind begins there), `end.rs` ends
-//! registrations, `copy.rs` is the `copy` mode, `whole.rs` the sections begun and ended in one
-//! call (copies out, queries), `sg.rs` scatter-gather sections.
+//! registrations, `whole.rs` the sections begun and ended in one call (copies out, queries),
+//! `sg.rs` scatter-gather sections.
 
+mod contiguous;
 mod copy;
 mod end;
+mod map;
 mod register;
 mod sg;
 mod whole;
@@ -20,6 +24,7 @@ mod whole;
 use std::ops::Deref;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::class_table::ClassInfo;
 use crate::config::ReadMode;
 use crate::error::Result;
 use crate::handle::Handle;
@@ -57,40 +62,83 @@ pub(crate) struct Begun<'a> {
 
 /// A section to end, as its layer knows it.
 pub(crate) enum Ending<'a> {
-    /// A safe section holds its registration.
-    Safe(Registration<'a>),
-    /// A raw section is known by its handle word (and the length, when the caller gives it).
-    Raw { word: &'a AtomicUsize, mem_len: Option<usize> },
+    /// A safe section holds its registration and the address its begin handed out.
+    Safe(&'a Registration<'a>, *const u8),
+    /// A raw section is known by its handle word (and the length and the address its begin
+    /// returned, null if unknown, when the caller gives them).
+    Raw { word: &'a AtomicUsize, mem_len: Option<usize>, mem: *const u8 },
 }
 
 impl Pool {
-    /// The one begin of a section that hands out the object's address, by read mode (each mode
-    /// then by layer). Also the place a new mode's begin goes.
+    /// The one begin of a section that hands out the object's address. Every mode's common
+    /// case first (`copy_begin`: announced, in place), then by read mode in `begin_slow`.
     #[inline(always)]
     pub(crate) fn begin<'a>(&'a self, layer: Layer<'a>, copy: LocalCopy) -> Result<Begun<'a>> {
+        self.copy_begin(layer, copy)
+    }
+
+    /// The begin of a section the common case did not take, by read mode (each mode then by
+    /// layer): `mem_len` is the raw layer's, `known` the safe layer's hint and length. Also the
+    /// place a new mode's begin goes.
+    #[inline(never)]
+    pub(crate) fn begin_slow<'a>(
+        &'a self,
+        h: &'a AtomicUsize,
+        mem_len: Option<usize>,
+        known: Option<(usize, usize)>,
+        copy: LocalCopy,
+    ) -> Result<Begun<'a>> {
         match self.config.read_mode {
-            ReadMode::Copy => self.copy_begin(layer, copy),
+            ReadMode::Copy => self.copy_begin_slow(h, mem_len, copy),
+            ReadMode::Map => self.map_begin_slow(h, mem_len),
+            ReadMode::Contiguous => self.contiguous_begin_slow(h, mem_len, known),
         }
     }
 
-    /// The one end of a section, by read mode (each mode then by layer). No mode keeps more than
-    /// the registration today, so every mode ends the same way.
+    /// The one end of a section, by read mode (each mode then by layer). A section the common
+    /// case announced holds only its announcement in every mode; `map` also releases the map
+    /// slot of a section that has one.
     #[inline(always)]
     pub(crate) fn end(&self, ending: Ending<'_>) -> Result<()> {
-        match self.config.read_mode {
-            ReadMode::Copy => match ending {
-                Ending::Safe(reg) => {
-                    reg.release();
-                    Ok(())
+        match ending {
+            Ending::Safe(reg, mem) => {
+                if let Some(slot) = reg.announced {
+                    slot.store(0, Ordering::Release);
+                    return Ok(());
                 }
-                Ending::Raw { word, mem_len } => {
-                    if self.end_announced(word, mem_len) {
-                        return Ok(());
-                    }
-                    self.end_unannounced(word, mem_len)
+                self.end_safe_counted(reg, mem);
+                Ok(())
+            }
+            Ending::Raw { word, mem_len, mem } => {
+                if self.end_announced(word, mem_len) {
+                    return Ok(());
                 }
-            },
+                match self.config.read_mode {
+                    ReadMode::Copy | ReadMode::Contiguous => self.end_unannounced(word, mem_len),
+                    ReadMode::Map => self.map_end_unannounced(word, mem_len, mem),
+                }
+            }
         }
+    }
+
+    /// The end of a safe section counted in its header (or pinned): `map` mode also releases
+    /// its map slot, if it has one (`mem` is the address its begin handed out).
+    #[cold]
+    #[inline(never)]
+    fn end_safe_counted(&self, reg: &Registration<'_>, mem: *const u8) {
+        if self.config.read_mode == ReadMode::Map {
+            self.map_release_at(reg.owner, mem);
+        }
+        reg.release();
+    }
+
+    /// The position of the class whose `info` this is, in `self.classes` (for the per-class
+    /// counters): address arithmetic, no load.
+    #[inline(always)]
+    pub(crate) fn class_pos_of(&self, info: &ClassInfo) -> usize {
+        let first = &self.classes[0].info as *const ClassInfo as usize;
+        (info as *const ClassInfo as usize - first)
+            / std::mem::size_of::<crate::size_class::SizeClass>()
     }
 
     // ---------------------------------------------------------------- safe layer
@@ -142,7 +190,8 @@ impl Pool {
     #[inline]
     pub unsafe fn read_begin_in_place(&self, h: &AtomicUsize, mem_len: usize) -> Option<*const u8> {
         match self.config.read_mode {
-            ReadMode::Copy => self.copy_begin_in_place(h, mem_len).map(|b| b.ptr),
+            ReadMode::Copy | ReadMode::Map => self.copy_begin_in_place(h, mem_len).map(|b| b.ptr),
+            ReadMode::Contiguous => self.contiguous_begin_in_place(h, mem_len).map(|b| b.ptr),
         }
     }
 
@@ -152,7 +201,24 @@ impl Pool {
     /// `h` is the handle the section was begun on.
     #[inline]
     pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
-        self.end(Ending::Raw { word: h, mem_len })
+        self.end(Ending::Raw { word: h, mem_len, mem: std::ptr::null() })
+    }
+
+    /// [`Pool::read_end_raw`] given the address the section's begin returned (`handle_mem`, as
+    /// the kernel's `zs_obj_read_end` takes it): in `map` mode it names the section's map slot
+    /// exactly. Without it the slot is found by the handle (the calling thread's ring first),
+    /// which is exact unless one handle has several mapped sections open at once.
+    ///
+    /// # Safety
+    /// As [`Pool::read_end_raw`].
+    #[inline]
+    pub unsafe fn read_end_at_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+        handle_mem: *const u8,
+    ) -> Result<()> {
+        self.end(Ending::Raw { word: h, mem_len, mem: handle_mem })
     }
 
     /// [`Pool::read_end_raw`]'s common case, for bindings that want it without the `Result`:
@@ -163,15 +229,20 @@ impl Pool {
     /// As [`Pool::read_end_raw`].
     #[inline]
     pub unsafe fn read_end_recorded(&self, h: &AtomicUsize, mem_len: usize) -> bool {
+        if self.end_announced(h, Some(mem_len)) {
+            return true;
+        }
+        let addr = h as *const AtomicUsize as usize;
+        let ended = open_section::matching(self.id, addr, h.load(Ordering::Acquire))
+            .filter(|open| open.len == mem_len)
+            .is_some_and(|open| self.end_recorded(&open, addr).is_ok());
         match self.config.read_mode {
-            ReadMode::Copy => {
-                if self.end_announced(h, Some(mem_len)) {
-                    return true;
+            ReadMode::Copy | ReadMode::Contiguous => ended,
+            ReadMode::Map => {
+                if ended {
+                    self.map_release_at(addr, std::ptr::null());
                 }
-                let addr = h as *const AtomicUsize as usize;
-                open_section::matching(self.id, addr, h.load(Ordering::Acquire))
-                    .filter(|open| open.len == mem_len)
-                    .is_some_and(|open| self.end_recorded(&open, addr).is_ok())
+                ended
             }
         }
     }
@@ -199,7 +270,7 @@ impl Drop for ReadSection<'_> {
     #[inline]
     fn drop(&mut self) {
         // A safe section's end cannot fail: its registration is its own.
-        let _ = self.pool.end(Ending::Safe(self.registration));
+        let _ = self.pool.end(Ending::Safe(&self.registration, self.ptr));
     }
 }
 

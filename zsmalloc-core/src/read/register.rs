@@ -123,7 +123,7 @@ impl Pool {
     /// whatever `word` is: only `h`'s one live object passes the header check, and the announce
     /// then keeps it there until the section ends. `None` changes nothing (no announce slot,
     /// announce slot in use, huge, spanning or anything wrong): the general path counts the reader
-    /// or says what is wrong.
+    /// or says what is wrong. Also returns the class position (for the per-class counters).
     #[inline(always)]
     pub(crate) fn announce_in_place(
         &self,
@@ -131,9 +131,9 @@ impl Pool {
         h: &AtomicUsize,
         len: usize,
         thread: Tid,
-    ) -> Option<Registration<'_>> {
+    ) -> Option<(Registration<'_>, usize)> {
         let slot = announce::slot_of(thread.owned_index()?);
-        let loc = self.place::<START>(word, None).ok()?.loc;
+        let (loc, pos) = self.place::<START>(word, None).ok().map(|p| (p.loc, p.pos))?;
         let (offset, page) = (loc.offset(), self.page());
         // `len` is the caller's: compared against the room after the header, it cannot overflow.
         if len > page - HDR as usize - (offset & (page - 1)) {
@@ -145,7 +145,7 @@ impl Pool {
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
         let addr = h as *const AtomicUsize as usize;
         header::begin_announced(slot, hw, addr, Some(len))?;
-        Some(Registration::on(hw, addr, Some(slot)))
+        Some((Registration::on(hw, addr, Some(slot)), pos))
     }
 
     /// `pin_object`'s common case, with every check of `place::<ROLE>` and `header::begin_read` but

@@ -24,7 +24,7 @@ impl Pool {
         self.same_pool(h.pool())?;
         let p = self.pin_object(h.slot_word_for_read(), None)?;
         let layout = self.pinned_layout(&p);
-        self.access.record_read(layout.spanning, 0);
+        self.access.record_read(self.class_pos_of(p.info), layout.spanning, 0);
         Ok(SgSection { pool: self, layout, pinned: p })
     }
 
@@ -38,7 +38,7 @@ impl Pool {
             self.remember(&p);
         }
         let layout = self.pinned_layout(&p);
-        self.access.record_read(layout.spanning, 0);
+        self.access.record_read(self.class_pos_of(p.info), layout.spanning, 0);
         Ok(self.sg_segments(&layout))
     }
 
@@ -49,6 +49,13 @@ impl Pool {
             // SAFETY: offset < page, so the pointer stays inside the page's mapping.
             segs[n] = (unsafe { self.arena.page_ptr(p.pfn).add(p.offset) } as *const u8, p.len);
             n += 1;
+        }
+        // `contiguous`: the zspage's pages are adjacent, so the two pieces are one segment.
+        if n == 2 && self.config.read_mode == crate::config::ReadMode::Contiguous {
+            debug_assert_eq!(segs[0].0.wrapping_add(segs[0].1), segs[1].0);
+            segs[0].1 += segs[1].1;
+            segs[1] = (std::ptr::null(), 0);
+            n = 1;
         }
         (segs, n)
     }
@@ -81,6 +88,6 @@ impl SgSection<'_> {
 impl Drop for SgSection<'_> {
     fn drop(&mut self) {
         // A safe section's end cannot fail: its registration is its own.
-        let _ = self.pool.end(Ending::Safe(self.pinned.reg));
+        let _ = self.pool.end(Ending::Safe(&self.pinned.reg, std::ptr::null()));
     }
 }

@@ -71,14 +71,14 @@ impl Pool {
     ) -> Result<usize> {
         let t = Tid::current();
         if let Some((hint, len)) = known.filter(|&(_, len)| len <= out.len()) {
-            if let Some(reg) = self.announce_in_place(hint, h, len, t) {
+            if let Some((reg, pos)) = self.announce_in_place(hint, h, len, t) {
                 // SAFETY: announced, so the `len` payload bytes after the header (within its
                 // page: `announce_in_place` takes only objects that do not cross one) are the
                 // object's and nobody writes them meanwhile; `out` holds at least `len` bytes.
                 unsafe {
                     std::ptr::copy_nonoverlapping(payload_of(reg.header), out.as_mut_ptr(), len)
                 };
-                self.access.record_read_by(t, false, 0);
+                self.access.record_read_by(t, pos, false, 0);
                 reg.release();
                 return Ok(len);
             }
@@ -96,7 +96,7 @@ impl Pool {
             // `pin_fast` takes only objects that do not cross one) are the object's and nobody
             // writes them meanwhile; `out` holds at least `len` bytes.
             unsafe { std::ptr::copy_nonoverlapping(p.in_place(), out.as_mut_ptr(), p.len) };
-            self.access.record_read_by(t, false, 0);
+            self.access.record_read_by(t, self.class_pos_of(p.info), false, 0);
             p.release();
             return Ok(p.len);
         }
@@ -107,7 +107,11 @@ impl Pool {
         }
         let layout = self.pinned_layout(&p);
         self.copy_pieces_out(&layout, &mut out[..p.len]);
-        self.access.record_read(layout.spanning, if layout.spanning { p.len as u64 } else { 0 });
+        // Only `copy` mode copies a spanning object for its reader (the others read it through
+        // one address); this copy out is the caller's request in every mode.
+        let copied = layout.spanning && self.config.read_mode == crate::config::ReadMode::Copy;
+        let pos = self.class_pos_of(p.info);
+        self.access.record_read(pos, layout.spanning, if copied { p.len as u64 } else { 0 });
         p.release();
         Ok(p.len)
     }

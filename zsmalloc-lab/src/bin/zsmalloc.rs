@@ -153,8 +153,7 @@ struct PoolFlags {
     /// classic, heuristic or fixed-N [default: classic]
     #[arg(long, global = true, value_name = "POLICY")]
     chain_policy: Option<String>,
-    /// How spanning objects are read: copy (map and contiguous when the core has them)
-    /// [default: copy]
+    /// How spanning objects are read: copy, map or contiguous [default: copy]
     #[arg(long, global = true, value_name = "MODE")]
     read_mode: Option<String>,
     /// Cap on the pool's pages; 0 = none [default: 0]

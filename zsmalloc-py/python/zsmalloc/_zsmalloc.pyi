@@ -29,6 +29,7 @@ class _PoolConfigDict(TypedDict):
     chain_policy: str
     read_mode: str
     mem_limit_pages: int
+    backing: str
 
 class _PoolStatsDict(TypedDict):
     pages_compacted: int
@@ -61,6 +62,9 @@ class _ClassStatsDict(TypedDict):
     first_index: int
     last_index: int
     bytes_stored: int
+    reads: int
+    reads_spanning: int
+    read_copy_bytes: int
 
 class _ClassTableRow(TypedDict):
     index: int
@@ -93,6 +97,7 @@ class Pool:
         chain_policy: _ChainPolicy = "classic",
         read_mode: str = "copy",
         mem_limit_pages: int = 0,
+        backing: str = "anonymous",
     ) -> Pool: ...
     @classmethod
     def from_env(cls, name: str = "pool") -> Pool: ...
@@ -197,4 +202,5 @@ def class_table(
     chain_policy: _ChainPolicy = "classic",
     read_mode: str = "copy",
     mem_limit_pages: int = 0,
+    backing: str = "anonymous",
 ) -> list[_ClassTableRow]: ...
