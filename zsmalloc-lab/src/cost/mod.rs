@@ -42,7 +42,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use zsmalloc_core::{Pool, ReadMode};
+use zsmalloc_core::{Pool, ReadMode, HDR};
 
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
@@ -232,8 +232,8 @@ pub struct ReadRow {
     pub ns_per_decompress: Samples,
     /// Section + decompress, the zram consumer: decompress from the returned pointer.
     pub ns_per_read: Samples,
-    /// The zswap consumer: as zram, but an object at a virtually mapped address (modes `map`
-    /// and `contiguous`) is copied into its buffer first.
+    /// The zswap consumer: as zram, but an object at a virtually mapped address (spanning
+    /// objects in `map`, every object in `contiguous`) is copied into its buffer first.
     pub ns_per_read_zswap: Samples,
     pub zswap_copies: bool,
     pub instructions_per_section: Option<u64>,
@@ -518,7 +518,7 @@ impl<'c> Filled<'c> {
             if buf[..got] != *data {
                 return Err(LabError::Verify(format!("object {i} does not read back as stored")));
             }
-            let class = &table.classes()[table.position(len)];
+            let class = &table.classes()[table.position(len + HDR as usize)];
             let kind = if raw {
                 Kind::Incompressible
             } else if class.huge {
@@ -526,7 +526,24 @@ impl<'c> Filled<'c> {
             } else {
                 Kind::Regular
             };
-            self.keyed.push((kind, segs == 2 && kind == Kind::Regular, len as u32, class.size));
+            // The kernel's rule, whatever the read mode does with it: a non-huge object spans
+            // when offset + HDR + len > page (placement is the same in every mode).
+            // SAFETY: as above.
+            let index = unsafe { self.pool.location_raw(w) }
+                .map_err(|e| LabError::runtime(format!("location failed: {e}")))?
+                .index as usize;
+            let offset = index * class.size as usize % corpus.page;
+            let spans = kind == Kind::Regular && offset + HDR as usize + len > corpus.page;
+            // In a copy pool the scatter-gather segments say the same.
+            if self.pool.config().read_mode == ReadMode::Copy
+                && kind == Kind::Regular
+                && spans != (segs == 2)
+            {
+                return Err(LabError::runtime(format!(
+                    "object {i}: the spanning rule and the segments disagree (index {index}, class {}, len {len}, segments {segs})", class.size
+                )));
+            }
+            self.keyed.push((kind, spans, len as u32, class.size));
         }
         self.facts.replicas = replicas;
         Ok(())
@@ -719,7 +736,10 @@ impl Filled<'_> {
     ) -> LabResult<ReadRound> {
         let PassCtx { batch, counter, cg } = ctx;
         let sg = mode == "sg";
-        let zswap_copies = !sg && pool_mode(mode) != "copy";
+        // zswap copies an object whose address is not in the linear map: in `map` the
+        // spanning objects (mapped side by side), in `contiguous` every object (a vmalloc'd
+        // zspage); `copy` and `sg` hand it page or buffer addresses.
+        let zswap_copies = |g: &Group| mode == "contiguous" || (mode == "map" && g.spanning);
         let page = self.corpus.page;
         let pool = &self.pool;
         let words = &self.words;
@@ -781,7 +801,7 @@ impl Filled<'_> {
                 || timed_pass(&g.order, batch, counter, |i| read(i, false)),
             )
             .ok_or_else(|| fail("decompressing"))?;
-            let z = if zswap_copies {
+            let z = if zswap_copies(g) {
                 evict();
                 Some(
                     instructions::pass(
