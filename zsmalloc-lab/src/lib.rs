@@ -12,6 +12,8 @@
 //!   and deltas with their spread;
 //! - [`compare`]: several configurations, deltas against the first;
 //! - [`classes`]: class tables (`zsmalloc classes`);
+//! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
+//!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
 //!
 //! ```no_run
@@ -27,6 +29,7 @@ pub mod classes;
 pub mod compare;
 pub mod config;
 pub mod content;
+pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;

@@ -1,4 +1,5 @@
-//! The `zsmalloc` command: the lab's class tables, runs, comparisons and trace replays
+//! The `zsmalloc` command: the lab's class tables, runs, comparisons, trace replays and the cost
+//! study
 //! (docs/LAB.md is the user guide).
 //!
 //! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
@@ -32,6 +33,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc compare --sweep chain-size=4..16 --plot sweep.svg
   zsmalloc compare --repeat 5 dist                   # CPU times as min/median/max, deltas with their spread
   zsmalloc replay app.trace --format mm_stat
+  zsmalloc cost --page-size 16K --format json        # CPU time of reads per mode, decompression included
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -54,6 +56,86 @@ enum Cmd {
     Compare(CompareArgs),
     /// Replay a trace file (the same as `run trace FILE`).
     Replay(ReplayArgs),
+    /// What reads cost in CPU time, decompression included, per configuration and read mode:
+    /// read sections (spanning / in place / huge / incompressible), decompress, both consumers,
+    /// both write paths, on real compressed pages.
+    #[command(after_help = COST_HELP)]
+    Cost(CostArgs),
+}
+
+const COST_HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
+(4096 pages of the page size, seed 1: text, heap-like words, sparse, random, zero and same-filled pages), \
+compressed with liblz4 and libzstd (level 3); configurations `classic`, `heuristic` and, when the base \
+class delta is not 16, `delta-16` (classic with class-delta=16), on the base flags (page 4096, chain 8 \
+unless given); modes copy, map, contiguous and sg (a mode the core refuses is reported as skipped); \
+each pool filled to twice the last-level cache with the corpus repeated; 3 interleaved rounds, \
+batches of 10000 reads per clock read.
+
+Examples:
+  zsmalloc cost                                          # the default run, as a table
+  zsmalloc cost --page-size 16384 --chain-size 8 --format json
+  zsmalloc cost /usr/lib/x86_64-linux-gnu --max-pages 4096 --compressor zstd
+  zsmalloc cost --pid 1234 --modes copy,sg
+  zsmalloc cost --sweep chain-size=4..12:2 --sweep chain-policy=classic,heuristic --plot cost.svg
+  zsmalloc cost --instructions                           # instruction counts under callgrind
+
+See docs/LAB.md (cost) and docs/STUDY.md for the figures and what they mean.";
+
+#[derive(Args)]
+struct CostArgs {
+    #[command(flatten)]
+    pool: PoolFlags,
+    /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
+    paths: Vec<PathBuf>,
+    /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
+    #[arg(long, value_name = "PID", conflicts_with = "paths")]
+    pid: Option<u32>,
+    /// lz4, zstd or both, comma-separated [default: lz4,zstd]
+    #[arg(long, value_name = "LIST")]
+    compressor: Option<String>,
+    /// zstd level, 1..=22 (lz4 takes none) [default: 3, zram's]
+    #[arg(long, value_name = "N")]
+    level: Option<i32>,
+    /// Read modes, comma-separated: copy, map, contiguous, sg [default: all four; --read-mode
+    /// gives one]
+    #[arg(long, value_name = "LIST")]
+    modes: Option<String>,
+    /// A configuration (as `compare --config`); repeat for each
+    #[arg(long = "config", value_name = "SPEC")]
+    configs: Vec<String>,
+    /// Configurations varying one key (as `compare --sweep`)
+    #[arg(long, value_name = "KEY=VALUES")]
+    sweep: Vec<String>,
+    /// Interleaved rounds; figures are min/median/max over them [default: 3]
+    #[arg(long, value_name = "N")]
+    repeat: Option<usize>,
+    /// Seed of the built-in corpus and of the visiting order [default: 1]
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Pages of the built-in corpus [default: 4096]
+    #[arg(long, value_name = "N")]
+    synthetic_pages: Option<usize>,
+    /// Input pages read at most from files or a process [default: 16384]
+    #[arg(long, value_name = "N")]
+    max_pages: Option<usize>,
+    /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level cache]
+    #[arg(long, value_name = "MIB")]
+    pool_mib: Option<u64>,
+    /// Operations per clock read, at least 10000 [default: 10000]
+    #[arg(long, value_name = "N")]
+    batch: Option<usize>,
+    /// Also count user-space instructions: re-run under valgrind --tool=callgrind
+    #[arg(long)]
+    instructions: bool,
+    #[arg(long, hide = true, value_name = "DIR")]
+    callgrind_child: Option<PathBuf>,
+    /// table, json or csv [default: table]
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+    /// Draw an SVG: read cost by class and mode; with several configurations, a Pareto plot
+    /// of pages against read CPU
+    #[arg(long, value_name = "FILE.svg")]
+    plot: Option<PathBuf>,
 }
 
 /// Configuration flags. The ZSMALLOC_* environment is not read.
@@ -323,6 +405,7 @@ fn real_main() -> LabResult<()> {
             cmd_run(&a.pool, &a.out, w, a.record)
         }
         Cmd::Compare(a) => cmd_compare(a),
+        Cmd::Cost(a) => cmd_cost(a),
     }
 }
 
@@ -531,4 +614,127 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
         _ => classes::render_table(&tables),
     };
     emit(&text)
+}
+
+/// Fails now if `path` cannot be written (it is written after the run).
+fn check_output(path: &std::path::Path) -> LabResult<()> {
+    let existed = path.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .map_err(|e| LabError::io("write", path, &e))?;
+    if !existed {
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(())
+}
+
+fn cmd_cost(a: CostArgs) -> LabResult<()> {
+    use zsmalloc_lab::cost::{self, codec::Algo, corpus::Source};
+    let format = match a.format.as_deref().map_or(Ok(Format::Table), Format::parse)? {
+        f @ (Format::Table | Format::Json | Format::Csv) => f,
+        _ => return Err(LabError::usage("cost prints --format table, json or csv")),
+    };
+    let mut base = base_spec(&a.pool)?;
+    base.read_mode = "copy".into();
+    let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
+    let mut specs = Vec::new();
+    for c in &a.configs {
+        specs.push(ConfigSpec::with_overrides(&base, c)?);
+    }
+    specs.extend(sweep::expand(&base, &sweeps)?);
+    if specs.is_empty() {
+        specs = cost::default_specs(&base)?;
+    }
+    let mut opts = cost::CostOptions::new(specs);
+    let seed = a.seed.unwrap_or(1);
+    opts.seed = seed;
+    opts.source = match (a.pid, a.paths.is_empty()) {
+        (Some(pid), _) => Source::Pid(pid),
+        (None, false) => Source::Files(a.paths.clone()),
+        (None, true) => Source::Builtin {
+            pages: a.synthetic_pages.unwrap_or(cost::DEFAULT_SYNTHETIC_PAGES),
+            seed,
+        },
+    };
+    opts.compressors = Algo::parse_list(a.compressor.as_deref().unwrap_or("lz4,zstd"))?;
+    if let Some(level) = a.level {
+        if !opts.compressors.contains(&Algo::Zstd) {
+            return Err(LabError::usage(
+                "--level is zstd's: lz4 runs at zram's default (acceleration 1) and takes none",
+            ));
+        }
+        if opts.compressors.contains(&Algo::Lz4) {
+            eprintln!("zsmalloc: warning: --level {level} applies to zstd only; lz4 takes none");
+        }
+        opts.level = level;
+    }
+    let modes = match (&a.modes, &a.pool.read_mode) {
+        (Some(m), _) => Some(m.clone()),
+        (None, Some(m)) => Some(m.clone()),
+        (None, None) => None,
+    };
+    if let Some(m) = modes {
+        opts.modes = cost::parse_modes(&m)?;
+    }
+    if let Some(r) = a.repeat {
+        opts.repeat = r;
+    }
+    if let Some(m) = a.max_pages {
+        opts.max_pages = m;
+    }
+    if let Some(mib) = a.pool_mib {
+        opts.pool_bytes = mib.max(1) << 20;
+    }
+    if let Some(b) = a.batch {
+        opts.batch = b;
+    }
+    if let Some(dir) = &a.callgrind_child {
+        // The --instructions child: one round, a small pool; counts do not need a cold cache.
+        opts.instructions = cost::InstructionSource::Callgrind;
+        opts.repeat = 1;
+        opts.pool_bytes = opts.pool_bytes.min(4 << 20);
+        opts.max_pages = opts.max_pages.min(512);
+        if let Source::Builtin { pages, .. } = &mut opts.source {
+            *pages = (*pages).min(512);
+        }
+        cost::run(&opts, &ProgressSink::silent())?;
+        return cost::instructions::write_manifest(dir);
+    }
+    opts.check()?;
+    if let Some(p) = &a.plot {
+        check_output(p)?;
+    }
+    let sink = ProgressSink::auto();
+    let mut r = cost::run(&opts, &sink)?;
+    sink.clear();
+    if a.instructions {
+        let exe = std::env::current_exe()
+            .map_err(|e| LabError::runtime(format!("cannot find this program: {e}")))?;
+        let mut args: Vec<String> = Vec::new();
+        let mut skip = false;
+        for arg in std::env::args().skip(1) {
+            if skip {
+                skip = false;
+                continue;
+            }
+            if arg == "--instructions" || arg.starts_with("--plot=") || arg.starts_with("--format=")
+            {
+                continue;
+            }
+            if arg == "--plot" || arg == "--format" {
+                skip = true;
+                continue;
+            }
+            args.push(arg);
+        }
+        eprintln!("zsmalloc: counting instructions under callgrind (one round, a small pool)...");
+        let counts = cost::instructions::run_child(&exe, &args)?;
+        cost::instructions::apply(&mut r, &counts);
+    }
+    if let Some(p) = &a.plot {
+        plot::cost(p, &r, &sweeps.iter().map(|s| s.key.clone()).collect::<Vec<_>>())?;
+    }
+    emit(&cost::report::render(&r, format)?)
 }

@@ -140,7 +140,7 @@ impl Source {
 }
 
 /// Regular files under `paths`, directories walked recursively in name order.
-fn expand(paths: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
+pub(crate) fn expand(paths: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
     fn walk(p: &Path, out: &mut Vec<PathBuf>, depth: usize) -> LabResult<()> {
         let meta = std::fs::metadata(p).map_err(|e| LabError::io("read", p, &e))?;
         if meta.is_dir() {
