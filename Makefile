@@ -72,7 +72,7 @@ $(EXDIR) $(TESTDIR):
 $(EXDIR)/%: examples/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(EXDIR)
 	$(CC) $(EX_CFLAGS) $(WARN) $(SANFLAGS) -Iinclude -o $@ $< $(EX_LINK) $(EXTRA_LIBS_$*)
 
-$(TESTDIR)/%: tests/c/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(TESTDIR)
+$(TESTDIR)/%: tests/c/%.c tests/c/check.h $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(TESTDIR)
 	$(CC) $(EX_CFLAGS) $(WARN) $(SANFLAGS) -Iinclude -o $@ $< $(EX_LINK) $(EXTRA_LIBS_$*)
 
 EXTRA_LIBS_zram_store := -llz4

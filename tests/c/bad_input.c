@@ -12,23 +12,10 @@
 #include <string.h>
 
 #include "zsmalloc.h"
+#include "check.h"
 
 #define PAGE 4096
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, " [%s] last error %d: %s\n", #cond, zs_last_error(),                   \
-                    zs_last_error_message());                                                      \
-        }                                                                                          \
-    } while (0)
 
 /* An int-returning call that must fail with -err (returned and in zs_last_error()). */
 #define EXPECT_ERR(expr, err)                                                                      \

@@ -18,24 +18,11 @@
 #include <string.h>
 
 #include "zsmalloc.h"
+#include "check.h"
 
 #define PAGE 4096
 #define MAX_CLASSES 256
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, " [%s] last error %d: %s\n", #cond, zs_last_error(),                   \
-                    zs_last_error_message());                                                      \
-        }                                                                                          \
-    } while (0)
 
 static unsigned char pattern(size_t i, size_t j)
 {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "zsmalloc.h"
+#include "check.h"
 
 #define PAGE 4096
 
@@ -35,20 +36,6 @@
 int64_t zsmalloc_fault_inject(unsigned int point, unsigned int skip, unsigned int fail);
 enum { FAULT_RESERVE = 0, FAULT_COMMIT = 1, FAULT_PAGES = 2 };
 
-static int passed, failed;
-
-#define CHECK(cond, ...)                                                                           \
-    do {                                                                                           \
-        if (cond) {                                                                                \
-            passed++;                                                                              \
-        } else {                                                                                   \
-            failed++;                                                                              \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                   \
-            fprintf(stderr, __VA_ARGS__);                                                          \
-            fprintf(stderr, " [%s] last error %d: %s\n", #cond, zs_last_error(),                   \
-                    zs_last_error_message());                                                      \
-        }                                                                                          \
-    } while (0)
 
 static unsigned char data[PAGE];
 
