@@ -5,7 +5,6 @@ use serde::Serialize;
 use crate::config::ConfigDesc;
 use crate::timeline::Sample;
 use crate::timing::{Samples, TimeDelta};
-use crate::workload::dist::DistFacts;
 use zsmalloc_core::ClassStats;
 
 /// `floor(1000 * bytes / (pages * page))`: utilization in tenths of a percent, truncated like
@@ -348,6 +347,17 @@ impl RunResult {
             self.pages_compacted,
         ]
     }
+}
+
+/// What the size draws did (JSON `dist`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DistFacts {
+    pub min_len: usize,
+    /// Sizes drawn (same-filled pages excluded).
+    pub draws: u64,
+    /// Draws below `min_len` (stored at `min_len`) and above the page (stored at the page).
+    pub clipped_min: u64,
+    pub clipped_page: u64,
 }
 
 #[cfg(test)]

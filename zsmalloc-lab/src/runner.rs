@@ -2,6 +2,8 @@
 //! several configurations one at a time, interleaved, for CPU times with a spread.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 use crate::config::{ConfigDesc, ConfigSpec};
@@ -158,7 +160,7 @@ pub fn run_all(
     sink: &ProgressSink,
 ) -> LabResult<Vec<RunResult>> {
     if !opts.timing {
-        return crate::compare::run_parallel(workload, specs, opts, jobs, sink);
+        return run_parallel(workload, specs, opts, jobs, sink);
     }
     let rounds = opts.rounds();
     let mut later = opts.clone();
@@ -206,4 +208,46 @@ fn merge_repeats(mut rounds: Vec<RunResult>) -> LabResult<RunResult> {
     out.cpu_time_s = Samples::of(&cpu).map(|s| s.rounded(6));
     out.wall_time_s = Samples::of(&wall).map(|s| (s.median * 1e3).round() / 1e3);
     Ok(out)
+}
+
+/// Runs every spec once, `jobs` at a time (for counts: nothing is timed).
+pub fn run_parallel(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    opts: &RunOptions,
+    jobs: usize,
+    sink: &ProgressSink,
+) -> LabResult<Vec<RunResult>> {
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let slots: Mutex<Vec<Option<LabResult<RunResult>>>> = Mutex::new(vec![None; specs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(spec) = specs.get(i) else { break };
+                let r = run_one(workload, spec, opts, sink);
+                if r.is_err() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                slots.lock().unwrap_or_else(|e| e.into_inner())[i] = Some(r);
+            });
+        }
+    });
+    let slots = slots.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut runs = Vec::with_capacity(specs.len());
+    for r in slots {
+        match r {
+            Some(Ok(run)) => runs.push(run),
+            Some(Err(e)) => return Err(e),
+            None => {}
+        }
+    }
+    if runs.len() != specs.len() {
+        return Err(LabError::runtime("a configuration did not run"));
+    }
+    Ok(runs)
 }

@@ -533,7 +533,7 @@ fn cmd_run(
         .ok_or_else(|| LabError::runtime("the run did not run"))?;
     sink.clear();
     if let Some(path) = &out.timeline {
-        timeline::write_csv(path, &[(r.label.as_str(), &r.timeline)])?;
+        zsmalloc_lab::report::csv::write_timeline(path, &[(r.label.as_str(), &r.timeline)])?;
     }
     if let Some(path) = &out.plot {
         plot::runs(path, &[&r])?;
@@ -573,7 +573,7 @@ fn cmd_compare(a: CompareArgs) -> LabResult<()> {
     if let Some(path) = &a.out.timeline {
         let runs: Vec<(&str, &[timeline::Sample])> =
             c.runs.iter().map(|r| (r.label.as_str(), r.timeline.as_slice())).collect();
-        timeline::write_csv(path, &runs)?;
+        zsmalloc_lab::report::csv::write_timeline(path, &runs)?;
     }
     if let Some(path) = &a.out.plot {
         if c.sweep_keys.is_empty() {

@@ -1,7 +1,9 @@
 //! CSV: a header and one row per run (deltas against the first for comparisons), or one row per
 //! class with `--per-class`.
 
-use crate::result::{delta_value, per_class, RunResult};
+use crate::error::{LabError, LabResult};
+use crate::result::{delta_value, per_class, permille_str, RunResult};
+use crate::timeline::Sample;
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
 pub fn field(s: &str) -> String {
@@ -126,6 +128,28 @@ pub fn class_rows(runs: &[RunResult]) -> String {
         }
     }
     out
+}
+
+/// Writes the samples of each labelled run as one CSV file.
+pub fn write_timeline(path: &std::path::Path, runs: &[(&str, &[Sample])]) -> LabResult<()> {
+    let mut out = String::from("label,op,phase,objects,bytes_stored,pages,utilization_pct\n");
+    for (label, samples) in runs {
+        for s in samples.iter() {
+            out += &format!(
+                "{},{},{},{},{},{},{}\n",
+                field(label),
+                s.op,
+                field(&s.phase),
+                s.objects,
+                s.bytes_stored,
+                s.pages,
+                permille_str(s.utilization_permille)
+            );
+        }
+    }
+    std::fs::File::create(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, out.as_bytes()))
+        .map_err(|e| LabError::io("write", path, &e))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 //! place), an optional shrink (a share of the pages freed), optional compaction, and a read of
 //! every live object.
 
+pub use crate::result::DistFacts;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
@@ -66,17 +67,6 @@ const MAX_OBJECTS: usize = 200_000_000;
 /// long match, the five literals lz4 ends with); the synthetic corpus's shortest is 40
 /// ([`crate::workload::pages::shortest_lz4`]).
 pub const DEFAULT_MIN_LEN: usize = 27;
-
-/// What the size draws did (JSON `dist`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct DistFacts {
-    pub min_len: usize,
-    /// Sizes drawn (same-filled pages excluded).
-    pub draws: u64,
-    /// Draws below `min_len` (stored at `min_len`) and above the page (stored at the page).
-    pub clipped_min: u64,
-    pub clipped_page: u64,
-}
 
 enum Page {
     Same,
