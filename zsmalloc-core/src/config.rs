@@ -86,6 +86,43 @@ impl Backing {
     }
 }
 
+/// Which allocator a pool is (docs/DESIGN.md, Backends): zsmalloc itself, the zblock allocator
+/// proposed for mm in 2025, or each object its own system allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum BackendKind {
+    #[default]
+    Zsmalloc,
+    /// Fixed-size slots in blocks of 1..=8 virtually contiguous pages, one block table.
+    Zblock,
+    /// Each object its own `malloc`; pages are the allocations' usable sizes summed.
+    Malloc,
+}
+
+/// The backends' names, as `BackendKind::parse` accepts them.
+pub const BACKENDS: &str = "zsmalloc, zblock, malloc";
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Zsmalloc => "zsmalloc",
+            BackendKind::Zblock => "zblock",
+            BackendKind::Malloc => "malloc",
+        }
+    }
+
+    /// Parses a backend name; an unknown one is an error listing the accepted ones.
+    pub fn parse(name: &str) -> Result<Self> {
+        match name {
+            "zsmalloc" => Ok(BackendKind::Zsmalloc),
+            "zblock" => Ok(BackendKind::Zblock),
+            "malloc" => Ok(BackendKind::Malloc),
+            _ => {
+                Err(Error::config("backend", format!("'{name}' is unknown; accepted: {BACKENDS}")))
+            }
+        }
+    }
+}
+
 /// The host's page size in bytes (0 if unknown).
 pub fn host_page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -112,6 +149,10 @@ pub struct PoolConfig {
     /// Merge a class into the next larger one when both have the same pages and objects per
     /// zspage (mainline since 2014). `false` models older kernels: every index its own class.
     pub merge_classes: bool,
+    /// Which allocator the pool is. zblock and malloc refuse the zsmalloc-only settings
+    /// (chain size, delta, chain policy, class merging, `map`) when set to anything but the
+    /// default.
+    pub backend: BackendKind,
 }
 
 impl Default for PoolConfig {
@@ -125,6 +166,7 @@ impl Default for PoolConfig {
             mem_limit_pages: 0,
             backing: Backing::Anonymous,
             merge_classes: true,
+            backend: BackendKind::Zsmalloc,
         }
     }
 }
@@ -174,6 +216,7 @@ impl PoolConfig {
                 ),
             ));
         }
+        self.validate_backend()?;
         let host = host_page_size();
         if self.read_mode == ReadMode::Map && host > self.page_size as usize {
             return Err(Error::config(
@@ -183,6 +226,53 @@ impl PoolConfig {
                      than the host page of {host} bytes",
                     self.page_size
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// zblock and malloc have no chains, classes or second mapping: a zsmalloc-only setting left
+    /// at anything but its default is refused, naming the setting and the backend, rather than
+    /// silently meaning nothing. Both read every object in place whatever the read mode, so
+    /// `copy` (the default) and `contiguous` are accepted and `map` is refused.
+    fn validate_backend(&self) -> Result<()> {
+        let backend = self.backend;
+        if backend == BackendKind::Zsmalloc {
+            return Ok(());
+        }
+        let refuse = |setting: &'static str, value: String| {
+            Err(Error::config(
+                setting,
+                format!(
+                    "{value} means nothing to the {} backend; leave it at its default",
+                    backend.name()
+                ),
+            ))
+        };
+        if self.chain_size != DEFAULT_CHAIN_SIZE {
+            return refuse("chain_size", format!("chain size {}", self.chain_size));
+        }
+        if self.class_delta != 0 {
+            return refuse("class_delta", format!("class delta {}", self.class_delta));
+        }
+        let policy = self.chain_policy.name();
+        if policy != "classic" {
+            return refuse("chain_policy", format!("chain policy '{policy}'"));
+        }
+        if !self.merge_classes {
+            return refuse("merge_classes", "unmerged classes".to_string());
+        }
+        if self.read_mode == ReadMode::Map {
+            return refuse("read_mode", "read mode 'map'".to_string());
+        }
+        if backend == BackendKind::Malloc && self.backing != Backing::Anonymous {
+            return refuse("backing", format!("backing '{}'", self.backing.name()));
+        }
+        if backend == BackendKind::Zblock && self.page_size == 8192 {
+            return Err(Error::config(
+                "page_size",
+                "zblock does not build with 8192-byte pages (its block table exceeds \
+                 MAX_TABLE_SIZE there); use 4096, 16384, 32768 or 65536",
             ));
         }
         Ok(())
@@ -265,6 +355,14 @@ impl PoolConfig {
                 other => other,
             })?;
         }
+        if let Some(v) = lookup("ZSMALLOC_BACKEND") {
+            cfg.backend = BackendKind::parse(v.trim()).map_err(|e| match e {
+                Error::Config { message, .. } => {
+                    Error::Config { setting: "ZSMALLOC_BACKEND", message }
+                }
+                other => other,
+            })?;
+        }
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
         }
@@ -286,7 +384,7 @@ impl PoolConfig {
 }
 
 /// The `ZSMALLOC_*` environment variables this library reads.
-pub const ENV_VARS: [&str; 7] = [
+pub const ENV_VARS: [&str; 8] = [
     "ZSMALLOC_PAGE_SIZE",
     "ZSMALLOC_CHAIN_SIZE",
     "ZSMALLOC_CLASS_DELTA",
@@ -294,6 +392,7 @@ pub const ENV_VARS: [&str; 7] = [
     "ZSMALLOC_READ_MODE",
     "ZSMALLOC_MEM_LIMIT_PAGES",
     "ZSMALLOC_BACKING",
+    "ZSMALLOC_BACKEND",
 ];
 
 /// `ZSMALLOC_*` variables of the project's own scripts, not warned about.

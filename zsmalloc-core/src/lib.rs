@@ -22,7 +22,9 @@
 //! - [`pool`]: the pool's fields and rules; then its jobs: `layout` (where an object's bytes
 //!   lie), `placement` (the one check of a handle word, with a level), `free` (frees, handle
 //!   moves, zspage release), `compact`, [`stats`];
-//! - [`handle`]: the safe [`Handle`]; `store`: stores and writes; `read`: read sections.
+//! - [`handle`]: the safe [`Handle`]; `store`: stores and writes; `read`: read sections;
+//! - [`backend`]: the interface all three backends implement (zsmalloc's side of it there);
+//!   [`zblock`], [`malloc_pool`]: the other backends; [`any_pool`]: a pool of any of them.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned handle slot, freed on drop) and the raw
 //! layer (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own
@@ -34,7 +36,9 @@
 compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
 pub mod announce;
+pub mod any_pool;
 mod arena;
+pub mod backend;
 pub mod chain_policy;
 mod chunked;
 pub mod class_table;
@@ -52,6 +56,7 @@ mod handle_slots;
 mod handle_word;
 pub mod header;
 mod layout;
+pub mod malloc_pool;
 mod map_window;
 mod open_section;
 pub mod pin;
@@ -63,11 +68,14 @@ pub mod stats;
 mod store;
 mod sync;
 mod tid;
+pub mod zblock;
 mod zspage;
 
+pub use any_pool::AnyPool;
+pub use backend::Backend;
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
 pub use class_table::{ClassInfo, ClassTable, HDR};
-pub use config::{Backing, PoolConfig, ReadMode};
+pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
 pub use pool::Pool;

@@ -69,6 +69,15 @@ impl Pool {
 
     /// A named pool (the name shows in reports).
     pub fn with_name(name: &str, config: PoolConfig) -> Result<Pool> {
+        if config.backend != crate::config::BackendKind::Zsmalloc {
+            return Err(crate::error::Error::Config {
+                setting: "backend",
+                message: format!(
+                    "a zsmalloc Pool cannot be a {} pool; make it with AnyPool::with_name",
+                    config.backend.name()
+                ),
+            });
+        }
         let table = ClassTable::new(&config)?;
         let classes: Box<[SizeClass]> =
             table.classes().iter().cloned().map(SizeClass::new).collect();

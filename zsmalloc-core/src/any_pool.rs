@@ -1,0 +1,178 @@
+//! A pool of any backend, chosen by [`PoolConfig::backend`].
+//!
+//! Dispatch happens once per call: each method matches on the backend and calls that backend's
+//! method, statically dispatched from there on. So zsmalloc pays one predictable branch per
+//! call for sharing its callers with the other backends, nothing more.
+
+use std::sync::atomic::AtomicUsize;
+
+use crate::backend::Backend;
+use crate::config::{BackendKind, PoolConfig};
+use crate::error::Result;
+use crate::malloc_pool::MallocPool;
+use crate::pool::Pool;
+use crate::read::SgSegments;
+use crate::stats::{ClassStats, PoolStats};
+use crate::zblock::ZblockPool;
+
+/// A pool of any backend.
+pub enum AnyPool {
+    Zsmalloc(Pool),
+    Zblock(ZblockPool),
+    Malloc(MallocPool),
+}
+
+/// Calls `$method` on whichever backend `$pool` is.
+macro_rules! on_backend {
+    ($pool:expr, $b:ident => $call:expr) => {
+        match $pool {
+            AnyPool::Zsmalloc($b) => $call,
+            AnyPool::Zblock($b) => $call,
+            AnyPool::Malloc($b) => $call,
+        }
+    };
+}
+
+impl AnyPool {
+    /// A pool of the backend `config.backend` names.
+    pub fn with_name(name: &str, config: PoolConfig) -> Result<AnyPool> {
+        Ok(match config.backend {
+            BackendKind::Zsmalloc => AnyPool::Zsmalloc(Pool::with_name(name, config)?),
+            BackendKind::Zblock => AnyPool::Zblock(ZblockPool::with_name(name, config)?),
+            BackendKind::Malloc => AnyPool::Malloc(MallocPool::with_name(name, config)?),
+        })
+    }
+
+    /// A pool configured by the `ZSMALLOC_*` variables (`ZSMALLOC_BACKEND` among them).
+    pub fn from_env(name: &str) -> Result<AnyPool> {
+        AnyPool::with_name(name, PoolConfig::from_env()?)
+    }
+
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            AnyPool::Zsmalloc(_) => BackendKind::Zsmalloc,
+            AnyPool::Zblock(_) => BackendKind::Zblock,
+            AnyPool::Malloc(_) => BackendKind::Malloc,
+        }
+    }
+
+    /// The zsmalloc pool, for what only zsmalloc has (class table, object locations).
+    #[inline]
+    pub fn as_zsmalloc(&self) -> Option<&Pool> {
+        match self {
+            AnyPool::Zsmalloc(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Ends a section begun on `h`, without the address its begin returned.
+    ///
+    /// # Safety
+    /// As [`Backend::read_end_at_raw`].
+    #[inline]
+    pub unsafe fn read_end_raw(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.read_end_at_raw(h, mem_len, std::ptr::null()) }
+    }
+}
+
+impl From<Pool> for AnyPool {
+    fn from(p: Pool) -> Self {
+        AnyPool::Zsmalloc(p)
+    }
+}
+
+impl Backend for AnyPool {
+    #[inline]
+    fn name(&self) -> &str {
+        on_backend!(self, b => b.name())
+    }
+    #[inline]
+    fn config(&self) -> &PoolConfig {
+        on_backend!(self, b => b.config())
+    }
+    #[inline]
+    fn total_pages(&self) -> u64 {
+        on_backend!(self, b => b.total_pages())
+    }
+    fn stats(&self) -> PoolStats {
+        on_backend!(self, b => b.stats())
+    }
+    fn class_stats(&self) -> Vec<ClassStats> {
+        on_backend!(self, b => b.class_stats())
+    }
+    fn compact(&self) -> u64 {
+        on_backend!(self, b => b.compact())
+    }
+    #[inline]
+    fn huge_class_size(&self) -> usize {
+        on_backend!(self, b => b.huge_class_size())
+    }
+    #[inline]
+    fn lookup_class_index(&self, size: usize) -> u32 {
+        on_backend!(self, b => b.lookup_class_index(size))
+    }
+    fn metadata_bytes(&self) -> (usize, usize) {
+        on_backend!(self, b => b.metadata_bytes())
+    }
+    #[inline]
+    unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.store_raw(h, data) })
+    }
+    #[inline]
+    unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.malloc_raw(h, len) })
+    }
+    #[inline]
+    unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.write_raw(h, data) })
+    }
+    #[inline]
+    unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.free_raw(h) })
+    }
+    #[inline]
+    unsafe fn handle_move_raw(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.handle_move_raw(from, to) })
+    }
+    #[inline]
+    unsafe fn read_begin_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: usize,
+        local_copy: *mut u8,
+    ) -> Result<*const u8> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.read_begin_raw(h, mem_len, local_copy) })
+    }
+    #[inline]
+    unsafe fn read_end_at_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+        handle_mem: *const u8,
+    ) -> Result<()> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.read_end_at_raw(h, mem_len, handle_mem) })
+    }
+    #[inline]
+    unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.read_sg_begin_raw(h, mem_len) })
+    }
+    #[inline]
+    unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.read_into_raw(h, out) })
+    }
+    #[inline]
+    unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { b.object_len_raw(h) })
+    }
+}
