@@ -51,8 +51,10 @@ typedef unsigned int gfp_t;
  * write.
  * 3: the read modes `ZS_READ_MAP` and `ZS_READ_CONTIGUOUS`; `struct zs_pool_config` gains
  * `backing`, `struct zs_class_stats` the per-class read counters.
+ * 4: the backends `ZS_BACKEND_ZBLOCK` and `ZS_BACKEND_MALLOC`; `struct zs_pool_config` gains
+ * `backend` (after `reserved`, the padding of version 3's struct).
  */
-#define ZS_ABI_VERSION 3
+#define ZS_ABI_VERSION 4
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -98,6 +100,22 @@ typedef unsigned int gfp_t;
 #define ZS_BACKING_MEMFD 1
 
 /**
+ * Backend `zsmalloc` (the default).
+ */
+#define ZS_BACKEND_ZSMALLOC 0
+
+/**
+ * Backend `zblock`: fixed-size slots in blocks of virtually contiguous pages; every read in
+ * place, nothing to compact; lengths from the last slot size up are refused (`-ENOSPC`).
+ */
+#define ZS_BACKEND_ZBLOCK 1
+
+/**
+ * Backend `malloc`: each object its own system allocation.
+ */
+#define ZS_BACKEND_MALLOC 2
+
+/**
  * `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
  * accept).
  */
@@ -107,6 +125,11 @@ typedef unsigned int gfp_t;
  * `sizeof(struct zs_pool_config)` in ABI version 3 (`backing` added).
  */
 #define ZS_POOL_CONFIG_SIZE_VER3 40
+
+/**
+ * `sizeof(struct zs_pool_config)` in ABI version 4 (`backend` added).
+ */
+#define ZS_POOL_CONFIG_SIZE_VER4 48
 
 /**
  * `sizeof(struct zs_pool_stats)` in ABI version 1.
@@ -162,6 +185,15 @@ struct zs_pool_config {
      * `ZS_BACKING_ANONYMOUS` or `ZS_BACKING_MEMFD` (ABI version 3).
      */
     uint32_t backing;
+    /**
+     * The padding of ABI version 3's struct, kept so that its size (40) still tells the
+     * versions apart; ignored.
+     */
+    uint32_t reserved;
+    /**
+     * `ZS_BACKEND_ZSMALLOC`, `ZS_BACKEND_ZBLOCK` or `ZS_BACKEND_MALLOC` (ABI version 4).
+     */
+    uint32_t backend;
 };
 
 /**

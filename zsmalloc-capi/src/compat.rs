@@ -10,7 +10,7 @@
 use std::ffi::{c_int, c_ulong, c_void};
 use std::sync::atomic::AtomicUsize;
 
-use zsmalloc_core::{Pool, Result};
+use zsmalloc_core::{AnyPool, Backend, Result};
 
 use crate::guard::ErrValueHandle;
 use crate::handle::{self, zs_handle};
@@ -30,7 +30,7 @@ fn is_err_value(v: c_ulong) -> bool {
 ///
 /// # Safety
 /// `p` is NULL or a live pool.
-unsafe fn parts<'a>(p: *mut zs_pool, handle: c_ulong) -> Result<(&'a Pool, &'a AtomicUsize)> {
+unsafe fn parts<'a>(p: *mut zs_pool, handle: c_ulong) -> Result<(&'a AnyPool, &'a AtomicUsize)> {
     // SAFETY: forwarded contract.
     let zp = unsafe { zs_pool::get(p) }?;
     Ok((zp.pool(), zp.compat.get(handle as usize)?))

@@ -3,7 +3,7 @@
 
 use std::ffi::c_int;
 
-use zsmalloc_core::{Backing, Error, PolicyRef, PoolConfig, ReadMode, Result};
+use zsmalloc_core::{BackendKind, Backing, Error, PolicyRef, PoolConfig, ReadMode, Result};
 
 use crate::errors::invalid;
 use crate::sized::{read_in, write_out, Plain};
@@ -28,12 +28,22 @@ pub const ZS_BACKING_ANONYMOUS: u32 = 0;
 /// always uses it).
 pub const ZS_BACKING_MEMFD: u32 = 1;
 
+/// Backend `zsmalloc` (the default).
+pub const ZS_BACKEND_ZSMALLOC: u32 = 0;
+/// Backend `zblock`: fixed-size slots in blocks of virtually contiguous pages; every read in
+/// place, nothing to compact; lengths from the last slot size up are refused (`-ENOSPC`).
+pub const ZS_BACKEND_ZBLOCK: u32 = 1;
+/// Backend `malloc`: each object its own system allocation.
+pub const ZS_BACKEND_MALLOC: u32 = 2;
+
 /// `sizeof(struct zs_pool_config)` in ABI version 1 (the smallest size the `_sized` functions
 /// accept).
 pub const ZS_POOL_CONFIG_SIZE_VER1: usize = 32;
 /// `sizeof(struct zs_pool_config)` in ABI version 3 (`backing` added).
 pub const ZS_POOL_CONFIG_SIZE_VER3: usize = 40;
-const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER3);
+/// `sizeof(struct zs_pool_config)` in ABI version 4 (`backend` added).
+pub const ZS_POOL_CONFIG_SIZE_VER4: usize = 48;
+const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER4);
 
 /// Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
 /// `zs_pool_config_from_env()` and change fields.
@@ -54,6 +64,11 @@ pub struct zs_pool_config {
     pub mem_limit_pages: u64,
     /// `ZS_BACKING_ANONYMOUS` or `ZS_BACKING_MEMFD` (ABI version 3).
     pub backing: u32,
+    /// The padding of ABI version 3's struct, kept so that its size (40) still tells the
+    /// versions apart; ignored.
+    pub reserved: u32,
+    /// `ZS_BACKEND_ZSMALLOC`, `ZS_BACKEND_ZBLOCK` or `ZS_BACKEND_MALLOC` (ABI version 4).
+    pub backend: u32,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
@@ -115,6 +130,29 @@ fn backing_code(b: Backing) -> u32 {
     }
 }
 
+fn backend_code(b: BackendKind) -> u32 {
+    match b {
+        BackendKind::Zsmalloc => ZS_BACKEND_ZSMALLOC,
+        BackendKind::Zblock => ZS_BACKEND_ZBLOCK,
+        BackendKind::Malloc => ZS_BACKEND_MALLOC,
+    }
+}
+
+fn backend_from_code(code: u32) -> Result<BackendKind> {
+    match code {
+        ZS_BACKEND_ZSMALLOC => Ok(BackendKind::Zsmalloc),
+        ZS_BACKEND_ZBLOCK => Ok(BackendKind::Zblock),
+        ZS_BACKEND_MALLOC => Ok(BackendKind::Malloc),
+        _ => Err(Error::Config {
+            setting: "backend",
+            message: format!(
+                "{code} is unknown; accepted: ZS_BACKEND_ZSMALLOC (0), ZS_BACKEND_ZBLOCK (1), \
+                 ZS_BACKEND_MALLOC (2)"
+            ),
+        }),
+    }
+}
+
 fn backing_from_code(code: u32) -> Result<Backing> {
     match code {
         ZS_BACKING_ANONYMOUS => Ok(Backing::Anonymous),
@@ -139,6 +177,8 @@ impl zs_pool_config {
             read_mode: read_mode_code(cfg.read_mode),
             mem_limit_pages: cfg.mem_limit_pages,
             backing: backing_code(cfg.backing),
+            reserved: 0,
+            backend: backend_code(cfg.backend),
         })
     }
 
@@ -152,6 +192,7 @@ impl zs_pool_config {
             read_mode: read_mode_from_code(self.read_mode)?,
             mem_limit_pages: self.mem_limit_pages,
             backing: backing_from_code(self.backing)?,
+            backend: backend_from_code(self.backend)?,
             ..PoolConfig::default()
         };
         cfg.validate()?;
@@ -226,5 +267,10 @@ mod tests {
             assert_eq!(backing_code(backing_from_code(code).unwrap()), code);
         }
         assert!(backing_from_code(2).is_err());
+        for code in [ZS_BACKEND_ZSMALLOC, ZS_BACKEND_ZBLOCK, ZS_BACKEND_MALLOC] {
+            assert_eq!(backend_code(backend_from_code(code).unwrap()), code);
+        }
+        let err = backend_from_code(3).unwrap_err().to_string();
+        assert!(err.contains("ZS_BACKEND_MALLOC (2)"), "{err}");
     }
 }

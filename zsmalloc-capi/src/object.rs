@@ -2,7 +2,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use zsmalloc_core::{Error, Result};
+use zsmalloc_core::{Backend, Error, Result};
 
 use crate::errors::invalid;
 use crate::handle::{self, zs_handle};

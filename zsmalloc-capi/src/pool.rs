@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_uint, c_ulong, CStr};
 use std::sync::Arc;
 
-use zsmalloc_core::{Pool, PoolConfig, Result};
+use zsmalloc_core::{AnyPool, Backend, PoolConfig, Result};
 
 use crate::config::{self, zs_pool_config};
 use crate::errors::invalid;
@@ -16,7 +16,7 @@ use crate::slots::CompatSlots;
 // and `zs_pool::get`: the allocator is reference counted, so a `struct zs_pool *` handed to C and
 // a Rust owner of the same allocator can live side by side.
 pub struct zs_pool {
-    pool: Arc<Pool>,
+    pool: Arc<AnyPool>,
     /// Handle words of `zsmalloc_compat.h`'s `unsigned long` handles.
     pub(crate) compat: CompatSlots,
 }
@@ -24,18 +24,18 @@ pub struct zs_pool {
 impl zs_pool {
     /// Wraps a shared pool into a new `struct zs_pool *` (owned by the caller: release it with
     /// [`zs_pool::destroy`] or `zs_destroy_pool`, which drop this share of the pool only).
-    pub fn from_arc(pool: Arc<Pool>) -> *mut zs_pool {
+    pub fn from_arc(pool: Arc<AnyPool>) -> *mut zs_pool {
         Box::into_raw(Box::new(zs_pool { pool, compat: CompatSlots::new() }))
     }
 
     /// The allocator behind this C pool.
     #[inline]
-    pub fn pool(&self) -> &Pool {
+    pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
     /// A new share of the allocator behind this C pool.
-    pub fn arc(&self) -> Arc<Pool> {
+    pub fn arc(&self) -> Arc<AnyPool> {
         Arc::clone(&self.pool)
     }
 
@@ -84,7 +84,7 @@ fn name_of(name: *const c_char) -> Result<String> {
 }
 
 fn create(name: &str, cfg: PoolConfig) -> Result<*mut zs_pool> {
-    Ok(zs_pool::from_arc(Arc::new(Pool::with_name(name, cfg)?)))
+    Ok(zs_pool::from_arc(Arc::new(AnyPool::with_name(name, cfg)?)))
 }
 
 /// A pool configured by the environment; a bad value is also printed on stderr (once per
@@ -120,7 +120,7 @@ pub(crate) unsafe fn create_with_config(
 /// # Safety
 /// As [`zs_pool::get`].
 #[inline(always)]
-pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<&'a Pool> {
+pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<&'a AnyPool> {
     // SAFETY: forwarded contract.
     Ok(unsafe { zs_pool::get(p) }?.pool())
 }

@@ -3,7 +3,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicUsize;
 
-use zsmalloc_core::{Pool, ReadMode, Result};
+use zsmalloc_core::{AnyPool, Backend, Result};
 
 use crate::errors::invalid;
 use crate::handle::{self, zs_handle};
@@ -28,34 +28,15 @@ pub struct zs_sg {
 /// bytes until the section ends.
 #[inline(always)]
 pub(crate) unsafe fn begin_on(
-    pool: &Pool,
+    pool: &AnyPool,
     word: &AtomicUsize,
     mem_len: usize,
     local_copy: *mut c_void,
 ) -> Result<*mut c_void> {
-    if local_copy.is_null() && pool.config().read_mode == ReadMode::Copy {
-        // SAFETY: forwarded contract.
-        return unsafe { begin_in_place_only(pool, word, mem_len) };
-    }
-    // SAFETY: `local_copy` is writable for mem_len + ZS_HANDLE_SIZE bytes (caller's promise;
-    // the core checks mem_len against the stored length before copying).
+    // SAFETY: `local_copy` is NULL or writable for mem_len + ZS_HANDLE_SIZE bytes (caller's
+    // promise; the core checks mem_len against the stored length before copying, and serves a
+    // NULL one only where nothing needs copying).
     let ptr = unsafe { pool.read_begin_raw(word, mem_len, local_copy.cast()) }?;
-    Ok(ptr.cast_mut().cast())
-}
-
-/// [`begin_on`] without a buffer: only objects whose payload lies in one page can be served; a
-/// refused read counts nothing.
-///
-/// # Safety
-/// As [`begin_on`].
-#[inline(never)]
-unsafe fn begin_in_place_only(
-    pool: &Pool,
-    word: &AtomicUsize,
-    mem_len: usize,
-) -> Result<*mut c_void> {
-    // SAFETY: `word` is aligned and live; the core validates its contents.
-    let ptr = unsafe { pool.read_begin_in_one_page_raw(word, mem_len) }?;
     Ok(ptr.cast_mut().cast())
 }
 

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_int, c_uint};
 
-use zsmalloc_core::{ClassStats, PoolStats, Result};
+use zsmalloc_core::{Backend, ClassStats, PoolStats, Result};
 
 use crate::errors::invalid;
 use crate::pool::{self, zs_pool};
@@ -179,11 +179,14 @@ pub(crate) unsafe fn class_stats(
     if out.is_null() {
         return Err(invalid("stats is NULL"));
     }
-    let table = pool.class_table();
-    let pos = table.position_of_index(index).ok_or_else(|| {
-        invalid(format!("class index {index} is out of range (0..{})", table.index_count()))
-    })?;
     let rows = pool.class_stats();
+    // zsmalloc: merged indices share their class's row; zblock: one row per block type.
+    let (pos, count) = match pool.as_zsmalloc() {
+        Some(z) => (z.class_table().position_of_index(index), z.class_table().index_count()),
+        None => (Some(index as usize).filter(|&i| i < rows.len()), rows.len() as u32),
+    };
+    let pos =
+        pos.ok_or_else(|| invalid(format!("class index {index} is out of range (0..{count})")))?;
     let row = rows.get(pos).ok_or_else(|| invalid(format!("no class at index {index}")))?;
     // SAFETY: forwarded contract.
     unsafe { write_out(out, size, &row.into()) }?;

@@ -14,7 +14,9 @@ pub type gfp_t = std::ffi::c_uint;
 /// write.
 /// 3: the read modes `ZS_READ_MAP` and `ZS_READ_CONTIGUOUS`; `struct zs_pool_config` gains
 /// `backing`, `struct zs_class_stats` the per-class read counters.
-pub const ZS_ABI_VERSION: u32 = 3;
+/// 4: the backends `ZS_BACKEND_ZBLOCK` and `ZS_BACKEND_MALLOC`; `struct zs_pool_config` gains
+/// `backend` (after `reserved`, the padding of version 3's struct).
+pub const ZS_ABI_VERSION: u32 = 4;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
 /// (The header defines it by hand, guarded, so that ported kernel code can define its own.)

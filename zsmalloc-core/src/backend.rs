@@ -174,7 +174,7 @@ impl Backend for Pool {
     ) -> Result<*const u8> {
         if local_copy.is_null() && self.config().read_mode == crate::config::ReadMode::Copy {
             // SAFETY: forwarded contract.
-            return unsafe { Pool::read_begin_in_one_page_raw(self, h, mem_len) };
+            return unsafe { in_one_page(self, h, mem_len) };
         }
         // SAFETY: forwarded contract; a non-NULL `local_copy` is writable for mem_len + 8.
         unsafe { Pool::read_begin_raw(self, h, mem_len, local_copy) }
@@ -204,4 +204,15 @@ impl Backend for Pool {
         // SAFETY: forwarded contract.
         unsafe { Pool::object_len_raw(self, h) }
     }
+}
+
+/// `copy` mode without a buffer: out of the read path's line, as reads without one are rare.
+///
+/// # Safety
+/// As [`Pool::read_begin_in_one_page_raw`].
+#[cold]
+#[inline(never)]
+unsafe fn in_one_page(pool: &Pool, h: &AtomicUsize, mem_len: usize) -> Result<*const u8> {
+    // SAFETY: forwarded contract.
+    unsafe { pool.read_begin_in_one_page_raw(h, mem_len) }
 }

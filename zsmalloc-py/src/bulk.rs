@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use zsmalloc_core::{Error, Pool as CorePool};
+use zsmalloc_core::{AnyPool as CorePool, Backend, Error};
 
 use crate::buffers::{list_of, new_bytes, Exported};
 use crate::errors::{freed_error, to_py};

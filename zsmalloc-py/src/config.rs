@@ -121,6 +121,7 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
     d.set_item("read_mode", c.read_mode.name())?;
     d.set_item("mem_limit_pages", c.mem_limit_pages)?;
     d.set_item("backing", c.effective_backing().name())?;
+    d.set_item("backend", c.backend.name())?;
     Ok(d)
 }
 

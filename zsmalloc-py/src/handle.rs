@@ -11,7 +11,7 @@ use std::sync::{PoisonError, RwLock};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
-use zsmalloc_core::Pool as CorePool;
+use zsmalloc_core::{AnyPool as CorePool, Backend};
 
 use crate::buffers::{new_bytes, Exported};
 use crate::bulk::{check_out, read_into_new_bytes};

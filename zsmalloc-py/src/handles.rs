@@ -7,7 +7,7 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
-use zsmalloc_core::{Error, Pool as CorePool};
+use zsmalloc_core::{AnyPool as CorePool, Backend, Error};
 
 use crate::buffers::{new_bytes, Exported};
 use crate::bulk::{

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use zsmalloc::zs_pool;
-use zsmalloc_core::{Error, Pool as CorePool, PoolConfig};
+use zsmalloc_core::{AnyPool as CorePool, Error, PoolConfig};
 
 use crate::errors::{other_pool_error, PyRes};
 
@@ -43,7 +43,9 @@ impl Drop for Hold {
 /// `page_size` 4096 (4096..=65536, a power of two), `chain_size` 8 (most pages per zspage,
 /// 1..=16), `class_delta` 0 (size-class spacing; 0 means `page_size >> 8`), `chain_policy`
 /// "classic" ("heuristic", "fixed-N" or a callable `f(class_size, page_size, max_chain) ->
-/// pages`), `read_mode` "copy", `mem_limit_pages` 0 (no limit).
+/// pages`), `read_mode` "copy", `mem_limit_pages` 0 (no limit), `backing` "anonymous"
+/// ("memfd"), `backend` "zsmalloc" ("zblock", "malloc": the other allocators, which refuse the
+/// zsmalloc-only keywords set to anything but their defaults).
 ///
 /// All methods may be called from several threads at once. Bulk calls (`store_many`,
 /// `read_many`), `compact`, `stats` and `class_stats` release the GIL.

@@ -3,10 +3,10 @@
 
 use std::sync::atomic::AtomicUsize;
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple, PyType};
-use zsmalloc_core::PoolConfig;
+use zsmalloc_core::{Backend, PoolConfig};
 
 use crate::buffers::{new_bytes, BytesArg, Exported};
 use crate::config;
@@ -22,9 +22,11 @@ use crate::view::View;
 impl Pool {
     #[new]
     #[pyo3(signature = (name = "pool", *, page_size = 4096, chain_size = 8, class_delta = 0,
-        chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
+        chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous",
+        backend = "zsmalloc"),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
-            chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+            chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous', \
+            backend='zsmalloc')")]
     // One argument per keyword of the Python signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -36,8 +38,9 @@ impl Pool {
         read_mode: &str,
         mem_limit_pages: u64,
         backing: &str,
+        backend: &str,
     ) -> PyResult<Self> {
-        let (cfg, failed) = config::build(
+        let (mut cfg, failed) = config::build(
             page_size,
             chain_size,
             class_delta,
@@ -46,6 +49,7 @@ impl Pool {
             mem_limit_pages,
             backing,
         )?;
+        cfg.backend = zsmalloc_core::BackendKind::parse(backend).py()?;
         let pool = Pool::create(name, cfg);
         config::take_policy_error(&failed)?;
         pool
@@ -212,7 +216,13 @@ impl Pool {
 
     /// The class table of this pool (as `zsmalloc.class_table(**pool.config)`).
     fn class_table<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        config::class_table_rows(py, self.core().class_table())
+        match self.core().as_zsmalloc() {
+            Some(z) => config::class_table_rows(py, z.class_table()),
+            None => Err(PyValueError::new_err(format!(
+                "the {} backend has no size classes; class_stats() lists its rows",
+                self.core().kind().name()
+            ))),
+        }
     }
 
     /// Stores many objects at once, with the GIL released, into a packed `Handles` array.

@@ -7,7 +7,7 @@
 use std::sync::atomic::AtomicUsize;
 
 use pyo3::prelude::*;
-use zsmalloc_core::{Error, Pool as CorePool, Result};
+use zsmalloc_core::{AnyPool as CorePool, Backend, Error, Result};
 
 use crate::errors::PyRes;
 

@@ -8,7 +8,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyMemoryView, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
-use zsmalloc_core::HANDLE_SIZE;
+use zsmalloc_core::{Backend, HANDLE_SIZE};
 
 use crate::errors::{buffer_error, freed_error, PyRes};
 use crate::gate::shared;

@@ -30,6 +30,7 @@ class _PoolConfigDict(TypedDict):
     read_mode: str
     mem_limit_pages: int
     backing: str
+    backend: str
 
 class _PoolStatsDict(TypedDict):
     pages_compacted: int
@@ -100,6 +101,7 @@ class Pool:
         read_mode: str = "copy",
         mem_limit_pages: int = 0,
         backing: str = "anonymous",
+        backend: str = "zsmalloc",
     ) -> Pool: ...
     @classmethod
     def from_env(cls, name: str = "pool") -> Pool: ...
