@@ -3,7 +3,7 @@
 
 use crate::error::{LabError, LabResult};
 use serde::Serialize;
-use zsmalloc_core::{PolicyRef, PoolConfig, ReadMode};
+use zsmalloc_core::{BackendKind, PolicyRef, PoolConfig, ReadMode};
 
 /// One configuration to run, with the label it is reported under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,10 +20,12 @@ pub struct ConfigSpec {
     pub mem_limit_pages: u64,
     /// Class merging (mainline since 2014); off for older kernels.
     pub merge: bool,
+    /// zsmalloc, zblock or malloc.
+    pub backend: String,
 }
 
 /// The configuration keys, as flags (`--page-size`) and as spec keys (`page-size=`).
-pub const KEYS: [&str; 8] = [
+pub const KEYS: [&str; 9] = [
     "page-size",
     "chain-size",
     "class-delta",
@@ -32,6 +34,7 @@ pub const KEYS: [&str; 8] = [
     "mem-limit-pages",
     "merge",
     "profile",
+    "backend",
 ];
 
 /// `profile=2012`: the zsmalloc of the 2012 thread "zsmalloc limitations and related topics" —
@@ -51,6 +54,7 @@ impl Default for ConfigSpec {
             read_mode: "copy".into(),
             mem_limit_pages: 0,
             merge: true,
+            backend: "zsmalloc".into(),
         }
     }
 }
@@ -147,6 +151,16 @@ impl ConfigSpec {
                     )))
                 }
             },
+            "backend" => {
+                let v = value.trim();
+                BackendKind::parse(v).map_err(|e| match e {
+                    zsmalloc_core::Error::Config { message, .. } => {
+                        LabError::usage(format!("invalid backend: {message}"))
+                    }
+                    other => LabError::from(other),
+                })?;
+                self.backend = v.to_string();
+            }
             "label" | "name" => self.label = value.trim().to_string(),
             _ => {
                 return Err(LabError::usage(format!(
@@ -189,7 +203,10 @@ impl ConfigSpec {
             }
             other => LabError::from(other),
         })?;
+        let backend = BackendKind::parse(&self.backend)
+            .map_err(|_| LabError::usage(format!("invalid backend: '{}'", self.backend)))?;
         let cfg = PoolConfig {
+            backend,
             page_size: self.page_size,
             chain_size: self.chain_size,
             class_delta: self.class_delta,
@@ -213,8 +230,16 @@ impl ConfigSpec {
         self.pool_config().map(|_| ())
     }
 
-    /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default).
+    /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default);
+    /// `zblock, page 4096` for the other backends.
     pub fn describe(&self) -> String {
+        if self.backend != "zsmalloc" {
+            let mut s = format!("{}, page {}", self.backend, self.page_size);
+            if self.mem_limit_pages != 0 {
+                s += &format!(", limit {} pages", self.mem_limit_pages);
+            }
+            return s;
+        }
         let mut s = format!(
             "page {}, chain {}, delta {}, {}",
             self.page_size,
@@ -244,6 +269,7 @@ impl ConfigSpec {
             "read-mode" => self.read_mode.clone(),
             "mem-limit-pages" | "mem-limit" => self.mem_limit_pages.to_string(),
             "merge" => if self.merge { "on" } else { "off" }.to_string(),
+            "backend" => self.backend.clone(),
             _ => return None,
         })
     }
@@ -259,6 +285,7 @@ pub struct ConfigDesc {
     pub read_mode: String,
     pub mem_limit_pages: u64,
     pub merge: bool,
+    pub backend: String,
 }
 
 impl From<&ConfigSpec> for ConfigDesc {
@@ -271,6 +298,7 @@ impl From<&ConfigSpec> for ConfigDesc {
             read_mode: c.read_mode.clone(),
             mem_limit_pages: c.mem_limit_pages,
             merge: c.merge,
+            backend: c.backend.clone(),
         }
     }
 }

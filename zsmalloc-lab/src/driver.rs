@@ -18,7 +18,7 @@ use crate::progress::Progress;
 use crate::timeline::Sample;
 use crate::timing::{Clock, CpuTimer};
 use crate::trace_format::{TraceOp, TraceWriter};
-use zsmalloc_core::{Pool, HANDLE_SIZE};
+use zsmalloc_core::{AnyPool, Backend, ClassTable, HANDLE_SIZE};
 
 /// Operations per batch, and payload bytes a batch may hold before it runs.
 const BATCH_OPS: usize = 256;
@@ -109,7 +109,9 @@ enum Answer {
 
 /// Runs operations on one pool.
 pub struct Driver<'p> {
-    pool: &'p Pool,
+    pool: &'p AnyPool,
+    /// zsmalloc's class table, for the per-class figures (none for the other backends).
+    table: Option<&'p ClassTable>,
     page: usize,
     huge_len: usize,
     words: HandleWords,
@@ -149,7 +151,7 @@ impl<'p> Driver<'p> {
     /// otherwise refusals are counted (`op_errors`), as a C program would see them (traces).
     /// `timeline_every`: sample every N operations (0 = no timeline).
     pub fn new(
-        pool: &'p Pool,
+        pool: &'p AnyPool,
         seed: u64,
         strict: bool,
         recorder: Option<TraceWriter>,
@@ -158,8 +160,10 @@ impl<'p> Driver<'p> {
     ) -> Self {
         let page = pool.config().page_size as usize;
         let limited = pool.config().mem_limit_pages != 0;
+        let table = pool.as_zsmalloc().map(|z| z.class_table());
         Driver {
             pool,
+            table,
             page,
             huge_len: pool.huge_class_size(),
             words: HandleWords::new(),
@@ -187,11 +191,11 @@ impl<'p> Driver<'p> {
             batch_ops: if limited { 1 } else { BATCH_OPS },
             cpu: CpuTimer::new(),
             peak: Peak::default(),
-            class_spanning: vec![0; pool.class_table().classes().len()],
+            class_spanning: vec![0; table.map_or(0, |t| t.classes().len())],
         }
     }
 
-    pub fn pool(&self) -> &'p Pool {
+    pub fn pool(&self) -> &'p AnyPool {
         self.pool
     }
 
@@ -415,9 +419,11 @@ impl<'p> Driver<'p> {
                 if spanning {
                     self.counters.kernel_spanning += 1;
                     self.counters.kernel_memcpy += len as u64;
-                    let pos = self.pool.class_table().position(len + HANDLE_SIZE);
-                    if let Some(n) = self.class_spanning.get_mut(pos) {
-                        *n += 1;
+                    if let Some(t) = self.table {
+                        let pos = t.position(len + HANDLE_SIZE);
+                        if let Some(n) = self.class_spanning.get_mut(pos) {
+                            *n += 1;
+                        }
                     }
                 }
                 let data = &arena[off..off + len];
@@ -444,7 +450,7 @@ impl<'p> Driver<'p> {
     }
 
     /// Runs one rare operation's pool call on the clock (after the queued ones).
-    fn timed_now<R>(&mut self, f: impl FnOnce(&'p Pool, &HandleWords) -> R) -> LabResult<R> {
+    fn timed_now<R>(&mut self, f: impl FnOnce(&'p AnyPool, &HandleWords) -> R) -> LabResult<R> {
         self.flush(None)?;
         let t0 = Clock::now_ns();
         let r = f(self.pool, &self.words);
@@ -814,7 +820,7 @@ impl<'p> Driver<'p> {
 
     /// Bytes the live objects lose to class merging, per class index.
     fn merge_waste(&self) -> Vec<(u32, u64)> {
-        let table = self.pool.class_table();
+        let Some(table) = self.table else { return Vec::new() };
         let classes = table.classes();
         let mut waste = vec![0u64; classes.len()];
         let page = self.page as u32;
@@ -842,7 +848,7 @@ impl<'p> Driver<'p> {
         if let Some(r) = self.recorder.take() {
             r.finish()?;
         }
-        let classes = self.pool.class_table().classes();
+        let classes = self.table.map_or(&[][..], |t| t.classes());
         let spanning_reads =
             classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
         Ok(Outcome {
@@ -863,13 +869,13 @@ mod tests {
     use crate::progress::{Progress, ProgressSink};
     use zsmalloc_core::PoolConfig;
 
-    fn driver(pool: &Pool, strict: bool) -> Driver<'_> {
+    fn driver(pool: &AnyPool, strict: bool) -> Driver<'_> {
         Driver::new(pool, 1, strict, None, 0, Progress::new(&ProgressSink::silent(), "t"))
     }
 
     #[test]
     fn queued_operations_answer_as_the_pool_would() {
-        let pool = Pool::new(PoolConfig::default()).unwrap();
+        let pool = AnyPool::with_name("t", PoolConfig::default()).unwrap();
         let mut d = driver(&pool, false);
         let (a, b) = (d.new_slot(), d.new_slot());
         assert!(d.store(a, 100).unwrap());
@@ -891,7 +897,7 @@ mod tests {
     #[test]
     fn a_full_pool_is_known_at_once() {
         let cfg = PoolConfig { mem_limit_pages: 2, ..PoolConfig::default() };
-        let pool = Pool::new(cfg).unwrap();
+        let pool = AnyPool::with_name("t", cfg).unwrap();
         let mut d = driver(&pool, true);
         let mut refused = 0;
         for _ in 0..20 {

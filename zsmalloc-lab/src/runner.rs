@@ -14,7 +14,7 @@ use crate::result::{density, per_class, utilization_permille, ClassRow, RunResul
 use crate::timing::{interleave, Samples};
 use crate::trace_format::TraceWriter;
 use crate::workload::Workload;
-use zsmalloc_core::Pool;
+use zsmalloc_core::{AnyPool, Backend};
 
 /// How to run (the same for every configuration of a comparison).
 #[derive(Debug, Clone, Default)]
@@ -64,7 +64,7 @@ fn run_labelled(
     let cfg = spec.pool_config()?;
     let page = u64::from(cfg.page_size);
     workload.check(cfg.page_size as usize)?;
-    let pool = Pool::with_name(&spec.label, cfg)?;
+    let pool = AnyPool::with_name(&spec.label, cfg)?;
     let desc = workload.desc();
     let recorder = match &opts.record {
         Some(path) => Some(TraceWriter::create(

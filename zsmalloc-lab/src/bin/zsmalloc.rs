@@ -166,6 +166,10 @@ struct PoolFlags {
     /// zsmalloc of the 2012 thread "zsmalloc limitations and related topics")
     #[arg(long, global = true, value_name = "NAME")]
     profile: Option<String>,
+    /// The allocator: zsmalloc, zblock or malloc (`compare` takes a list: one configuration
+    /// per backend, side by side) [default: zsmalloc]
+    #[arg(long, global = true, value_name = "NAME")]
+    backend: Option<String>,
 }
 
 #[derive(Args)]
@@ -420,14 +424,22 @@ fn base_spec(p: &PoolFlags) -> LabResult<ConfigSpec> {
         ("read-mode", &p.read_mode),
         ("mem-limit-pages", &p.mem_limit_pages),
         ("merge", &p.merge),
+        ("backend", &p.backend),
     ];
     for (key, v) in flags {
         if let Some(v) = v {
             s.set(key, v)?;
         }
     }
-    s.label = s.chain_policy.clone();
+    s.label = if s.backend == "zsmalloc" { s.chain_policy.clone() } else { s.backend.clone() };
     Ok(s)
+}
+
+/// `--backend` as `compare` takes it: a list of backends, each its own configuration. `None`
+/// when it is one name or absent (then it is part of the base flags).
+fn backend_list(p: &PoolFlags) -> Option<Vec<String>> {
+    let list = p.backend.as_deref().filter(|b| b.contains(','))?;
+    Some(list.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect())
 }
 
 fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> {
@@ -541,13 +553,33 @@ fn cmd_run(
     emit(&report::render_run(&r, format)?)
 }
 
-fn cmd_compare(a: CompareArgs) -> LabResult<()> {
+fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
     let format = format_of(&a.out)?;
+    let backends = backend_list(&a.pool);
+    if backends.is_some() {
+        a.pool.backend = None;
+    }
     let mut base = base_spec(&a.pool)?;
     let w = workload(a.workload, &a.out)?;
     let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
     let mut specs = Vec::new();
-    if a.configs.is_empty() && sweeps.is_empty() {
+    if let Some(backends) = backends {
+        if !a.configs.is_empty() || !sweeps.is_empty() {
+            return Err(LabError::usage(
+                "--backend with a list makes one configuration per backend; with --config or \
+                 --sweep, name the backend inside each spec instead (backend=zblock)",
+            ));
+        }
+        for b in backends {
+            specs.push(ConfigSpec::with_overrides(&base, &format!("backend={b},label={b}"))?);
+        }
+    } else if a.configs.is_empty() && sweeps.is_empty() {
+        if base.backend != "zsmalloc" {
+            return Err(LabError::usage(format!(
+                "compare needs several configurations: e.g. --backend zsmalloc,{}",
+                base.backend
+            )));
+        }
         // The demonstration: the RFC's BASE (classic) and PATCHED (heuristic), chain 10.
         if a.pool.chain_size.is_none() {
             base.chain_size = 10;

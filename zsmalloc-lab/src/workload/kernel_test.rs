@@ -4,6 +4,7 @@
 //! "zsmalloc: size-classes chain-length tunings" (January 2026).
 
 use serde_json::json;
+use zsmalloc_core::Backend;
 
 use super::Extra;
 use crate::driver::Driver;

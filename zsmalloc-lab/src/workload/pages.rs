@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
+use zsmalloc_core::Backend;
 
 use super::{corpus, Extra, SameFilled};
 use crate::driver::Driver;
