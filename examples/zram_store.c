@@ -10,9 +10,14 @@
  * page). Every page is then read back, decompressed and verified, and a zram mm_stat line is
  * printed, followed by utilization and read figures.
  *
+ * A length the pool's backend does not store (zblock refuses lengths from its last slot size up,
+ * so the raw pages of incompressible data) is counted as refused and left out, as a zram write
+ * that fails: the page stays where it was. The count is printed when it is not zero.
+ *
  * The last line, "figures: ...", is what a replay of a zstrace trace of this run reproduces
  * (examples/replay, or `zsmalloc replay`).
  */
+#include <errno.h>
 #include <lz4.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,7 +26,7 @@
 
 #include "zsmalloc.h"
 
-enum { SLOT_EMPTY, SLOT_SAME, SLOT_COMPRESSED, SLOT_HUGE };
+enum { SLOT_EMPTY, SLOT_SAME, SLOT_COMPRESSED, SLOT_HUGE, SLOT_REFUSED };
 
 /* zram's per-page slot: the handle lives inside it (struct zs_handle embedded, 8-aligned). */
 struct slot {
@@ -111,7 +116,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    uint64_t same_pages = 0, huge_pages = 0, compr_data_size = 0;
+    uint64_t same_pages = 0, huge_pages = 0, compr_data_size = 0, refused = 0;
     for (size_t i = 0; i < npages; i++) {
         const unsigned char *page = data + i * page_size;
         struct slot *s = &slots[i];
@@ -132,7 +137,15 @@ int main(int argc, char **argv)
             s->kind = SLOT_COMPRESSED;
             s->len = (uint32_t)clen;
         }
-        if (zs_store(pool, &s->handle, src, s->len, 0) != 0)
+        int err = zs_store(pool, &s->handle, src, s->len, 0);
+        if (err == -ENOSPC) {
+            if (s->kind == SLOT_HUGE)
+                huge_pages--;
+            s->kind = SLOT_REFUSED;
+            refused++;
+            continue;
+        }
+        if (err != 0)
             die("zs_store");
         compr_data_size += s->len;
     }
@@ -143,6 +156,8 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < npages; i++) {
         const unsigned char *page = data + i * page_size;
         struct slot *s = &slots[i];
+        if (s->kind == SLOT_REFUSED)
+            continue;
         if (s->kind == SLOT_SAME) {
             for (size_t off = 0; off < page_size; off += sizeof(s->same_value))
                 memcpy(out + off, &s->same_value, sizeof(s->same_value));
@@ -177,7 +192,11 @@ int main(int argc, char **argv)
            "compressed\n",
            argc - 1, npages, page_size, (unsigned long long)same_pages,
            (unsigned long long)huge_pages,
-           (unsigned long long)(npages - same_pages - huge_pages));
+           (unsigned long long)(npages - same_pages - huge_pages - refused));
+    if (refused)
+        printf("zram_store: %llu pages refused by the pool (length it does not store): not "
+               "stored, not verified\n",
+               (unsigned long long)refused);
     printf("mm_stat: %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu %8llu\n",
            (unsigned long long)npages * page_size, (unsigned long long)compr_data_size,
            (unsigned long long)st.pages_allocated * page_size,
@@ -194,7 +213,8 @@ int main(int argc, char **argv)
            verified, (unsigned long long)st.reads, (unsigned long long)st.reads_spanning,
            (unsigned long long)st.read_copy_bytes);
     for (size_t i = 0; i < npages; i++) {
-        if (slots[i].kind != SLOT_SAME && zs_free(pool, &slots[i].handle) != 0)
+        if (slots[i].kind != SLOT_SAME && slots[i].kind != SLOT_REFUSED &&
+            zs_free(pool, &slots[i].handle) != 0)
             die("zs_free");
     }
     if (zs_pool_stats(pool, &st) != 0)
@@ -206,7 +226,7 @@ int main(int argc, char **argv)
     /* What a replay of this run's trace must reproduce (after its last operation). */
     printf("figures: stores %llu pages_peak %llu reads %llu reads_spanning %llu read_copy_bytes "
            "%llu writes_spanning %llu pages_compacted %llu\n",
-           (unsigned long long)(npages - same_pages), (unsigned long long)st.pages_peak,
+           (unsigned long long)(npages - same_pages - refused), (unsigned long long)st.pages_peak,
            (unsigned long long)st.reads, (unsigned long long)st.reads_spanning,
            (unsigned long long)st.read_copy_bytes, (unsigned long long)st.writes_spanning,
            (unsigned long long)st.pages_compacted);
