@@ -662,12 +662,18 @@ fn check_output(path: &std::path::Path) -> LabResult<()> {
     Ok(())
 }
 
-fn cmd_cost(a: CostArgs) -> LabResult<()> {
+fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     use zsmalloc_lab::cost::{self, codec::Algo, corpus::Source};
     let format = match a.format.as_deref().map_or(Ok(Format::Table), Format::parse)? {
         f @ (Format::Table | Format::Json | Format::Csv) => f,
         _ => return Err(LabError::usage("cost prints --format table, json or csv")),
     };
+    // `--backend zsmalloc,zblock`: zsmalloc's configurations (default or given), then one
+    // configuration per other backend.
+    let backends = backend_list(&a.pool);
+    if backends.is_some() {
+        a.pool.backend = None;
+    }
     let mut base = base_spec(&a.pool)?;
     base.read_mode = "copy".into();
     let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
@@ -676,8 +682,14 @@ fn cmd_cost(a: CostArgs) -> LabResult<()> {
         specs.push(ConfigSpec::with_overrides(&base, c)?);
     }
     specs.extend(sweep::expand(&base, &sweeps)?);
-    if specs.is_empty() {
+    let zsmalloc_too = backends.as_ref().is_none_or(|b| b.iter().any(|b| b == "zsmalloc"));
+    if specs.is_empty() && base.backend != "zsmalloc" {
+        specs.push(base.clone());
+    } else if specs.is_empty() && zsmalloc_too {
         specs = cost::default_specs(&base)?;
+    }
+    for b in backends.iter().flatten().filter(|b| *b != "zsmalloc") {
+        specs.push(ConfigSpec::with_overrides(&base, &format!("backend={b},label={b}"))?);
     }
     let mut opts = cost::CostOptions::new(specs);
     let seed = a.seed.unwrap_or(1);

@@ -42,7 +42,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
-use zsmalloc_core::{Pool, ReadMode, HDR};
+use zsmalloc_core::{AnyPool, Backend, Error, ReadMode, HDR};
 
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
@@ -204,6 +204,8 @@ pub enum Kind {
     Huge,
     /// A page stored raw (it did not compress below `huge_class_size`).
     Incompressible,
+    /// An object the backend refused (never in a row).
+    Refused,
 }
 
 impl Kind {
@@ -212,6 +214,7 @@ impl Kind {
             Kind::Regular => "regular",
             Kind::Huge => "huge",
             Kind::Incompressible => "incompressible",
+            Kind::Refused => "refused",
         }
     }
 }
@@ -279,6 +282,9 @@ pub struct PoolFacts {
     pub spanning_objects: u64,
     pub huge_objects: u64,
     pub incompressible_objects: u64,
+    /// Objects the backend does not store (zblock: lengths from its last slot size up, so the
+    /// raw pages of incompressible data), left out of every row.
+    pub refused_objects: u64,
     pub huge_class_size: u64,
     /// Times the corpus was stored to fill the pool beyond the last-level cache.
     pub replicas: u64,
@@ -410,7 +416,7 @@ struct Group {
 
 /// One filled pool (one configuration, compressor and pool read mode).
 struct Filled<'c> {
-    pool: Pool,
+    pool: AnyPool,
     words: Box<[AtomicUsize]>,
     objs: Vec<Obj>,
     groups: Vec<Group>,
@@ -432,11 +438,11 @@ impl Drop for Filled<'_> {
 }
 
 /// A pool of `spec` in the pool read mode of `mode`; the error says why the core refused it.
-fn make_pool(spec: &ConfigSpec, mode: &str) -> LabResult<Pool> {
+fn make_pool(spec: &ConfigSpec, mode: &str) -> LabResult<AnyPool> {
     let mut s = spec.clone();
     s.read_mode = pool_mode(mode).to_string();
     let cfg = s.pool_config()?;
-    Pool::new(cfg).map_err(|e| LabError::runtime(format!("mode {mode}: {e}")))
+    AnyPool::with_name(&spec.label, cfg).map_err(|e| LabError::runtime(format!("mode {mode}: {e}")))
 }
 
 /// Most times the corpus is stored to give every row a batch of distinct objects, relative to
@@ -455,7 +461,7 @@ type Keyed = (Kind, bool, u32, u32);
 
 impl<'c> Filled<'c> {
     /// An empty pool with handle words for `cap` replicas of the corpus.
-    fn new(spec: &ConfigSpec, pool: Pool, corpus: &'c Compressed, cap: u64) -> LabResult<Self> {
+    fn new(spec: &ConfigSpec, pool: AnyPool, corpus: &'c Compressed, cap: u64) -> LabResult<Self> {
         if corpus.entries.is_empty() {
             return Err(LabError::usage(
                 "the corpus has no page to store (every page is same-filled)".to_string(),
@@ -473,6 +479,7 @@ impl<'c> Filled<'c> {
             spanning_objects: 0,
             huge_objects: 0,
             incompressible_objects: 0,
+            refused_objects: 0,
             huge_class_size: pool.huge_class_size() as u64,
             replicas: 0,
             classes: Vec::new(),
@@ -496,16 +503,25 @@ impl<'c> Filled<'c> {
         let huge = self.pool.huge_class_size();
         let n = (corpus.entries.len() * replicas as usize).min(self.words.len());
         let mut buf = vec![0u8; corpus.page];
-        let table = self.pool.class_table();
+        let table = self.pool.as_zsmalloc().map(|z| z.class_table());
+        // The other backends' rows: zblock's block types (by `lookup_class_index`), none for
+        // malloc (its objects are reported at their own length).
+        let rows = self.pool.class_stats();
         for i in self.objs.len()..n {
             let e = i % corpus.entries.len();
             let (data, raw) = corpus.stored(e, huge);
             let w = &self.words[i];
-            // SAFETY: `w` is 0 and stays at this address (boxed slice) until freed in `Drop`.
-            unsafe { self.pool.store_raw(w, data) }
-                .map_err(|e| LabError::runtime(format!("store failed: {e}")))?;
             self.objs.push(Obj { len: data.len() as u32, raw });
             let len = data.len();
+            // SAFETY: `w` is 0 and stays at this address (boxed slice) until freed in `Drop`.
+            match unsafe { self.pool.store_raw(w, data) } {
+                Ok(()) => {}
+                Err(Error::TooLarge { .. }) if table.is_none() => {
+                    self.keyed.push((Kind::Refused, false, len as u32, 0));
+                    continue;
+                }
+                Err(e) => return Err(LabError::runtime(format!("store failed: {e}"))),
+            }
             // SAFETY: the word holds a live object of `len` bytes; the section is ended at once.
             let (_, segs) = unsafe { self.pool.read_sg_begin_raw(w, len) }
                 .map_err(|e| LabError::runtime(format!("read failed: {e}")))?;
@@ -518,6 +534,14 @@ impl<'c> Filled<'c> {
             if buf[..got] != *data {
                 return Err(LabError::Verify(format!("object {i} does not read back as stored")));
             }
+            let Some((table, z)) = table.zip(self.pool.as_zsmalloc()) else {
+                // zblock and malloc: nothing spans, nothing is huge.
+                let kind = if raw { Kind::Incompressible } else { Kind::Regular };
+                let index = self.pool.lookup_class_index(len) as usize;
+                let size = rows.get(index).map_or(len as u32, |r| r.size);
+                self.keyed.push((kind, false, len as u32, size));
+                continue;
+            };
             let class = &table.classes()[table.position(len + HDR as usize)];
             let kind = if raw {
                 Kind::Incompressible
@@ -529,7 +553,7 @@ impl<'c> Filled<'c> {
             // The kernel's rule, whatever the read mode does with it: a non-huge object spans
             // when offset + HDR + len > page (placement is the same in every mode).
             // SAFETY: as above.
-            let index = unsafe { self.pool.location_raw(w) }
+            let index = unsafe { z.location_raw(w) }
                 .map_err(|e| LabError::runtime(format!("location failed: {e}")))?
                 .index as usize;
             let offset = index * class.size as usize % corpus.page;
@@ -586,7 +610,7 @@ impl<'c> Filled<'c> {
             self.groups.push(Group { kind, spanning: span, order, mean_len });
         }
         let mut per_class: std::collections::BTreeMap<u32, (u64, u64)> = Default::default();
-        for k in keyed {
+        for k in keyed.iter().filter(|k| k.0 != Kind::Refused) {
             let c = per_class.entry(k.3).or_default();
             c.0 += 1;
             c.1 += u64::from(k.1);
@@ -594,7 +618,8 @@ impl<'c> Filled<'c> {
         let st = self.pool.stats();
         let f = &mut self.facts;
         f.pages = self.pool.total_pages();
-        f.objects = keyed.len() as u64;
+        f.refused_objects = keyed.iter().filter(|k| k.0 == Kind::Refused).count() as u64;
+        f.objects = keyed.len() as u64 - f.refused_objects;
         f.bytes_stored = st.bytes_stored;
         f.spanning_objects = keyed.iter().filter(|k| k.1).count() as u64;
         f.huge_objects = keyed.iter().filter(|k| k.0 == Kind::Huge).count() as u64;
@@ -698,7 +723,7 @@ struct ReadBuffers {
 /// `w` holds a live object of `len` bytes; the section must be ended with `read_end_raw`.
 #[inline(always)]
 unsafe fn begin(
-    pool: &Pool,
+    pool: &AnyPool,
     sg: bool,
     w: &AtomicUsize,
     len: usize,
@@ -1039,8 +1064,17 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
         let f = &filled_ref[fi];
         let scratch: Box<[AtomicUsize]> = (0..batch).map(|_| AtomicUsize::new(0)).collect();
         let mut rng = ChaCha8Rng::seed_from_u64(opts.seed ^ 0x3717e5);
-        let picks: Vec<u32> =
-            (0..batch).map(|_| rng.gen_range(0..f.corpus.entries.len() as u32)).collect();
+        // Entries the pool stores (the first replica's objects are the corpus in order).
+        let stored: Vec<u32> = (0..f.corpus.entries.len().min(f.keyed.len()) as u32)
+            .filter(|&e| f.keyed[e as usize].0 != Kind::Refused)
+            .collect();
+        if stored.is_empty() {
+            return Err(LabError::runtime(format!(
+                "{}: the pool refused every object of the corpus",
+                f.facts.label
+            )));
+        }
+        let picks: Vec<u32> = (0..batch).map(|_| stored[rng.gen_range(0..stored.len())]).collect();
         let progress = &progress;
         let key = format!("{}|{}", f.facts.label, f.facts.compressor);
         jobs.push(Box::new(move |_| {
@@ -1173,16 +1207,17 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
 }
 
 /// Heap bytes of pool-owned handle slots per object, measured on a safe-layer pool of the
-/// first configuration.
+/// first zsmalloc configuration (the other backends have no safe layer).
 fn handle_memory(
     opts: &CostOptions,
     corpora: &[((u32, Algo), Compressed)],
 ) -> LabResult<Option<HandleMemory>> {
-    let Some(spec) = opts.specs.first() else { return Ok(None) };
+    let Some(spec) = opts.specs.iter().find(|s| s.backend == "zsmalloc") else { return Ok(None) };
     let Some((_, corpus)) = corpora.iter().find(|(k, _)| k.0 == spec.page_size) else {
         return Ok(None);
     };
-    let pool = make_pool(spec, "copy")?;
+    let any = make_pool(spec, "copy")?;
+    let Some(pool) = any.as_zsmalloc() else { return Ok(None) };
     let huge = pool.huge_class_size();
     let before = pool.metadata_bytes().1;
     let n = corpus.entries.len().min(65_536);
