@@ -3,7 +3,11 @@
  * bad_input: every bad input of the C ABI's contract, asserting the exact error and that the
  * pool still works afterwards (and that its counters did not change).
  *
- *   bad_input          prints one line per failed check and "N passed, M failed"
+ *   bad_input [BACKEND]    prints one line per failed check and "N passed, M failed"
+ *
+ * BACKEND (zsmalloc, zblock or malloc; default zsmalloc) is the pools' backend: the contract's
+ * refusals are the same on every backend; what differs (huge sizes, spanning, class rows, the
+ * lengths zblock refuses) is checked per backend.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -41,6 +45,17 @@
 
 static unsigned char data[PAGE + 64];
 static unsigned char local_copy[PAGE + 64];
+
+/* The backend under test, and the longest length it stores on 4K pages. */
+static uint32_t backend = ZS_BACKEND_ZSMALLOC;
+static size_t top = PAGE;
+
+/* The default configuration on the backend under test. */
+static void config_init(struct zs_pool_config *cfg)
+{
+    zs_pool_config_init(cfg);
+    cfg->backend = backend;
+}
 
 static void fill(size_t len, unsigned seed)
 {
@@ -81,7 +96,7 @@ static int same(struct snap a, struct snap b)
 /* The pool still stores, reads, frees (small, spanning, huge objects) and its counters return. */
 static void pool_works(struct zs_pool *pool, const char *after)
 {
-    static const size_t lens[] = {1, 100, 1000, 2000, 3000, 4000, PAGE};
+    const size_t lens[] = {1, 100, 1000, 2000, 3000, 4000, top};
     struct zs_handle hs[sizeof(lens) / sizeof(lens[0])];
     struct snap before = snap(pool);
     int ok = 1;
@@ -132,6 +147,31 @@ static void test_config(void)
         CHECK(strstr(zs_last_error_message(), bad[k].field) != NULL, "message names %s: %s",
               bad[k].field, zs_last_error_message());
     }
+    /* Backends: an unknown code; zsmalloc-only settings refused by the others, naming both. */
+    cfg = good;
+    cfg.backend = 3;
+    EXPECT_NULL(zs_create_pool_with_config("bad", &cfg), EINVAL);
+    CHECK(strstr(zs_last_error_message(), "backend") != NULL, "message names backend: %s",
+          zs_last_error_message());
+    cfg = good;
+    cfg.backend = ZS_BACKEND_ZBLOCK;
+    cfg.max_pages_per_zspage = 10;
+    EXPECT_NULL(zs_create_pool_with_config("bad", &cfg), EINVAL);
+    CHECK(strstr(zs_last_error_message(), "chain_size") && strstr(zs_last_error_message(), "zblock"),
+          "message names the setting and the backend: %s", zs_last_error_message());
+    cfg = good;
+    cfg.backend = ZS_BACKEND_MALLOC;
+    cfg.read_mode = ZS_READ_MAP;
+    EXPECT_NULL(zs_create_pool_with_config("bad", &cfg), EINVAL);
+    CHECK(strstr(zs_last_error_message(), "read_mode") && strstr(zs_last_error_message(), "malloc"),
+          "message names the setting and the backend: %s", zs_last_error_message());
+    cfg = good;
+    cfg.backend = ZS_BACKEND_ZBLOCK;
+    cfg.page_size = 8192;
+    EXPECT_NULL(zs_create_pool_with_config("bad", &cfg), EINVAL);
+    CHECK(strstr(zs_last_error_message(), "8192") != NULL, "zblock refuses 8K pages: %s",
+          zs_last_error_message());
+
     EXPECT_NULL(zs_create_pool_with_config("bad", NULL), EINVAL);
     EXPECT_NULL(zs_create_pool_with_config(NULL, &good), EINVAL);
     EXPECT_NULL(zs_create_pool(NULL), EINVAL);
@@ -154,6 +194,7 @@ static void test_config(void)
         {"ZSMALLOC_CHAIN_SIZE", "17"},      {"ZSMALLOC_CLASS_DELTA", "12"},
         {"ZSMALLOC_CHAIN_POLICY", "greedy"}, {"ZSMALLOC_READ_MODE", "mmap"},
         {"ZSMALLOC_BACKING", "shm"},        {"ZSMALLOC_MEM_LIMIT_PAGES", "-1"},
+        {"ZSMALLOC_BACKEND", "bogus"},
     };
     for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
         setenv(env[k][0], env[k][1], 1);
@@ -260,23 +301,30 @@ static void test_lengths(struct zs_pool *pool)
     EXPECT_ERR(zs_malloc(pool, &h, SIZE_MAX, 0), ENOSPC);
     CHECK(h.obj == 0 && same(before, snap(pool)), "nothing allocated by refused lengths");
 
-    /* A page-sized object is fine (huge class). */
-    EXPECT_OK(zs_store(pool, &h, data, PAGE, 0));
-    CHECK(verify(pool, &h, PAGE, 3), "page-sized object");
+    if (backend == ZS_BACKEND_ZBLOCK) {
+        /* zblock's last slot size and anything above it: -ENOSPC, nothing changed. */
+        EXPECT_ERR(zs_store(pool, &h, data, zs_huge_class_size(pool), 0), ENOSPC);
+        EXPECT_ERR(zs_store(pool, &h, data, PAGE, 0), ENOSPC);
+        EXPECT_ERR(zs_malloc(pool, &h, PAGE, 0), ENOSPC);
+        CHECK(h.obj == 0 && same(before, snap(pool)), "nothing allocated by refused lengths");
+    }
+    /* The longest object the backend stores is fine (a huge class in zsmalloc). */
+    EXPECT_OK(zs_store(pool, &h, data, top, 0));
+    CHECK(verify(pool, &h, top, 3), "page-sized object");
     /* The handle is in use: -EEXIST, the object unchanged. */
     fill(PAGE, 99);
     EXPECT_ERR(zs_store(pool, &h, data, 50, 0), EEXIST);
     EXPECT_ERR(zs_malloc(pool, &h, 50, 0), EEXIST);
-    CHECK(verify(pool, &h, PAGE, 3), "object unchanged after -EEXIST");
+    CHECK(verify(pool, &h, top, 3), "object unchanged after -EEXIST");
     /* Wrong lengths on read and write. */
-    EXPECT_NULL(zs_obj_read_begin(pool, &h, PAGE - 1, local_copy), EINVAL);
-    EXPECT_NULL(zs_obj_read_begin(pool, &h, PAGE + 1, local_copy), EINVAL);
+    EXPECT_NULL(zs_obj_read_begin(pool, &h, top - 1, local_copy), EINVAL);
+    EXPECT_NULL(zs_obj_read_begin(pool, &h, top + 1, local_copy), EINVAL);
     EXPECT_NULL(zs_obj_read_begin(pool, &h, 0, local_copy), EINVAL);
-    EXPECT_ERR(zs_obj_write(pool, &h, data, PAGE - 1), EINVAL);
-    EXPECT_ERR(zs_obj_write(pool, &h, data, PAGE + 1), EINVAL);
+    EXPECT_ERR(zs_obj_write(pool, &h, data, top - 1), EINVAL);
+    EXPECT_ERR(zs_obj_write(pool, &h, data, top + 1), EINVAL);
     EXPECT_ERR(zs_obj_write(pool, &h, data, SIZE_MAX), EINVAL);
-    EXPECT_ERR(zs_obj_read_end(pool, &h, PAGE, local_copy), EINVAL); /* no section open */
-    CHECK(verify(pool, &h, PAGE, 3), "object unchanged after wrong lengths");
+    EXPECT_ERR(zs_obj_read_end(pool, &h, top, local_copy), EINVAL); /* no section open */
+    CHECK(verify(pool, &h, top, 3), "object unchanged after wrong lengths");
     EXPECT_OK(zs_free(pool, &h));
 
     /* malloc + write: the write must cover the object exactly. */
@@ -289,11 +337,19 @@ static void test_lengths(struct zs_pool *pool)
     CHECK(same(before, snap(pool)), "counters back");
 }
 
-static void test_foreign_garbage_stale(struct zs_pool *pool)
+/* Another pool of the backend under test, or of another backend (`cross`). */
+static struct zs_pool *other_pool(int cross)
 {
     struct zs_pool_config cfg;
-    zs_pool_config_init(&cfg);
-    struct zs_pool *other = zs_create_pool_with_config("other", &cfg);
+    config_init(&cfg);
+    if (cross)
+        cfg.backend = backend == ZS_BACKEND_ZSMALLOC ? ZS_BACKEND_ZBLOCK : ZS_BACKEND_ZSMALLOC;
+    return zs_create_pool_with_config(cross ? "other backend" : "other", &cfg);
+}
+
+static void test_foreign_garbage_stale(struct zs_pool *pool, int cross)
+{
+    struct zs_pool *other = other_pool(cross);
     struct zs_handle h = {0}, h2 = {0}, copy, g;
     struct zs_sg sg[2];
     fill(200, 5);
@@ -308,6 +364,12 @@ static void test_foreign_garbage_stale(struct zs_pool *pool)
     EXPECT_ERR(zs_handle_move(other, &h, &h2), EINVAL);
     CHECK(same(before, snap(pool)) && same(before_other, snap(other)), "both pools unchanged");
     CHECK(verify(pool, &h, 200, 5), "object intact after foreign use");
+    if (cross) {
+        EXPECT_OK(zs_free(pool, &h));
+        pool_works(other, "a handle of another backend");
+        zs_destroy_pool(other);
+        return;
+    }
 
     /* Garbage words. */
     static const uintptr_t garbage[] = {1, 0xffff, 0x10000, 0xdeadbeefcafef00dULL, UINTPTR_MAX,
@@ -370,17 +432,28 @@ static void test_reads(struct zs_pool *pool)
             spanning = k;
         zs_obj_read_end(pool, &hs[k], len, (void *)p);
     }
-    CHECK(spanning < 8, "found a spanning object");
-    size_t in_place = spanning == 0 ? 1 : 0;
+    const void *p;
+    if (backend == ZS_BACKEND_ZSMALLOC) {
+        CHECK(spanning < 8, "found a spanning object");
+        size_t in_place = spanning == 0 ? 1 : 0;
 
-    /* NULL local_copy: in place works, a spanning object is refused and left unpinned. */
-    const void *p = zs_obj_read_begin(pool, &hs[in_place], len, NULL);
-    CHECK(p != NULL, "in-place read without local_copy");
-    EXPECT_OK(zs_obj_read_end(pool, &hs[in_place], len, (void *)p));
-    EXPECT_NULL(zs_obj_read_begin(pool, &hs[spanning], len, NULL), EINVAL);
-    EXPECT_OK(zs_free(pool, &hs[spanning])); /* not left pinned */
-    fill(len, 20 + (unsigned)spanning);
-    EXPECT_OK(zs_store(pool, &hs[spanning], data, len, 0));
+        /* NULL local_copy: in place works, a spanning object is refused and left unpinned. */
+        p = zs_obj_read_begin(pool, &hs[in_place], len, NULL);
+        CHECK(p != NULL, "in-place read without local_copy");
+        EXPECT_OK(zs_obj_read_end(pool, &hs[in_place], len, (void *)p));
+        EXPECT_NULL(zs_obj_read_begin(pool, &hs[spanning], len, NULL), EINVAL);
+        EXPECT_OK(zs_free(pool, &hs[spanning])); /* not left pinned */
+        fill(len, 20 + (unsigned)spanning);
+        EXPECT_OK(zs_store(pool, &hs[spanning], data, len, 0));
+    } else {
+        /* Every read in place: nothing spans, a NULL local_copy always serves. */
+        CHECK(spanning == 8, "no object read through local_copy");
+        for (size_t k = 0; k < 8; k++) {
+            p = zs_obj_read_begin(pool, &hs[k], len, NULL);
+            CHECK(p != NULL, "read without local_copy");
+            EXPECT_OK(zs_obj_read_end(pool, &hs[k], len, (void *)p));
+        }
+    }
 
     /* Busy: no free or move while a section is open; end with the wrong length refused. */
     p = zs_obj_read_begin(pool, &hs[3], len, local_copy);
@@ -410,7 +483,10 @@ static void test_reads(struct zs_pool *pool)
         EXPECT_OK(zs_obj_read_sg_end(pool, &hs[k]));
         EXPECT_ERR(zs_obj_read_sg_end(pool, &hs[k]), EINVAL);
     }
-    CHECK(spanning_segments > 0, "some object has two segments");
+    if (backend == ZS_BACKEND_ZSMALLOC)
+        CHECK(spanning_segments > 0, "some object has two segments");
+    else
+        CHECK(spanning_segments == 0, "one segment for every object");
     EXPECT_ERR(zs_obj_read_sg_begin(pool, &hs[0], sg, len - 1), EINVAL);
 
     /* Handle moves. */
@@ -431,9 +507,39 @@ static void test_reads(struct zs_pool *pool)
     pool_works(pool, "read-section misuse");
 }
 
+/* zblock's and malloc's answers to the class queries (docs/DESIGN.md, Backends). */
+static void test_other_queries(struct zs_pool *pool)
+{
+    struct zs_class_stats cs;
+    unsigned types = 0;
+    while (zs_class_stats(pool, types, &cs) == 0)
+        types++;
+    CHECK(zs_last_error() == -EINVAL, "the row walk ends on -EINVAL");
+    if (backend == ZS_BACKEND_ZBLOCK) {
+        CHECK(zs_huge_class_size(pool) == 4080, "smallest refused length %zu",
+              zs_huge_class_size(pool));
+        CHECK(types == 37, "37 block types on 4K pages, got %u", types);
+        EXPECT_OK(zs_class_stats(pool, 0, &cs));
+        CHECK(cs.size == 136 && cs.objs_per_zspage == 28 && cs.pages_per_zspage == 1,
+              "type 0: 28 slots of 136 bytes in one page (got %u x %u, %u pages)",
+              cs.objs_per_zspage, cs.size, cs.pages_per_zspage);
+        CHECK(zs_lookup_class_index(pool, 135) == 0 && zs_lookup_class_index(pool, 136) == 1,
+              "lookup: a length equal to a slot size goes to the next type");
+        CHECK(zs_lookup_class_index(pool, 4080) == types, "a refused length: the row count");
+    } else {
+        CHECK(zs_huge_class_size(pool) == PAGE, "malloc: huge size is the page");
+        CHECK(types == 0, "malloc has no class rows, got %u", types);
+    }
+    CHECK(zs_compact(pool) == 0 && zs_last_error() == 0, "nothing to compact");
+}
+
 static void test_queries(struct zs_pool *pool)
 {
     struct zs_class_stats cs;
+    if (backend != ZS_BACKEND_ZSMALLOC) {
+        test_other_queries(pool);
+        return;
+    }
     CHECK(zs_huge_class_size(pool) == 3632 - 7, "huge class size %zu", zs_huge_class_size(pool));
     CHECK(zs_lookup_class_index(pool, 32) == 0 && zs_lookup_class_index(pool, 4096) == 254,
           "lookup");
@@ -459,12 +565,45 @@ static void test_queries(struct zs_pool *pool)
     CHECK(zs_last_error() == 0 && *zs_last_error_message() == '\0', "success clears");
 }
 
+/* Any backend: objects of 1000 bytes under a 2-page limit are stored until -ENOMEM, which
+ * changes nothing; all of them read back, and the pool empties. */
+static void test_mem_limit_fill(void)
+{
+    struct zs_pool_config cfg;
+    struct zs_handle h[64];
+    memset(h, 0, sizeof(h));
+    config_init(&cfg);
+    cfg.mem_limit_pages = 2;
+    struct zs_pool *pool = zs_create_pool_with_config("limited", &cfg);
+    CHECK(pool != NULL, "limited pool");
+    if (!pool)
+        return;
+    fill(1000, 9);
+    size_t n = 0;
+    int err = 0;
+    while (n < 64 && (err = zs_store(pool, &h[n], data, 1000, 0)) == 0)
+        n++;
+    struct snap before = snap(pool);
+    CHECK(n > 0 && err == -ENOMEM, "stored %zu objects, then %d", n, err);
+    EXPECT_ERR(zs_store(pool, &h[n < 64 ? n : 63], data, 1000, 0), n < 64 ? ENOMEM : EEXIST);
+    CHECK(same(before, snap(pool)) && before.pages <= 2, "nothing changed by -ENOMEM");
+    int ok = 1;
+    for (size_t k = 0; k < n; k++)
+        ok &= verify(pool, &h[k], 1000, 9) && zs_free(pool, &h[k]) == 0;
+    CHECK(ok && zs_get_total_pages(pool) == 0, "objects intact; limited pool empty");
+    zs_destroy_pool(pool);
+}
+
 static void test_mem_limit(void)
 {
     struct zs_pool_config cfg;
     struct zs_handle h[3];
+    if (backend != ZS_BACKEND_ZSMALLOC) {
+        test_mem_limit_fill();
+        return;
+    }
     memset(h, 0, sizeof(h));
-    zs_pool_config_init(&cfg);
+    config_init(&cfg);
     cfg.mem_limit_pages = 2;
     struct zs_pool *pool = zs_create_pool_with_config("limited", &cfg);
     fill(PAGE, 7);
@@ -486,7 +625,7 @@ static void test_mem_limit(void)
 static void test_compat(struct zs_pool *pool)
 {
     struct zs_pool_config cfg;
-    zs_pool_config_init(&cfg);
+    config_init(&cfg);
     struct zs_pool *other = zs_create_pool_with_config("other", &cfg);
     struct snap before = snap(pool);
     fill(500, 8);
@@ -559,21 +698,35 @@ static void test_struct_sizes(struct zs_pool *pool)
 
     memset(&u, 0xa5, sizeof(u));
     longer = sizeof(struct zs_class_stats) + 40;
-    EXPECT_OK(zs_class_stats_sized(pool, 0, &u.cs, longer));
-    CHECK(u.bytes[longer - 1] == 0 && u.bytes[longer] == 0xa5, "class stats: tail zeroed only");
+    if (backend != ZS_BACKEND_MALLOC) { /* malloc has no class rows */
+        EXPECT_OK(zs_class_stats_sized(pool, 0, &u.cs, longer));
+        CHECK(u.bytes[longer - 1] == 0 && u.bytes[longer] == 0xa5, "class stats: tail zeroed only");
+    }
     EXPECT_OK(zs_pool_stats_sized(pool, &u.st, ZS_POOL_STATS_SIZE_VER1));
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    static const char *const names[] = {"zsmalloc", "zblock", "malloc"};
+    if (argc > 2 || (argc == 2 && strcmp(argv[1], "zsmalloc") && strcmp(argv[1], "zblock") &&
+                     strcmp(argv[1], "malloc"))) {
+        fprintf(stderr, "usage: %s [zsmalloc|zblock|malloc]\n", argv[0]);
+        return 2;
+    }
+    if (argc == 2)
+        backend = strcmp(argv[1], "zblock") == 0   ? ZS_BACKEND_ZBLOCK
+                  : strcmp(argv[1], "malloc") == 0 ? ZS_BACKEND_MALLOC
+                                                   : ZS_BACKEND_ZSMALLOC;
     test_config();
     struct zs_pool_config cfg;
-    zs_pool_config_init(&cfg);
+    config_init(&cfg);
     struct zs_pool *pool = zs_create_pool_with_config("bad_input", &cfg);
     if (!pool) {
         fprintf(stderr, "bad_input: no pool: %s\n", zs_last_error_message());
         return 1;
     }
+    if (backend == ZS_BACKEND_ZBLOCK)
+        top = zs_huge_class_size(pool) - 8; /* the last slot size is refused: 8 below it */
     pool_works(pool, "creation");
     test_null_pool(pool);
     pool_works(pool, "NULL pools");
@@ -581,7 +734,8 @@ int main(void)
     pool_works(pool, "bad pointers");
     test_lengths(pool);
     pool_works(pool, "bad lengths");
-    test_foreign_garbage_stale(pool);
+    test_foreign_garbage_stale(pool, 0);
+    test_foreign_garbage_stale(pool, 1);
     test_reads(pool);
     test_queries(pool);
     test_mem_limit();
@@ -590,6 +744,6 @@ int main(void)
     pool_works(pool, "struct sizes");
     CHECK(zs_get_total_pages(pool) == 0, "pool empty at the end");
     zs_destroy_pool(pool);
-    printf("bad_input: %d passed, %d failed\n", passed, failed);
+    printf("bad_input (%s): %d passed, %d failed\n", names[backend], passed, failed);
     return failed != 0;
 }
