@@ -520,10 +520,10 @@ static void test_other_queries(struct zs_pool *pool)
               zs_huge_class_size(pool));
         CHECK(types == 37, "37 block types on 4K pages, got %u", types);
         EXPECT_OK(zs_class_stats(pool, 0, &cs));
-        CHECK(cs.size == 136 && cs.objs_per_zspage == 28 && cs.pages_per_zspage == 1,
-              "type 0: 28 slots of 136 bytes in one page (got %u x %u, %u pages)",
+        CHECK(cs.size == 144 && cs.objs_per_zspage == 28 && cs.pages_per_zspage == 1,
+              "type 0: 28 slots of 144 bytes in one page (got %u x %u, %u pages)",
               cs.objs_per_zspage, cs.size, cs.pages_per_zspage);
-        CHECK(zs_lookup_class_index(pool, 135) == 0 && zs_lookup_class_index(pool, 136) == 1,
+        CHECK(zs_lookup_class_index(pool, 143) == 0 && zs_lookup_class_index(pool, 144) == 1,
               "lookup: a length equal to a slot size goes to the next type");
         CHECK(zs_lookup_class_index(pool, 4080) == types, "a refused length: the row count");
     } else {

@@ -11,7 +11,8 @@
 //! - [`timing`]: the thread CPU clock, timed batches, `{min, median, max}`, interleaved repeats
 //!   and deltas with their spread;
 //! - [`compare`]: several configurations, deltas against the first;
-//! - [`classes`]: class tables (`zsmalloc classes`);
+//! - [`classes`]: class tables (`zsmalloc classes`); [`block_table`]: zblock's block table
+//!   (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
@@ -25,6 +26,7 @@
 //! assert_eq!(r.pages, 175111);
 //! ```
 
+pub mod block_table;
 pub mod classes;
 pub mod compare;
 pub mod config;

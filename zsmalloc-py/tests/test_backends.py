@@ -40,7 +40,7 @@ def test_zblock_rows_are_block_types_and_its_top_lengths_are_refused():
     pool = zsmalloc.Pool(backend="zblock")
     rows = pool.class_stats()
     assert len(rows) == 37
-    assert (rows[0]["size"], rows[0]["objs_per_zspage"], rows[0]["pages_per_zspage"]) == (136, 28, 1)
+    assert (rows[0]["size"], rows[0]["objs_per_zspage"], rows[0]["pages_per_zspage"]) == (144, 28, 1)
     assert pool.huge_class_size == 4080
     for n in (4080, 4096):
         with pytest.raises(ValueError) as e:

@@ -46,7 +46,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// Print the class table of a configuration; with --vs, two side by side.
+    /// Print the class table of a configuration; with --vs, two side by side; with --backend
+    /// zblock, zblock's block table.
     Classes(ClassesArgs),
     /// Run a workload on one configuration (default workload: kernel-test).
     Run(RunArgs),
@@ -624,6 +625,15 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     };
     let mut base = base_spec(&a.pool)?;
     base.validate()?;
+    match base.backend.as_str() {
+        "zblock" => return cmd_block_table(&a, base.page_size, format),
+        "malloc" => {
+            return Err(LabError::usage(
+                "the malloc backend has no classes: each object is its own allocation",
+            ))
+        }
+        _ => {}
+    }
     // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
     base.label = base.chain_policy.clone();
     let mut specs = vec![base.clone()];
@@ -646,6 +656,26 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
         _ => classes::render_table(&tables),
     };
     emit(&text)
+}
+
+/// `classes --backend zblock`: the block table of the page size.
+fn cmd_block_table(a: &ClassesArgs, page_size: u32, format: Format) -> LabResult<()> {
+    use zsmalloc_lab::block_table;
+    if a.vs.is_some() || a.step.is_some() || a.min_size.is_some() || a.max_size.is_some() {
+        return Err(LabError::usage(
+            "--vs, --step, --min-size and --max-size are for zsmalloc's class tables; zblock's \
+             table has one row per block type",
+        ));
+    }
+    let t = block_table::block_table(page_size)?;
+    if let Some(path) = &a.plot {
+        block_table::plot(path, &t)?;
+    }
+    emit(&match format {
+        Format::Json => block_table::render_json(&t)?,
+        Format::Csv => block_table::render_csv(&t),
+        _ => block_table::render_table(&t),
+    })
 }
 
 /// Fails now if `path` cannot be written (it is written after the run).
