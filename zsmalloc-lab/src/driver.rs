@@ -493,7 +493,11 @@ impl<'p> Driver<'p> {
 
     fn store_failed(&mut self, slot: usize, e: zsmalloc_core::Error) -> LabResult<bool> {
         self.counters.store_failures += 1;
-        if self.strict && e != zsmalloc_core::Error::OutOfMemory {
+        // A length the backend does not store (zblock's top lengths) is a fact of that backend,
+        // counted like a full pool's refusals.
+        let backend_refuses =
+            self.table.is_none() && matches!(e, zsmalloc_core::Error::TooLarge { .. });
+        if self.strict && e != zsmalloc_core::Error::OutOfMemory && !backend_refuses {
             return Err(LabError::runtime(format!("store of object {slot} was refused: {e}")));
         }
         Ok(false)
