@@ -124,7 +124,9 @@ impl MallocPool {
             return Ok(None);
         }
         if word >> MARKER_SHIFT != MARKER {
-            return Err(Error::InvalidHandle("not a malloc handle (another backend's, or garbage)"));
+            return Err(Error::InvalidHandle(
+                "not a malloc handle (another backend's, or garbage)",
+            ));
         }
         if ((word >> POOL_SHIFT) as u16 & POOL_ID_MASK) != self.id {
             return Err(Error::InvalidHandle("a handle of another malloc pool"));

@@ -80,7 +80,10 @@ fn block_tables_first_types_by_hand() {
     assert_eq!(rows.len(), 37);
     for (i, (r, t)) in rows.iter().zip(t4.table().types()).enumerate() {
         assert_eq!((r.index, r.first_index, r.last_index), (i as u32, i as u32, i as u32));
-        assert_eq!((r.size, r.objs_per_zspage, r.pages_per_zspage), (t.slot_size, t.slots, t.num_pages));
+        assert_eq!(
+            (r.size, r.objs_per_zspage, r.pages_per_zspage),
+            (t.slot_size, t.slots, t.num_pages)
+        );
         assert_eq!(r.tail_waste, t.num_pages * 4096 - 48 - t.slots * t.slot_size);
         assert!(!r.huge && r.fullness == [0; 12] && r.freeable == 0);
     }
@@ -90,7 +93,8 @@ fn block_tables_first_types_by_hand() {
 #[test]
 fn filling_one_type_counts_blocks() {
     // (page, length, objects per block, pages per block)
-    for (page, len, slots, pages) in [(4096, 100, 28, 1), (16384, 100, 113, 1), (65536, 100, 185, 1)]
+    for (page, len, slots, pages) in
+        [(4096, 100, 28, 1), (16384, 100, 113, 1), (65536, 100, 185, 1)]
     {
         let p = zblock(page);
         let mut hs = Vec::new();
@@ -225,7 +229,10 @@ fn sections_behave(p: &dyn Backend) {
         assert!(matches!(p.read_end_at_raw(&h, Some(299), ptr), Err(Error::InvalidArgument(_))));
         p.read_end_at_raw(&h, None, std::ptr::null()).unwrap();
         assert!(matches!(p.read_end_at_raw(&h, None, ptr), Err(Error::InvalidArgument(_))));
-        assert!(matches!(p.read_begin_raw(&h, 301, std::ptr::null_mut()), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            p.read_begin_raw(&h, 301, std::ptr::null_mut()),
+            Err(Error::InvalidArgument(_))
+        ));
         // Moves: onto a full word refused; then the object follows the word.
         let full = store(p, &[1; 10]).unwrap();
         assert_eq!(p.handle_move_raw(&h, &full), Err(Error::HandleInUse));
@@ -476,7 +483,7 @@ fn stress(p: &(dyn Backend + Sync), max_len: usize) {
                     x ^= x << 13;
                     x ^= x >> 7;
                     x ^= x << 17;
-                    if live.len() < 200 && (x % 3 != 0 || live.is_empty()) {
+                    if live.len() < 200 && (!x.is_multiple_of(3) || live.is_empty()) {
                         let len = 1 + (x >> 8) as usize % max_len;
                         let seed = (t as u64) << 32 | i;
                         live.push((store(p, &pattern(seed, len)).unwrap(), seed, len));
@@ -484,7 +491,7 @@ fn stress(p: &(dyn Backend + Sync), max_len: usize) {
                         let k = (x >> 20) as usize % live.len();
                         let (h, seed, len) = &live[k];
                         assert_eq!(read(p, h).unwrap(), pattern(*seed, *len));
-                        if x % 2 == 0 {
+                        if x.is_multiple_of(2) {
                             let (h, ..) = live.swap_remove(k);
                             free(p, &h).unwrap();
                         }

@@ -111,7 +111,11 @@ impl Model {
 
     fn used(&self, ty: usize) -> u64 {
         let t = &self.types[ty];
-        t.blocks.iter().flatten().map(|(taken, _)| taken.iter().filter(|&&x| x).count() as u64).sum()
+        t.blocks
+            .iter()
+            .flatten()
+            .map(|(taken, _)| taken.iter().filter(|&&x| x).count() as u64)
+            .sum()
     }
 }
 

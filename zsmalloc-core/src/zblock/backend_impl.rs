@@ -198,7 +198,8 @@ impl Backend for ZblockPool {
     }
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         let f = self.find_live(h)?;
-        let blk = f.st.block(f.w.block, f.w.generation).ok_or(Error::InvalidHandle("stale handle"))?;
+        let blk =
+            f.st.block(f.w.block, f.w.generation).ok_or(Error::InvalidHandle("stale handle"))?;
         Ok(blk.slots[f.w.slot as usize].len as usize)
     }
 }

@@ -259,7 +259,8 @@ impl Block {
     /// Whether slot `slot` holds an object.
     #[inline]
     pub fn is_taken(&self, slot: u32) -> bool {
-        (slot as usize) < self.slots.len() && self.taken[slot as usize / 64] & (1 << (slot % 64)) != 0
+        (slot as usize) < self.slots.len()
+            && self.taken[slot as usize / 64] & (1 << (slot % 64)) != 0
     }
 }
 

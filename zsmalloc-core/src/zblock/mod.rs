@@ -250,4 +250,3 @@ impl ZblockPool {
 fn wrong_len(what: &str, given: usize, stored: usize) -> Error {
     Error::InvalidArgument(format!("{what} length {given} differs from the stored length {stored}"))
 }
-
