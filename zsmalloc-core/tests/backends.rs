@@ -266,6 +266,15 @@ fn sections_behave(p: &dyn Backend) {
 fn read_sections_zblock() {
     sections_behave(&zblock(4096));
     sections_behave(&zblock(16384));
+    sections_behave(&zblock(32768));
+    let memfd =
+        PoolConfig { backing: zsmalloc_core::Backing::Memfd, ..cfg(BackendKind::Zblock, 4096) };
+    sections_behave(&ZblockPool::with_name("memfd", memfd).unwrap());
+    let contiguous = PoolConfig {
+        read_mode: zsmalloc_core::ReadMode::Contiguous,
+        ..cfg(BackendKind::Zblock, 65536)
+    };
+    sections_behave(&ZblockPool::with_name("contiguous", contiguous).unwrap());
 }
 
 #[test]
@@ -518,4 +527,20 @@ fn threaded_stress_zblock() {
 #[test]
 fn threaded_stress_malloc() {
     stress(&malloc_pool(), 4096);
+}
+
+/// The block tables as the pool computes them (`--nocapture` prints them), each row's tail
+/// waste the block's bytes left after header and slots.
+#[test]
+fn block_tables_print() {
+    for page in [4096u32, 16384, 32768, 65536] {
+        let p = zblock(page);
+        let header = if page == 4096 { 48 } else { 72 };
+        eprintln!("zblock {page}: type slots pages slot_size tail_waste");
+        for (i, t) in p.table().types().iter().enumerate() {
+            assert_eq!(t.tail_waste + t.slots * t.slot_size + header, t.num_pages * page);
+            assert!(t.tail_waste < t.slots * 8, "round_down to 8 loses < 8 per slot");
+            eprintln!("{i} {} {} {} {}", t.slots, t.num_pages, t.slot_size, t.tail_waste);
+        }
+    }
 }
