@@ -544,3 +544,98 @@ fn block_tables_print() {
         }
     }
 }
+
+/// Readers racing the thread that stores, frees and moves the same handle words: a read either
+/// sees a whole, consistent object or is refused (the word emptied or changed under it); a free
+/// or move meeting an open section is `Busy` and retried. zblock's readers take no lock.
+fn racing_readers(p: &(dyn Backend + Sync)) {
+    const WORDS: usize = 64;
+    let words: Vec<AtomicUsize> = (0..WORDS).map(|_| AtomicUsize::new(0)).collect();
+    let stop = AtomicUsize::new(0);
+    let self_describing = |seed: u64| {
+        let len = 8 + (seed as usize * 37) % 2000;
+        let mut v = seed.to_le_bytes().to_vec();
+        v.extend(pattern(seed, len - 8));
+        v
+    };
+    let (reads, refused) = std::thread::scope(|s| {
+        let readers: Vec<_> = (0..2)
+            .map(|t| {
+                let (words, stop) = (&words, &stop);
+                s.spawn(move || {
+                    let (mut ok, mut refused) = (0u64, 0u64);
+                    let mut i = t;
+                    while stop.load(Ordering::Acquire) == 0 {
+                        i = (i * 7 + 3) % WORDS;
+                        let h = &words[i];
+                        // SAFETY: the words live in the vector for the whole scope.
+                        let Ok(len) = (unsafe { p.object_len_raw(h) }) else {
+                            refused += 1;
+                            continue;
+                        };
+                        // SAFETY: as above; NULL local copy (in place).
+                        match unsafe { p.read_begin_raw(h, len, std::ptr::null_mut()) } {
+                            Ok(ptr) => {
+                                // SAFETY: the section is open: `len` bytes at `ptr`.
+                                let v = unsafe { std::slice::from_raw_parts(ptr, len) };
+                                let seed = u64::from_le_bytes(v[..8].try_into().unwrap());
+                                assert_eq!(v, &self_describing(seed)[..], "a whole object");
+                                // SAFETY: ends the section just begun on `h` (which cannot
+                                // move or be freed while it is open: those are Busy).
+                                unsafe { p.read_end_at_raw(h, Some(len), ptr) }.unwrap();
+                                ok += 1;
+                            }
+                            Err(Error::InvalidHandle(_)) | Err(Error::InvalidArgument(_)) => {
+                                refused += 1
+                            }
+                            Err(e) => panic!("{e}"),
+                        }
+                    }
+                    (ok, refused)
+                })
+            })
+            .collect();
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for n in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let i = x as usize % WORDS;
+            let h = &words[i];
+            if h.load(Ordering::Acquire) == 0 {
+                // SAFETY: the words live for the whole scope; only this thread writes them.
+                unsafe { p.store_raw(h, &self_describing(n)) }.unwrap();
+            } else if x.is_multiple_of(4) {
+                let to = &words[(i + 1) % WORDS];
+                // SAFETY: as above.
+                match unsafe { p.handle_move_raw(h, to) } {
+                    Ok(()) | Err(Error::Busy) | Err(Error::HandleInUse) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            } else {
+                // SAFETY: as above.
+                while let Err(e) = unsafe { p.free_raw(h) } {
+                    assert_eq!(e, Error::Busy);
+                    std::thread::yield_now();
+                }
+            }
+        }
+        stop.store(1, Ordering::Release);
+        readers.into_iter().map(|r| r.join().unwrap()).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    });
+    for h in &words {
+        free(p, h).unwrap();
+    }
+    assert_eq!(p.total_pages(), 0);
+    assert!(reads > 0, "{reads} reads, {refused} refused");
+}
+
+#[test]
+fn racing_readers_zblock() {
+    racing_readers(&zblock(4096));
+}
+
+#[test]
+fn racing_readers_malloc() {
+    racing_readers(&malloc_pool());
+}

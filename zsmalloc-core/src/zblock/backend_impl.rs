@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
 
-use super::{wrong_len, ZblockPool};
+use super::{wrong_len, State, Word, ZblockPool};
 
 impl Backend for ZblockPool {
     fn name(&self) -> &str {
@@ -33,8 +33,8 @@ impl Backend for ZblockPool {
             s.objs_allocated += st.nblocks * u64::from(t.slots);
             s.objs_inuse += st.obj_used;
             s.bytes_stored += st.bytes_stored;
-            s.reads += st.reads;
         }
+        s.reads = self.access.sum().0;
         s
     }
     /// One row per block type: `size` is the slot size, `pages_per_zspage` the block's pages,
@@ -64,7 +64,7 @@ impl Backend for ZblockPool {
                     first_index: ty as u32,
                     last_index: ty as u32,
                     bytes_stored: st.bytes_stored,
-                    reads: st.reads,
+                    reads: self.access.class_sum(ty).0,
                     reads_spanning: 0,
                     read_copy_bytes: 0,
                 }
@@ -86,13 +86,14 @@ impl Backend for ZblockPool {
     fn lookup_class_index(&self, size: usize) -> u32 {
         self.table.lookup(size).unwrap_or(self.table.types().len()) as u32
     }
-    /// (the arena's page bookkeeping, the safety protocol's tables: block entries, per-slot
-    /// owner/length/readers). zblock itself keeps its metadata in the block headers, inside the
-    /// pages.
+    /// (what zblock keeps outside the pages here: the arena's page bookkeeping and the blocks'
+    /// placement state, which the patch keeps in the block headers; the safety protocol's slot
+    /// records: owner, length, sequence number, readers).
     fn metadata_bytes(&self) -> (usize, usize) {
-        let protocol = (0..self.types.len()).map(|ty| self.lock(ty).heap_bytes()).sum::<usize>()
+        let placement = (0..self.types.len()).map(|ty| self.lock(ty).heap_bytes()).sum::<usize>()
             + self.types.len() * std::mem::size_of::<std::sync::Mutex<super::TypeState>>();
-        (self.arena.heap_bytes(), protocol)
+        let protocol = self.recs.iter().map(|r| r.heap_bytes()).sum::<usize>();
+        (self.arena.heap_bytes() + placement, protocol)
     }
 
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
@@ -101,29 +102,34 @@ impl Backend for ZblockPool {
     unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
         self.alloc_publish(h, len, None)
     }
+    /// Under the type's lock (no free can release the block meanwhile).
     unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        let mut f = self.find_live(h)?;
-        let w = f.w;
-        let blk = f.st.block_mut_any(w.block);
-        let len = blk.slots[w.slot as usize].len as usize;
+        let f = self.find_live(h)?;
+        let len = f.rec.load().len();
         if data.len() != len {
             return Err(wrong_len("write", data.len(), len));
         }
-        let dst = self.slot_addr(blk.base, w.ty, w.slot);
-        // SAFETY: the slot is validated (live block, taken, owned by `h`) and the type is locked,
-        // so the block stays; its `len` bytes lie in the block's committed pages. The caller
+        let dst = self.slot_addr(f.blk.base.load(Ordering::Acquire), f.w.ty, f.w.slot);
+        // SAFETY: the slot is validated (taken, live, owned by `h`) and the type is locked, so
+        // the block stays; its `len` bytes lie in the block's committed pages. The caller
         // promises no read section of the object runs meanwhile.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
+        drop(f);
         Ok(())
     }
     unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
         let Some(mut f) = self.find(h)? else { return Ok(()) };
         let w = f.w;
-        let s = f.st.block_mut_any(w.block).slots[w.slot as usize];
-        if s.readers != 0 {
-            return Err(Error::Busy);
-        }
-        self.slot_freed(&mut f.st, w.ty as usize, w.block, w.slot, s.len as usize);
+        let len = loop {
+            let s = f.rec.load();
+            if s.readers() != 0 {
+                return Err(Error::Busy);
+            }
+            if f.rec.swap(s, s.dead()) {
+                break s.len();
+            }
+        };
+        self.slot_freed(&mut f.st, w.ty as usize, w.block, w.slot, len);
         h.store(0, Ordering::Release);
         Ok(())
     }
@@ -132,21 +138,28 @@ impl Backend for ZblockPool {
         if !same && to.load(Ordering::Acquire) != 0 {
             return Err(Error::HandleInUse);
         }
-        let mut f = self.find_live(from)?;
+        let f = self.find_live(from)?;
         if same {
             return Ok(());
         }
-        let w = f.w;
-        let s = &mut f.st.block_mut_any(w.block).slots[w.slot as usize];
-        if s.readers != 0 {
-            return Err(Error::Busy);
-        }
-        s.owner = to as *const AtomicUsize as usize;
-        to.store(w.encode(), Ordering::Release);
+        // A new sequence number: readers of the old word fail their count-in from now on.
+        let moved = loop {
+            let s = f.rec.load();
+            if s.readers() != 0 {
+                return Err(Error::Busy);
+            }
+            let moved = State::live(s.len(), s.next_seq());
+            if f.rec.swap(s, moved) {
+                break moved;
+            }
+        };
+        f.rec.owner.store(to as *const AtomicUsize as usize, Ordering::Release);
+        to.store(Word { seq: moved.seq(), ..f.w }.encode(), Ordering::Release);
         from.store(0, Ordering::Release);
         Ok(())
     }
     /// Always in place: `local_copy` is never written (it may be NULL).
+    #[inline]
     unsafe fn read_begin_raw(
         &self,
         h: &AtomicUsize,
@@ -155,51 +168,38 @@ impl Backend for ZblockPool {
     ) -> Result<*const u8> {
         self.begin(h, mem_len).map(|p| p as *const u8)
     }
+    #[inline]
     unsafe fn read_end_at_raw(
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
         _handle_mem: *const u8,
     ) -> Result<()> {
-        let mut f = self.find_live(h)?;
-        let w = f.w;
-        let s = &mut f.st.block_mut_any(w.block).slots[w.slot as usize];
-        if s.readers == 0 {
-            return Err(Error::InvalidArgument("no read section in progress".into()));
-        }
-        if let Some(m) = mem_len.filter(|&m| m != s.len as usize) {
-            return Err(wrong_len("read", m, s.len as usize));
-        }
-        s.readers -= 1;
-        Ok(())
+        self.end(h, mem_len)
     }
     /// One segment: the slot, in place (a block's pages are adjacent).
+    #[inline]
     unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         let p = self.begin(h, mem_len)?;
         Ok(([(p as *const u8, mem_len), (std::ptr::null(), 0)], 1))
     }
     unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
-        let mut f = self.find_live(h)?;
-        let w = f.w;
-        let blk = f.st.block_mut_any(w.block);
-        let len = blk.slots[w.slot as usize].len as usize;
+        let len = self.see(h)?.state.len();
         if out.len() < len {
             return Err(Error::InvalidArgument(format!(
                 "buffer of {} bytes is smaller than the object ({len} bytes)",
                 out.len()
             )));
         }
-        let src = self.slot_addr(blk.base, w.ty, w.slot);
-        // SAFETY: validated slot under the type's lock (the block stays): `len` bytes of the
-        // block's committed pages, written by the store; `out` holds at least `len`.
+        let src = self.begin(h, len)?;
+        // SAFETY: the section is open (counted in): `len` bytes of the block's committed pages,
+        // written by the store; `out` holds at least `len`.
         unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), len) };
-        f.st.reads += 1;
+        self.end(h, Some(len))?;
         Ok(len)
     }
+    #[inline]
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
-        let f = self.find_live(h)?;
-        let blk =
-            f.st.block(f.w.block, f.w.generation).ok_or(Error::InvalidHandle("stale handle"))?;
-        Ok(blk.slots[f.w.slot as usize].len as usize)
+        Ok(self.see(h)?.state.len())
     }
 }

@@ -1,38 +1,24 @@
-//! One block type's state, under its lock: the table of its blocks, the active list (blocks with
-//! a free slot, in zblock's order) and, per slot, what the project adds for safety (the owner's
-//! address, the exact length, open read sections). None of this lives in the simulated pages.
+//! One block type's placement state, under its lock: the table of its blocks (which slots are
+//! taken) and the active list (blocks with a free slot, in zblock's order). The slots' safety
+//! state is in `slots.rs`. None of this lives in the simulated pages.
 
 use crate::arena::Pfn;
 
-use super::word::{GENERATION_MASK, MAX_BLOCKS};
+use super::word::MAX_BLOCKS;
 
 /// No block (end of the active list).
 const NIL: u32 = u32::MAX;
 
-/// One slot's protocol state. `owner == 0`: the slot is free.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Slot {
-    /// Address of the handle word that owns the object.
-    pub owner: usize,
-    pub len: u32,
-    /// Read sections open on the object.
-    pub readers: u32,
-}
-
-/// A block: `num_pages` adjacent pages from the arena, and its slots.
+/// A block: `num_pages` adjacent pages from the arena.
 pub struct Block {
     live: bool,
-    pub generation: u16,
-    pub first: Pfn,
-    /// Address of the block's first byte (its header).
-    pub base: usize,
+    first: Pfn,
     used: u32,
     /// Bit i set: slot i taken (bits past the type's slots are set too).
     taken: [u64; 4],
     prev: u32,
     next: u32,
     listed: bool,
-    pub slots: Box<[Slot]>,
 }
 
 /// What a free did to the block.
@@ -55,7 +41,6 @@ pub struct TypeState {
     pub nblocks: u64,
     pub obj_used: u64,
     pub bytes_stored: u64,
-    pub reads: u64,
 }
 
 impl TypeState {
@@ -69,7 +54,6 @@ impl TypeState {
             nblocks: 0,
             obj_used: 0,
             bytes_stored: 0,
-            reads: 0,
         }
     }
 
@@ -92,9 +76,14 @@ impl TypeState {
         !self.vacant.is_empty() || self.blocks.len() < MAX_BLOCKS as usize
     }
 
-    /// A new block at pages `first..` (address `base`), its slot 0 taken, at the head of the
-    /// active list if it has another slot. Returns its entry (`can_add` was true).
-    pub fn add_block(&mut self, first: Pfn, base: usize) -> u32 {
+    /// The entry the next new block gets.
+    pub fn next_entry(&self) -> u32 {
+        self.vacant.last().copied().unwrap_or(self.blocks.len() as u32)
+    }
+
+    /// A new block at pages `first..`, its slot 0 taken, at the head of the active list if it
+    /// has another slot. Returns its entry (`next_entry()`; `can_add` was true).
+    pub fn add_block(&mut self, first: Pfn) -> u32 {
         let n = self.slots_per_block;
         let mut taken = [0u64; 4];
         for (i, w) in taken.iter_mut().enumerate() {
@@ -111,10 +100,8 @@ impl TypeState {
         let b = match self.vacant.pop() {
             Some(b) => {
                 let blk = &mut self.blocks[b as usize];
-                blk.generation = (blk.generation + 1) & GENERATION_MASK;
                 blk.live = true;
                 blk.first = first;
-                blk.base = base;
                 blk.used = 0;
                 blk.taken = taken;
                 b
@@ -122,15 +109,12 @@ impl TypeState {
             None => {
                 self.blocks.push(Block {
                     live: true,
-                    generation: 0,
                     first,
-                    base,
                     used: 0,
                     taken,
                     prev: NIL,
                     next: NIL,
                     listed: false,
-                    slots: vec![Slot::default(); n as usize].into_boxed_slice(),
                 });
                 (self.blocks.len() - 1) as u32
             }
@@ -144,26 +128,22 @@ impl TypeState {
         b
     }
 
-    /// The live block `b` of generation `generation`, if there is one.
+    /// Whether block entry `b` holds a live block whose slot `slot` is taken.
     #[inline]
-    pub fn block(&self, b: u32, generation: u16) -> Option<&Block> {
-        self.blocks.get(b as usize).filter(|blk| blk.live && blk.generation == generation)
+    pub fn is_taken(&self, b: u32, slot: u32) -> bool {
+        self.blocks.get(b as usize).is_some_and(|blk| {
+            blk.live
+                && slot < self.slots_per_block
+                && blk.taken[slot as usize / 64] & (1 << (slot % 64)) != 0
+        })
     }
 
-    /// Block entry `b`, already validated by [`TypeState::block`].
-    #[inline]
-    pub fn block_mut_any(&mut self, b: u32) -> &mut Block {
-        &mut self.blocks[b as usize]
-    }
-
-    /// Frees slot `slot` of live block `b` (its protocol state already cleared or not: it is
-    /// reset here): a block that was full goes to the tail of the active list, a block left
-    /// empty is released at once.
+    /// Frees slot `slot` of live block `b`: a block that was full goes to the tail of the active
+    /// list, a block left empty is released at once.
     pub fn free_slot(&mut self, b: u32, slot: u32) -> Freed {
         let n = self.slots_per_block;
         let blk = &mut self.blocks[b as usize];
         debug_assert!(blk.live && blk.taken[slot as usize / 64] & (1 << (slot % 64)) != 0);
-        blk.slots[slot as usize] = Slot::default();
         blk.taken[slot as usize / 64] &= !(1u64 << (slot % 64));
         let was_full = blk.used == n;
         blk.used -= 1;
@@ -183,10 +163,9 @@ impl TypeState {
         Freed::Kept
     }
 
-    /// Heap bytes of this state (the block table, slot records and vacant list).
+    /// Heap bytes of this state (the block table and vacant list).
     pub fn heap_bytes(&self) -> usize {
         self.blocks.capacity() * std::mem::size_of::<Block>()
-            + self.blocks.len() * self.slots_per_block as usize * std::mem::size_of::<Slot>()
             + self.vacant.capacity() * std::mem::size_of::<u32>()
     }
 
@@ -255,15 +234,6 @@ impl TypeState {
     }
 }
 
-impl Block {
-    /// Whether slot `slot` holds an object.
-    #[inline]
-    pub fn is_taken(&self, slot: u32) -> bool {
-        (slot as usize) < self.slots.len()
-            && self.taken[slot as usize / 64] & (1 << (slot % 64)) != 0
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,14 +242,14 @@ mod tests {
     fn active_list_order() {
         let mut t = TypeState::new(2);
         assert_eq!(t.claim(), None);
-        let a = t.add_block(0, 0x1000);
+        let a = t.add_block(0);
         assert_eq!(t.active(), vec![a]);
         assert_eq!(t.claim(), Some((a, 1)));
         assert!(t.active().is_empty(), "a full block leaves the list");
-        let b = t.add_block(1, 0x2000);
+        let b = t.add_block(1);
         let c = {
             assert_eq!(t.claim(), Some((b, 1)));
-            t.add_block(2, 0x3000)
+            t.add_block(2)
         };
         assert_eq!(t.active(), vec![c]);
         assert_eq!(t.free_slot(a, 0), Freed::Kept);
@@ -287,9 +257,10 @@ mod tests {
         assert_eq!(t.claim(), Some((c, 1)), "the head first");
         assert_eq!(t.free_slot(a, 1), Freed::Released(0));
         assert!(t.active().is_empty());
-        let d = t.add_block(5, 0x5000);
+        assert!(!t.is_taken(a, 0));
+        assert_eq!(t.next_entry(), a);
+        let d = t.add_block(5);
         assert_eq!(d, a, "the entry is reused");
-        assert_eq!(t.block(d, 0).map(|_| ()), None, "with a new generation");
-        assert!(t.block(d, 1).is_some());
+        assert!(t.is_taken(d, 0) && !t.is_taken(d, 1) && !t.is_taken(d, 2));
     }
 }

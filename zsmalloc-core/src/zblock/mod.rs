@@ -14,32 +14,36 @@
 //! one segment. The block header's bytes are inside the block, so page counts are faithful;
 //! nothing is stored there.
 //!
-//! What the project adds for safety lives outside the pages, in each type's state (`block.rs`):
-//! the slot's owner (the handle word's address), the exact length and the open read sections.
-//! A handle word (`word.rs`) is checked field by field against the tables and the owner before
-//! anything is dereferenced, so garbage, stale, empty and foreign words (zsmalloc's, another
-//! zblock pool's, a malloc pool's) are refused with `InvalidHandle`. A free or handle move of an
-//! object with an open read section is `Busy`, as in zsmalloc's raw layer. Its heap bytes are
-//! `metadata_bytes().1`.
+//! What the project adds for safety lives outside the pages (`slots.rs`): per slot, the owner
+//! (the handle word's address), the exact length, a sequence number and the open read sections.
+//! A handle word (`word.rs`) is checked field by field against the tables, the slot's sequence
+//! number and its owner before anything is dereferenced, so garbage, stale, empty and foreign
+//! words (zsmalloc's, another zblock pool's, a malloc pool's) are refused with `InvalidHandle`.
+//! A free or handle move of an object with an open read section is `Busy`, as in zsmalloc's raw
+//! layer. Its heap bytes are `metadata_bytes().1`.
 //!
-//! Concurrency: one lock per block type, taken by every operation on an object of that type
-//! (reads included: begin and end each take it briefly to count the section). The arena's own
-//! mutex nests inside. Not modelled: vmalloc's cost, RCU-deferred freeing of blocks, and that
-//! zblock's pages are unmovable (zsmalloc's are movable).
+//! Concurrency: one lock per block type, taken by stores, frees, moves and writes (as the
+//! patch's per-list lock); read sections take no lock (as the patch's map): they count
+//! themselves in the slot's state word (`slots.rs`). The arena's own mutex nests inside a type
+//! lock. Not modelled: vmalloc's cost, RCU-deferred freeing of blocks, and that zblock's pages
+//! are unmovable (zsmalloc's are movable).
 
 use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::arena::PageArena;
+use crate::arena::{PageArena, Pfn};
 use crate::config::{BackendKind, PoolConfig};
+use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
 
 mod backend_impl;
 mod block;
+mod slots;
 pub mod table;
 mod word;
 
 use block::{Freed, TypeState};
+use slots::{BlockRec, SlotRec, State, TypeRecs};
 pub use table::{BlockTable, BlockType};
 use word::{Word, POOL_ID_MASK};
 
@@ -55,16 +59,30 @@ pub struct ZblockPool {
     id: u16,
     table: BlockTable,
     header: usize,
+    /// Per type: placement state (locked) and slot records (read without the lock).
     types: Box<[Mutex<TypeState>]>,
+    recs: Box<[TypeRecs]>,
     arena: PageArena,
     pages_allocated: AtomicU64,
     pages_peak: AtomicU64,
+    /// Read sections per type (sharded by thread).
+    access: AccessCounters,
 }
 
-/// A validated object: its type's locked state, block and slot.
+/// A validated object of `h`: its word and records, with its type locked.
 struct Found<'a> {
     st: MutexGuard<'a, TypeState>,
     w: Word,
+    blk: &'a BlockRec,
+    rec: &'a SlotRec,
+}
+
+/// A validated object of `h` and its state, found without the lock.
+struct Seen<'a> {
+    w: Word,
+    blk: &'a BlockRec,
+    rec: &'a SlotRec,
+    state: State,
 }
 
 impl ZblockPool {
@@ -80,6 +98,7 @@ impl ZblockPool {
         let table = BlockTable::new(config.page_size)?;
         let arena = PageArena::for_config(&config)?;
         let types = table.types().iter().map(|t| Mutex::new(TypeState::new(t.slots))).collect();
+        let recs = table.types().iter().map(|t| TypeRecs::new(t.slots)).collect();
         let id = loop {
             let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed) & POOL_ID_MASK;
             if id != 0 {
@@ -89,10 +108,12 @@ impl ZblockPool {
         Ok(ZblockPool {
             name: name.to_string(),
             header: table::header_size(config.page_size) as usize,
+            access: AccessCounters::new(table.types().len()),
             config,
             id,
             table,
             types,
+            recs,
             arena,
             pages_allocated: AtomicU64::new(0),
             pages_peak: AtomicU64::new(0),
@@ -121,29 +142,57 @@ impl ZblockPool {
         (base + self.header + slot as usize * size) as *mut u8
     }
 
-    /// The object `h` holds, validated (owner = `h`'s address), its type locked. An empty word is
-    /// `Ok(None)`.
+    /// Decodes `word` and finds its records (nothing is locked or proven live yet).
+    #[inline]
+    fn records(&self, word: usize) -> Result<(Word, &BlockRec, &SlotRec)> {
+        let w = Word::decode(word, self.id).map_err(Error::InvalidHandle)?;
+        let recs =
+            self.recs.get(w.ty as usize).ok_or(Error::InvalidHandle("no such block type"))?;
+        let (blk, rec) = recs.get(w.block, w.slot).ok_or(Error::InvalidHandle("no such slot"))?;
+        Ok((w, blk, rec))
+    }
+
+    /// Whether `s` is the live object `w` names, owned by the word at `addr`.
+    #[inline]
+    fn check(w: Word, rec: &SlotRec, s: State, addr: usize) -> Result<()> {
+        if !s.is_live() || s.seq() != w.seq {
+            return Err(Error::InvalidHandle("stale or freed handle"));
+        }
+        if rec.owner.load(Ordering::Acquire) != addr {
+            return Err(Error::InvalidHandle("the object belongs to another handle word"));
+        }
+        Ok(())
+    }
+
+    /// The live object `h` holds, without the lock (its state as loaded).
+    #[inline]
+    fn see(&self, h: &AtomicUsize) -> Result<Seen<'_>> {
+        let word = h.load(Ordering::Acquire);
+        if word == 0 {
+            return Err(Error::InvalidHandle("empty handle"));
+        }
+        let (w, blk, rec) = self.records(word)?;
+        let state = rec.load();
+        Self::check(w, rec, state, h as *const AtomicUsize as usize)?;
+        Ok(Seen { w, blk, rec, state })
+    }
+
+    /// The object `h` holds, validated, its type locked. An empty word is `Ok(None)`.
     fn find(&self, h: &AtomicUsize) -> Result<Option<Found<'_>>> {
         let word = h.load(Ordering::Acquire);
         if word == 0 {
             return Ok(None);
         }
-        let w = Word::decode(word, self.id).map_err(Error::InvalidHandle)?;
-        if w.ty as usize >= self.types.len() {
-            return Err(Error::InvalidHandle("no such block type"));
-        }
+        let (w, blk, rec) = self.records(word)?;
         let st = self.lock(w.ty as usize);
         if h.load(Ordering::Acquire) != word {
             return Err(Error::InvalidHandle("the handle changed during the call"));
         }
-        let blk = st.block(w.block, w.generation).ok_or(Error::InvalidHandle("stale handle"))?;
-        if !blk.is_taken(w.slot) {
+        if !st.is_taken(w.block, w.slot) {
             return Err(Error::InvalidHandle("the handle's slot is free (stale or freed handle)"));
         }
-        if blk.slots[w.slot as usize].owner != h as *const AtomicUsize as usize {
-            return Err(Error::InvalidHandle("the object belongs to another handle word"));
-        }
-        Ok(Some(Found { st, w }))
+        Self::check(w, rec, rec.load(), h as *const AtomicUsize as usize)?;
+        Ok(Some(Found { st, w, blk, rec }))
     }
 
     /// As `find`, an empty word refused.
@@ -159,35 +208,46 @@ impl ZblockPool {
             return Err(Error::HandleInUse);
         }
         let t = self.table.types()[ty];
+        let recs = &self.recs[ty];
         let mut st = self.lock(ty);
-        let (b, slot) = match st.claim() {
-            Some(found) => found,
+        let (b, slot, blk) = match st.claim() {
+            Some((b, slot)) => {
+                let blk = recs.get(b, slot).expect("a live block has records").0;
+                (b, slot, blk)
+            }
             None => {
                 if !st.can_add() {
                     return Err(Error::OutOfMemory);
                 }
                 let first = self.new_block(ty, t.num_pages)?;
                 let base = self.arena.page_ptr(first) as usize;
-                (st.add_block(first, base), 0)
+                let Some(blk) = recs.prepare(st.next_entry(), base) else {
+                    self.give_back(ty, first);
+                    return Err(Error::OutOfMemory);
+                };
+                (st.add_block(first), 0, blk)
             }
         };
-        let blk = st.block_mut_any(b);
-        let generation = blk.generation;
-        let base = blk.base;
-        blk.slots[slot as usize] =
-            block::Slot { owner: h as *const AtomicUsize as usize, len: len as u32, readers: 0 };
-        let dst = self.slot_addr(base, ty as u32, slot);
+        let rec = blk.slot(slot).expect("a block's records cover its slots");
+        let seq = rec.load().next_seq();
+        rec.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
+        let base = blk.base.load(Ordering::Relaxed);
         if let Some(data) = data {
-            // SAFETY: the slot was just taken under the type's lock: no handle names it yet, and
-            // it lies inside the block's pages (slot_size * slots + header <= block bytes), which
-            // the arena committed when it handed the run out; `len <= slot_size`.
+            let dst = self.slot_addr(base, ty as u32, slot);
+            // SAFETY: the slot was just taken under the type's lock: no handle names it yet (its
+            // state is dead, so no reader counts on it), and it lies inside the block's pages
+            // (header + slots * slot_size <= block bytes), committed when the arena handed the
+            // run out; `len < slot_size`.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
         }
+        // Publishes owner and bytes to readers that see the live state.
+        rec.state.store(State::live(len, seq).0, Ordering::Release);
         st.obj_used += 1;
         st.bytes_stored += len as u64;
-        let w = Word { pool: self.id, ty: ty as u32, block: b, slot, generation };
+        let w = Word { pool: self.id, ty: ty as u32, block: b, slot, seq };
         if h.compare_exchange(0, w.encode(), Ordering::AcqRel, Ordering::Acquire).is_err() {
-            // Another thread filled `h` meanwhile: give the slot back.
+            // Another thread filled `h` meanwhile: give the slot back (nobody could read it).
+            rec.state.store(State::live(len, seq).dead().0, Ordering::Release);
             self.slot_freed(&mut st, ty, b, slot, len);
             return Err(Error::HandleInUse);
         }
@@ -195,7 +255,7 @@ impl ZblockPool {
     }
 
     /// A new run of `n` pages for type `ty` (the memory limit and the fault hook honoured).
-    fn new_block(&self, ty: usize, n: u32) -> Result<crate::arena::Pfn> {
+    fn new_block(&self, ty: usize, n: u32) -> Result<Pfn> {
         let n = u64::from(n);
         let limit = self.config.mem_limit_pages;
         let before = self
@@ -217,33 +277,68 @@ impl ZblockPool {
         Ok(first)
     }
 
-    /// Bookkeeping of a freed slot; releases the block's pages if it emptied.
+    /// Gives a block's pages back to the arena.
+    fn give_back(&self, ty: usize, first: Pfn) {
+        let n = self.table.types()[ty].num_pages as usize;
+        self.arena.free_run(first, n);
+        self.pages_allocated.fetch_sub(n as u64, Ordering::AcqRel);
+    }
+
+    /// Bookkeeping of a freed slot (its state already dead); releases the block if it emptied.
     fn slot_freed(&self, st: &mut TypeState, ty: usize, b: u32, slot: u32, len: usize) {
         st.obj_used -= 1;
         st.bytes_stored -= len as u64;
         if let Freed::Released(first) = st.free_slot(b, slot) {
-            let n = self.table.types()[ty].num_pages as usize;
-            self.arena.free_run(first, n);
-            self.pages_allocated.fetch_sub(n as u64, Ordering::AcqRel);
+            self.give_back(ty, first);
         }
     }
 
-    /// Begins a read section on the object of `h` (`mem_len` its length): its address.
+    /// Begins a read section on the object of `h` (`mem_len` its length), without the lock:
+    /// counts a reader in the slot's state; returns the object's address.
+    #[inline]
     fn begin(&self, h: &AtomicUsize, mem_len: usize) -> Result<*mut u8> {
-        let mut f = self.find_live(h)?;
-        let w = f.w;
-        let blk = f.st.block_mut_any(w.block);
-        let base = blk.base;
-        let s = &mut blk.slots[w.slot as usize];
-        if s.len as usize != mem_len {
-            return Err(wrong_len("read", mem_len, s.len as usize));
+        let addr = h as *const AtomicUsize as usize;
+        let mut seen = self.see(h)?;
+        loop {
+            let s = seen.state;
+            if s.len() != mem_len {
+                return Err(wrong_len("read", mem_len, s.len()));
+            }
+            if s.readers() >= MAX_READERS {
+                return Err(Error::TooManyReaders);
+            }
+            if seen.rec.swap(s, State(s.0 + 1)) {
+                break;
+            }
+            seen.state = seen.rec.load();
+            Self::check(seen.w, seen.rec, seen.state, addr)?;
         }
-        if s.readers >= MAX_READERS {
-            return Err(Error::TooManyReaders);
+        self.access.record_read(seen.w.ty as usize, false, 0);
+        // Counted in: the block stays (a free of this slot is refused) and its base is the one
+        // published before the state this reader saw.
+        let base = seen.blk.base.load(Ordering::Acquire);
+        Ok(self.slot_addr(base, seen.w.ty, seen.w.slot))
+    }
+
+    /// Ends a read section on the object of `h`, without the lock.
+    #[inline]
+    fn end(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        let addr = h as *const AtomicUsize as usize;
+        let mut seen = self.see(h)?;
+        loop {
+            let s = seen.state;
+            if s.readers() == 0 {
+                return Err(Error::InvalidArgument("no read section in progress".into()));
+            }
+            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
+                return Err(wrong_len("read", m, s.len()));
+            }
+            if seen.rec.swap(s, State(s.0 - 1)) {
+                return Ok(());
+            }
+            seen.state = seen.rec.load();
+            Self::check(seen.w, seen.rec, seen.state, addr)?;
         }
-        s.readers += 1;
-        f.st.reads += 1;
-        Ok(self.slot_addr(base, w.ty, w.slot))
     }
 }
 

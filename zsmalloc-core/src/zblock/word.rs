@@ -1,9 +1,9 @@
-//! zblock's handle word: which pool, block type, block, slot and block generation it names.
+//! zblock's handle word: which pool, block type, block entry, slot and slot sequence number it names.
 //!
 //! ```text
 //!  63 61 60    56 55      44 43   38 37        18 17    10 9          0
 //! +-----+--------+----------+-------+------------+--------+------------+
-//! |  0  | marker | pool id  | type  |   block    |  slot  | generation |
+//! |  0  | marker | pool id  | type  |   block    |  slot  |    seq     |
 //! +-----+--------+----------+-------+------------+--------+------------+
 //! ```
 //!
@@ -26,8 +26,8 @@ const SLOT_SHIFT: u32 = 10;
 pub const POOL_ID_MASK: u16 = 0xfff;
 /// Blocks per type a word can name.
 pub const MAX_BLOCKS: u32 = 1 << 20;
-/// Generations of a block-table entry (wrapping).
-pub const GENERATION_MASK: u16 = 0x3ff;
+/// Sequence numbers of a slot (wrapping; see `slots.rs`).
+pub const SEQ_MASK: u16 = 0x3ff;
 
 /// A decoded zblock handle word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +36,8 @@ pub struct Word {
     pub ty: u32,
     pub block: u32,
     pub slot: u32,
-    pub generation: u16,
+    /// The slot's sequence number when the object was stored (or last moved).
+    pub seq: u16,
 }
 
 impl Word {
@@ -49,7 +50,7 @@ impl Word {
             | ((self.ty as usize) << TYPE_SHIFT)
             | ((self.block as usize) << BLOCK_SHIFT)
             | ((self.slot as usize) << SLOT_SHIFT)
-            | (self.generation & GENERATION_MASK) as usize
+            | (self.seq & SEQ_MASK) as usize
     }
 
     /// Decodes a word of pool `pool`; the reason otherwise (0 included).
@@ -66,7 +67,7 @@ impl Word {
             ty: ((word >> TYPE_SHIFT) & 0x3f) as u32,
             block: ((word >> BLOCK_SHIFT) & (MAX_BLOCKS as usize - 1)) as u32,
             slot: ((word >> SLOT_SHIFT) & 0xff) as u32,
-            generation: (word & GENERATION_MASK as usize) as u16,
+            seq: (word & SEQ_MASK as usize) as u16,
         };
         if w.pool != pool {
             return Err("a handle of another zblock pool");
@@ -81,7 +82,7 @@ mod tests {
 
     #[test]
     fn round_trips_and_refuses_others() {
-        let w = Word { pool: 4095, ty: 60, block: MAX_BLOCKS - 1, slot: 255, generation: 1023 };
+        let w = Word { pool: 4095, ty: 60, block: MAX_BLOCKS - 1, slot: 255, seq: 1023 };
         assert_eq!(Word::decode(w.encode(), 4095), Ok(w));
         assert!(Word::decode(w.encode(), 7).is_err());
         assert!(Word::decode(0, 1).is_err());
