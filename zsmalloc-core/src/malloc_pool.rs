@@ -7,18 +7,24 @@
 //! request up to (its own chunk headers and free memory are not counted). Lengths are
 //! 1..=page_size (0 is `EINVAL`, longer is `ENOSPC`), `mem_limit_pages` is honoured.
 //!
-//! Handles go through a table: a word encodes (marker, pool id, entry index, generation), and
-//! the entry records the allocation, its exact length, the owner (the handle word's address) and
-//! the open read sections, so a garbage, stale, empty or foreign word (zsmalloc's, zblock's,
-//! another malloc pool's) is refused with `InvalidHandle` and never dereferenced. Reads are in
-//! place (one segment, never copied); a free or move of an object with an open read section is
-//! `Busy`. There are no classes: `class_stats` is empty, `compact` frees 0.
+//! Handles go through a table: a word encodes (marker, pool id, entry index, sequence number),
+//! and the entry records the allocation, the owner (the handle word's address) and a state word
+//! (live, exact length, sequence number, open read sections), so a garbage, stale, empty or
+//! foreign word (zsmalloc's, zblock's, another malloc pool's) is refused with `InvalidHandle`
+//! and never dereferenced. Reads are in place (one segment, never copied) and take no lock: a
+//! reader counts itself in with a compare-and-swap of the state it validated, and a free or move
+//! swaps the state too, so a free or move of an object with an open read section is `Busy` (as
+//! zblock's slots, `zblock/slots.rs`). Writes and `read_into` count themselves in the same way
+//! while they copy. Entries are taken and given back under one short lock; `malloc` and `free`
+//! are called outside it. There are no classes: `class_stats` is empty, `compact` frees 0.
 
-use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::backend::Backend;
+use crate::chunked::ChunkedTable;
 use crate::config::{BackendKind, PoolConfig};
+use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
@@ -30,38 +36,83 @@ pub const HANDLE_BYTES: u64 = 8;
 const MAX_READERS: u32 = 65_535;
 
 // The handle word: bits 61..=63 are 0 (zsmalloc's tag field, never 0 there), 56..=60 the
-// marker (zblock's is another), 44..=55 the pool id, 12..=43 the entry index, 0..=11 the
-// entry's generation.
+// marker (zblock's is another), 44..=55 the pool id, 12..=37 the entry index, 0..=11 the
+// entry's sequence number.
 const MARKER: usize = 0x16;
 const MARKER_SHIFT: u32 = 56;
 const POOL_SHIFT: u32 = 44;
 const INDEX_SHIFT: u32 = 12;
 const POOL_ID_MASK: u16 = 0xfff;
-const GENERATION_MASK: u16 = 0xfff;
-/// Entries a word can name.
-const MAX_ENTRIES: usize = 1 << 32;
+const SEQ_MASK: u16 = 0xfff;
+
+/// Entries per chunk, and chunks: 2^26 objects at most.
+const CHUNK_SHIFT: u32 = 14;
+const CHUNKS: usize = 4096;
+const MAX_ENTRIES: usize = CHUNKS << CHUNK_SHIFT;
+
+// The state word: readers (bits 0..=15), live (16), length (17..=33), sequence (34..=45).
+const READERS_MASK: u64 = 0xffff;
+const LIVE: u64 = 1 << 16;
+const LEN_SHIFT: u32 = 17;
+const LEN_MASK: u64 = (1 << 17) - 1;
+const SEQ_SHIFT: u32 = 34;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct State(u64);
+
+impl State {
+    fn live(len: usize, seq: u16) -> State {
+        State(LIVE | (len as u64) << LEN_SHIFT | u64::from(seq & SEQ_MASK) << SEQ_SHIFT)
+    }
+    fn is_live(self) -> bool {
+        self.0 & LIVE != 0
+    }
+    fn len(self) -> usize {
+        ((self.0 >> LEN_SHIFT) & LEN_MASK) as usize
+    }
+    fn seq(self) -> u16 {
+        (self.0 >> SEQ_SHIFT) as u16 & SEQ_MASK
+    }
+    fn readers(self) -> u32 {
+        (self.0 & READERS_MASK) as u32
+    }
+    fn dead(self) -> State {
+        State(u64::from(self.seq()) << SEQ_SHIFT)
+    }
+    fn next_seq(self) -> u16 {
+        (self.seq() + 1) & SEQ_MASK
+    }
+}
 
 static NEXT_POOL_ID: AtomicU16 = AtomicU16::new(0);
 
-/// One table entry; `addr == 0`: vacant.
-#[derive(Clone, Copy, Default)]
+/// One table entry. Written only by the thread that took it (a store, under no lock: the entry
+/// is its alone until published) or through compare-and-swaps of `state`.
+#[derive(Default)]
 struct Entry {
-    addr: usize,
-    len: u32,
+    state: AtomicU64,
+    /// Address of the owning handle word (meaningful while live).
+    owner: AtomicUsize,
+    /// The allocation (meaningful while live).
+    addr: AtomicUsize,
     /// `malloc_usable_size` of the allocation.
-    usable: u32,
-    owner: usize,
-    readers: u32,
-    generation: u16,
+    usable: AtomicU32,
 }
 
+impl Entry {
+    fn load(&self) -> State {
+        State(self.state.load(Ordering::Acquire))
+    }
+    fn swap(&self, cur: State, new: State) -> bool {
+        self.state.compare_exchange(cur.0, new.0, Ordering::AcqRel, Ordering::Acquire).is_ok()
+    }
+}
+
+/// Entries not in use, and the first never used.
 #[derive(Default)]
-struct Table {
-    entries: Vec<Entry>,
-    vacant: Vec<u32>,
-    live: u64,
-    bytes_stored: u64,
-    reads: u64,
+struct Vacant {
+    list: Vec<u32>,
+    next: u32,
 }
 
 /// A malloc pool.
@@ -69,10 +120,21 @@ pub struct MallocPool {
     name: String,
     config: PoolConfig,
     id: u16,
-    table: Mutex<Table>,
+    entries: ChunkedTable<Entry, CHUNK_SHIFT, CHUNKS>,
+    vacant: Mutex<Vacant>,
+    live: AtomicU64,
+    bytes_stored: AtomicU64,
     /// Σ (usable + 8) of the live objects.
     bytes: AtomicU64,
     pages_peak: AtomicU64,
+    access: AccessCounters,
+}
+
+/// A validated live object.
+struct Seen<'a> {
+    index: usize,
+    e: &'a Entry,
+    state: State,
 }
 
 impl MallocPool {
@@ -95,30 +157,44 @@ impl MallocPool {
             name: name.to_string(),
             config,
             id,
-            table: Mutex::new(Table::default()),
+            entries: ChunkedTable::new(),
+            vacant: Mutex::new(Vacant::default()),
+            live: AtomicU64::new(0),
+            bytes_stored: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
             pages_peak: AtomicU64::new(0),
+            access: AccessCounters::new(1),
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        self.table.lock().unwrap_or_else(|e| e.into_inner())
+    fn vacant(&self) -> MutexGuard<'_, Vacant> {
+        self.vacant.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn pages_of(&self, bytes: u64) -> u64 {
         bytes.div_ceil(u64::from(self.config.page_size))
     }
 
-    fn encode(&self, index: u32, generation: u16) -> usize {
+    fn encode(&self, index: usize, seq: u16) -> usize {
         (MARKER << MARKER_SHIFT)
             | ((self.id as usize) << POOL_SHIFT)
-            | ((index as usize) << INDEX_SHIFT)
-            | (generation & GENERATION_MASK) as usize
+            | (index << INDEX_SHIFT)
+            | (seq & SEQ_MASK) as usize
     }
 
-    /// The entry index `h` names, validated (live, same generation, owned by `h`), with the
-    /// table locked; `Ok(None)` for an empty word.
-    fn find(&self, h: &AtomicUsize) -> Result<Option<(MutexGuard<'_, Table>, usize)>> {
+    /// Whether `s` is the live object of `word`'s sequence number, owned by `addr`.
+    fn check(word: usize, e: &Entry, s: State, addr: usize) -> Result<()> {
+        if !s.is_live() || s.seq() != (word as u16) & SEQ_MASK {
+            return Err(Error::InvalidHandle("stale or freed handle"));
+        }
+        if e.owner.load(Ordering::Acquire) != addr {
+            return Err(Error::InvalidHandle("the object belongs to another handle word"));
+        }
+        Ok(())
+    }
+
+    /// The live object `h` holds, validated without a lock; `Ok(None)` for an empty word.
+    fn find(&self, h: &AtomicUsize) -> Result<Option<(usize, Seen<'_>)>> {
         let word = h.load(Ordering::Acquire);
         if word == 0 {
             return Ok(None);
@@ -132,23 +208,34 @@ impl MallocPool {
             return Err(Error::InvalidHandle("a handle of another malloc pool"));
         }
         let index = (word >> INDEX_SHIFT) & (MAX_ENTRIES - 1);
-        let generation = (word as u16) & GENERATION_MASK;
-        let t = self.lock();
-        if h.load(Ordering::Acquire) != word {
-            return Err(Error::InvalidHandle("the handle changed during the call"));
-        }
-        let e = t.entries.get(index).ok_or(Error::InvalidHandle("no such object"))?;
-        if e.addr == 0 || e.generation != generation {
-            return Err(Error::InvalidHandle("stale or freed handle"));
-        }
-        if e.owner != h as *const AtomicUsize as usize {
-            return Err(Error::InvalidHandle("the object belongs to another handle word"));
-        }
-        Ok(Some((t, index)))
+        let e = self.entries.get(index).ok_or(Error::InvalidHandle("no such object"))?;
+        let state = e.load();
+        Self::check(word, e, state, h as *const AtomicUsize as usize)?;
+        Ok(Some((word, Seen { index, e, state })))
     }
 
-    fn find_live(&self, h: &AtomicUsize) -> Result<(MutexGuard<'_, Table>, usize)> {
+    fn find_live(&self, h: &AtomicUsize) -> Result<(usize, Seen<'_>)> {
         self.find(h)?.ok_or(Error::InvalidHandle("empty handle"))
+    }
+
+    /// Swaps the state of `h`'s object for `f(state)` once `ok(state)` accepts it (re-validated
+    /// after every lost race). Returns the state swapped out.
+    fn update(
+        &self,
+        h: &AtomicUsize,
+        ok: impl Fn(State) -> Result<()>,
+        f: impl Fn(State) -> State,
+    ) -> Result<(usize, Seen<'_>)> {
+        let addr = h as *const AtomicUsize as usize;
+        let (word, mut seen) = self.find_live(h)?;
+        loop {
+            ok(seen.state)?;
+            if seen.e.swap(seen.state, f(seen.state)) {
+                return Ok((word, seen));
+            }
+            seen.state = seen.e.load();
+            Self::check(word, seen.e, seen.state, addr)?;
+        }
     }
 
     fn alloc_publish(&self, h: &AtomicUsize, len: usize, data: Option<&[u8]>) -> Result<()> {
@@ -179,60 +266,89 @@ impl MallocPool {
             unsafe { libc::free(p.cast()) };
             return Err(Error::OutOfMemory);
         };
-        self.pages_peak.fetch_max(self.pages_of(before + cost), Ordering::Relaxed);
         if let Some(data) = data {
             // SAFETY: `p` holds at least `len` bytes and is ours alone.
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, len) };
         }
-        let mut t = self.lock();
-        let index = match t.vacant.pop() {
-            Some(i) => i as usize,
-            None if t.entries.len() < MAX_ENTRIES => {
-                t.entries.push(Entry::default());
-                t.entries.len() - 1
-            }
-            None => {
-                drop(t);
-                self.give_back(p as usize, cost);
-                return Err(Error::OutOfMemory);
-            }
+        let Some((index, e)) = self.take_entry() else {
+            self.give_back(p as usize, cost);
+            return Err(Error::OutOfMemory);
         };
-        let e = &mut t.entries[index];
-        e.generation = (e.generation + 1) & GENERATION_MASK;
-        (e.addr, e.len, e.usable, e.owner, e.readers) =
-            (p as usize, len as u32, usable as u32, h as *const AtomicUsize as usize, 0);
-        let word = self.encode(index as u32, e.generation);
-        if h.compare_exchange(0, word, Ordering::AcqRel, Ordering::Acquire).is_err() {
-            t.entries[index].addr = 0;
-            t.vacant.push(index as u32);
-            drop(t);
+        let seq = e.load().next_seq();
+        e.addr.store(p as usize, Ordering::Relaxed);
+        e.usable.store(usable as u32, Ordering::Relaxed);
+        e.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
+        // Publishes the entry's fields and the bytes to readers that see the live state.
+        e.state.store(State::live(len, seq).0, Ordering::Release);
+        if h.compare_exchange(0, self.encode(index, seq), Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // Another thread filled `h` meanwhile: nobody could name the entry; give it back.
+            e.state.store(State::live(len, seq).dead().0, Ordering::Release);
+            self.vacant().list.push(index as u32);
             self.give_back(p as usize, cost);
             return Err(Error::HandleInUse);
         }
-        t.live += 1;
-        t.bytes_stored += len as u64;
+        self.pages_peak.fetch_max(self.pages_of(before + cost), Ordering::Relaxed);
+        self.live.fetch_add(1, Ordering::Relaxed);
+        self.bytes_stored.fetch_add(len as u64, Ordering::Relaxed);
         Ok(())
     }
 
+    /// An entry no live object uses, now the caller's.
+    fn take_entry(&self) -> Option<(usize, &Entry)> {
+        let mut v = self.vacant();
+        let index = match v.list.pop() {
+            Some(i) => i as usize,
+            None if (v.next as usize) < MAX_ENTRIES => {
+                v.next += 1;
+                v.next as usize - 1
+            }
+            None => return None,
+        };
+        drop(v);
+        match self.entries.get_or_alloc(index) {
+            Some(e) => Some((index, e)),
+            None => {
+                self.vacant().list.push(index as u32);
+                None
+            }
+        }
+    }
+
     fn give_back(&self, addr: usize, cost: u64) {
-        // SAFETY: `addr` came from `malloc` and its entry (if any) is vacant: nothing refers to it.
+        // SAFETY: `addr` came from `malloc` and no live entry names it: nothing refers to it.
         unsafe { libc::free(addr as *mut libc::c_void) };
         self.bytes.fetch_sub(cost, Ordering::AcqRel);
     }
 
-    fn begin(&self, h: &AtomicUsize, mem_len: usize) -> Result<*const u8> {
-        let (mut t, i) = self.find_live(h)?;
-        let e = &mut t.entries[i];
-        if e.len as usize != mem_len {
-            return Err(wrong_len("read", mem_len, e.len as usize));
-        }
-        if e.readers >= MAX_READERS {
-            return Err(Error::TooManyReaders);
-        }
-        e.readers += 1;
-        let addr = e.addr;
-        t.reads += 1;
-        Ok(addr as *const u8)
+    /// Counts a reader in on `h`'s object (`mem_len` its length, if given); its address.
+    fn begin(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<(usize, *mut u8)> {
+        let ok = |s: State| {
+            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
+                return Err(wrong_len("read", m, s.len()));
+            }
+            if s.readers() >= MAX_READERS {
+                return Err(Error::TooManyReaders);
+            }
+            Ok(())
+        };
+        let (_, seen) = self.update(h, ok, |s| State(s.0 + 1))?;
+        Ok((seen.state.len(), seen.e.addr.load(Ordering::Acquire) as *mut u8))
+    }
+
+    /// Counts a reader out of `h`'s object.
+    fn end(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        let ok = |s: State| {
+            if s.readers() == 0 {
+                return Err(Error::InvalidArgument("no read section in progress".into()));
+            }
+            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
+                return Err(wrong_len("read", m, s.len()));
+            }
+            Ok(())
+        };
+        self.update(h, ok, |s| State(s.0 - 1)).map(|_| ())
     }
 }
 
@@ -242,10 +358,13 @@ fn wrong_len(what: &str, given: usize, stored: usize) -> Error {
 
 impl Drop for MallocPool {
     fn drop(&mut self) {
-        let t = self.table.get_mut().unwrap_or_else(|e| e.into_inner());
-        for e in t.entries.iter().filter(|e| e.addr != 0) {
-            // SAFETY: a live entry's allocation came from `malloc` and dies with the pool.
-            unsafe { libc::free(e.addr as *mut libc::c_void) };
+        let next = self.vacant.get_mut().unwrap_or_else(|e| e.into_inner()).next as usize;
+        for i in 0..next {
+            let Some(e) = self.entries.get(i) else { continue };
+            if e.load().is_live() {
+                // SAFETY: a live entry's allocation came from `malloc` and dies with the pool.
+                unsafe { libc::free(e.addr.load(Ordering::Relaxed) as *mut libc::c_void) };
+            }
         }
     }
 }
@@ -263,14 +382,14 @@ impl Backend for MallocPool {
         self.pages_of(self.bytes.load(Ordering::Acquire))
     }
     fn stats(&self) -> PoolStats {
-        let t = self.lock();
+        let live = self.live.load(Ordering::Relaxed);
         PoolStats {
             pages_allocated: self.total_pages(),
             pages_peak: self.pages_peak.load(Ordering::Relaxed),
-            objs_allocated: t.live,
-            objs_inuse: t.live,
-            bytes_stored: t.bytes_stored,
-            reads: t.reads,
+            objs_allocated: live,
+            objs_inuse: live,
+            bytes_stored: self.bytes_stored.load(Ordering::Relaxed),
+            reads: self.access.sum().0,
             ..PoolStats::default()
         }
     }
@@ -291,11 +410,8 @@ impl Backend for MallocPool {
     }
     /// (the handle table, 0).
     fn metadata_bytes(&self) -> (usize, usize) {
-        let t = self.lock();
-        let bytes = t.entries.capacity() * std::mem::size_of::<Entry>()
-            + t.vacant.capacity() * std::mem::size_of::<u32>()
-            + std::mem::size_of::<Mutex<Table>>();
-        (bytes, 0)
+        let vacant = self.vacant().list.capacity() * std::mem::size_of::<u32>();
+        (self.entries.heap_bytes() + vacant, 0)
     }
 
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
@@ -304,30 +420,31 @@ impl Backend for MallocPool {
     unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
         self.alloc_publish(h, len, None)
     }
+    /// Counted in as a reader while it copies, so a racing free is `Busy`.
     unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        let (t, i) = self.find_live(h)?;
-        let e = t.entries[i];
-        if data.len() != e.len as usize {
-            return Err(wrong_len("write", data.len(), e.len as usize));
+        let (_, seen) = self.find_live(h)?;
+        if data.len() != seen.state.len() {
+            return Err(wrong_len("write", data.len(), seen.state.len()));
         }
-        // SAFETY: a validated live entry (table locked, so it stays): `len` bytes of its
-        // allocation; the caller promises no read section of it runs meanwhile.
-        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), e.addr as *mut u8, data.len()) };
-        Ok(())
+        let (len, p) = self.begin(h, Some(data.len()))?;
+        // SAFETY: counted in on a validated live entry: its allocation of `len` bytes stays
+        // until the count-out below. The caller promises no read section of it runs meanwhile.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, len) };
+        self.end(h, Some(len))
     }
     unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
-        let Some((mut t, i)) = self.find(h)? else { return Ok(()) };
-        let e = t.entries[i];
-        if e.readers != 0 {
-            return Err(Error::Busy);
+        if self.find(h)?.is_none() {
+            return Ok(());
         }
-        t.entries[i].addr = 0;
-        t.vacant.push(i as u32);
-        t.live -= 1;
-        t.bytes_stored -= u64::from(e.len);
+        let busy = |s: State| if s.readers() != 0 { Err(Error::Busy) } else { Ok(()) };
+        let (_, seen) = self.update(h, busy, State::dead)?;
         h.store(0, Ordering::Release);
-        drop(t);
-        self.give_back(e.addr, u64::from(e.usable) + HANDLE_BYTES);
+        let e = seen.e;
+        let (addr, usable) = (e.addr.load(Ordering::Relaxed), e.usable.load(Ordering::Relaxed));
+        self.live.fetch_sub(1, Ordering::Relaxed);
+        self.bytes_stored.fetch_sub(seen.state.len() as u64, Ordering::Relaxed);
+        self.give_back(addr, u64::from(usable) + HANDLE_BYTES);
+        self.vacant().list.push(seen.index as u32);
         Ok(())
     }
     unsafe fn handle_move_raw(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
@@ -335,16 +452,14 @@ impl Backend for MallocPool {
         if !same && to.load(Ordering::Acquire) != 0 {
             return Err(Error::HandleInUse);
         }
-        let (mut t, i) = self.find_live(from)?;
         if same {
-            return Ok(());
+            return self.find_live(from).map(|_| ());
         }
-        let e = &mut t.entries[i];
-        if e.readers != 0 {
-            return Err(Error::Busy);
-        }
-        e.owner = to as *const AtomicUsize as usize;
-        to.store(from.load(Ordering::Acquire), Ordering::Release);
+        // A new sequence number: readers of the old word fail their count-in from now on.
+        let busy = |s: State| if s.readers() != 0 { Err(Error::Busy) } else { Ok(()) };
+        let (_, seen) = self.update(from, busy, |s| State::live(s.len(), s.next_seq()))?;
+        seen.e.owner.store(to as *const AtomicUsize as usize, Ordering::Release);
+        to.store(self.encode(seen.index, seen.state.next_seq()), Ordering::Release);
         from.store(0, Ordering::Release);
         Ok(())
     }
@@ -355,7 +470,9 @@ impl Backend for MallocPool {
         mem_len: usize,
         _local_copy: *mut u8,
     ) -> Result<*const u8> {
-        self.begin(h, mem_len)
+        let (_, p) = self.begin(h, Some(mem_len))?;
+        self.access.record_read(0, false, 0);
+        Ok(p)
     }
     unsafe fn read_end_at_raw(
         &self,
@@ -363,39 +480,31 @@ impl Backend for MallocPool {
         mem_len: Option<usize>,
         _handle_mem: *const u8,
     ) -> Result<()> {
-        let (mut t, i) = self.find_live(h)?;
-        let e = &mut t.entries[i];
-        if e.readers == 0 {
-            return Err(Error::InvalidArgument("no read section in progress".into()));
-        }
-        if let Some(m) = mem_len.filter(|&m| m != e.len as usize) {
-            return Err(wrong_len("read", m, e.len as usize));
-        }
-        e.readers -= 1;
-        Ok(())
+        self.end(h, mem_len)
     }
     unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
-        let p = self.begin(h, mem_len)?;
-        Ok(([(p, mem_len), (std::ptr::null(), 0)], 1))
+        let (_, p) = self.begin(h, Some(mem_len))?;
+        self.access.record_read(0, false, 0);
+        Ok(([(p as *const u8, mem_len), (std::ptr::null(), 0)], 1))
     }
     unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
-        let (mut t, i) = self.find_live(h)?;
-        let e = t.entries[i];
-        let len = e.len as usize;
+        let (_, seen) = self.find_live(h)?;
+        let len = seen.state.len();
         if out.len() < len {
             return Err(Error::InvalidArgument(format!(
                 "buffer of {} bytes is smaller than the object ({len} bytes)",
                 out.len()
             )));
         }
-        // SAFETY: a validated live entry (table locked, so it stays): `len` bytes of its
-        // allocation; `out` holds at least `len`.
-        unsafe { std::ptr::copy_nonoverlapping(e.addr as *const u8, out.as_mut_ptr(), len) };
-        t.reads += 1;
+        let (len, p) = self.begin(h, Some(len))?;
+        // SAFETY: counted in on a validated live entry: `len` bytes of its allocation stay until
+        // the count-out below; `out` holds at least `len`.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), len) };
+        self.access.record_read(0, false, 0);
+        self.end(h, Some(len))?;
         Ok(len)
     }
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
-        let (t, i) = self.find_live(h)?;
-        Ok(t.entries[i].len as usize)
+        Ok(self.find_live(h)?.1.state.len())
     }
 }
