@@ -228,7 +228,7 @@ impl ZblockPool {
                 (st.add_block(first), 0, blk)
             }
         };
-        let rec = blk.slot(slot).expect("a block's records cover its slots");
+        let rec = recs.slot(blk, slot).expect("a block's records cover its slots");
         let seq = rec.load().next_seq();
         rec.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
         let base = blk.base.load(Ordering::Relaxed);

@@ -87,41 +87,15 @@ impl SlotRec {
 #[derive(Default)]
 pub struct BlockRec {
     pub base: AtomicUsize,
-    /// `n` records leaked from a `Box<[SlotRec]>`, set once (under the type's lock) before any
-    /// of them is published live, freed by `Drop`.
+    /// The type's slots-per-block records leaked from a `Box<[SlotRec]>`, set once (under the
+    /// type's lock) before any of them is published live, freed by `TypeRecs`'s `Drop`.
     slots: AtomicPtr<SlotRec>,
-    n: AtomicUsize,
 }
 
-impl BlockRec {
-    /// The record of slot `slot`, if the entry has records and the slot exists.
-    #[inline]
-    pub fn slot(&self, slot: u32) -> Option<&SlotRec> {
-        let p = self.slots.load(Ordering::Acquire);
-        if p.is_null() || slot as usize >= self.n.load(Ordering::Relaxed) {
-            return None;
-        }
-        // SAFETY: a non-null pointer names `n` records (`n` is stored before the pointer is
-        // published with Release) that live until `Drop`, which `&self` excludes; slot < n.
-        Some(unsafe { &*p.add(slot as usize) })
-    }
-}
-
-impl Drop for BlockRec {
-    fn drop(&mut self) {
-        let p = *self.slots.get_mut();
-        if !p.is_null() {
-            let n = *self.n.get_mut();
-            // SAFETY: `p` came from `Box::into_raw` of `n` records in `TypeRecs::prepare` and is
-            // freed only here, once; `&mut self` means no record is borrowed.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) });
-        }
-    }
-}
-
-/// Entries per chunk of a type's block records, and chunks (2^20 entries: `MAX_BLOCKS`).
-const CHUNK_SHIFT: u32 = 12;
-const CHUNKS: usize = 256;
+/// Entries per chunk of a type's block records, and chunks (2^20 entries: `MAX_BLOCKS`): an
+/// empty type costs the 4 KiB directory, a used one 32 KiB more per 2,048 block entries.
+const CHUNK_SHIFT: u32 = 11;
+const CHUNKS: usize = 512;
 const _: () = assert!((CHUNKS << CHUNK_SHIFT) == MAX_BLOCKS as usize);
 
 /// One block type's records.
@@ -145,7 +119,21 @@ impl TypeRecs {
     #[inline]
     pub fn get(&self, b: u32, slot: u32) -> Option<(&BlockRec, &SlotRec)> {
         let blk = self.blocks.get(b as usize)?;
-        Some((blk, blk.slot(slot)?))
+        Some((blk, self.slot(blk, slot)?))
+    }
+
+    /// The record of slot `slot` of `blk` (an entry of this type), if it has records and the
+    /// slot exists.
+    #[inline]
+    pub fn slot<'a>(&self, blk: &'a BlockRec, slot: u32) -> Option<&'a SlotRec> {
+        let p = blk.slots.load(Ordering::Acquire);
+        if p.is_null() || slot as usize >= self.slots_per_block {
+            return None;
+        }
+        // SAFETY: a non-null pointer names `slots_per_block` records (published with Release
+        // once made) that live until `TypeRecs` is dropped, which the borrow of `blk` (one of
+        // its entries) excludes; slot < slots_per_block.
+        Some(unsafe { &*p.add(slot as usize) })
     }
 
     /// Block entry `b`'s records, made if needed, its base set to `base`. Caller holds the
@@ -156,7 +144,6 @@ impl TypeRecs {
         if blk.slots.load(Ordering::Acquire).is_null() {
             let recs: Box<[SlotRec]> =
                 (0..self.slots_per_block).map(|_| SlotRec::default()).collect();
-            blk.n.store(self.slots_per_block, Ordering::Relaxed);
             self.slot_bytes.fetch_add(
                 self.slots_per_block * std::mem::size_of::<SlotRec>(),
                 Ordering::Relaxed,
@@ -169,6 +156,25 @@ impl TypeRecs {
 
     pub fn heap_bytes(&self) -> usize {
         self.blocks.heap_bytes() + self.slot_bytes.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for TypeRecs {
+    fn drop(&mut self) {
+        for b in 0..ChunkedTable::<BlockRec, CHUNK_SHIFT, CHUNKS>::capacity() {
+            let Some(blk) = self.blocks.get(b) else {
+                // Entries are taken in order from 0 (reused, never skipped): past the first
+                // chunk not allocated there are none.
+                break;
+            };
+            let p = blk.slots.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                let n = self.slots_per_block;
+                // SAFETY: `p` came from `Box::into_raw` of `n` records in `prepare` and is taken
+                // out (swapped for NULL) only here, once; `&mut self` means none is borrowed.
+                drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, n)) });
+            }
+        }
     }
 }
 
