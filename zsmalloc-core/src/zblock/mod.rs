@@ -1,86 +1,347 @@
-//! The zblock backend (being built: pool creation is refused until it lands).
+//! The zblock backend: the zblock allocator as merged into the mm tree in 2025 (blocks of
+//! `num_pages` pages holding equal slots, one active list per block type), on this crate's
+//! simulated pages (docs/DESIGN.md, Backends).
+//!
+//! Placement is zblock's exactly: a length goes to the first block type whose slot size is
+//! strictly greater (`table.rs`); a store takes the lowest free slot of the first block of its
+//! type's active list, or makes a new block (slot 0) at the head of the list; a block left with no
+//! free slot leaves the list; a free clears its slot, a block that was full goes to the tail of
+//! the list, a block left empty is released at once. No object spans blocks; there is no
+//! compaction (`compact` frees 0). Pages = the blocks' pages.
+//!
+//! Blocks are runs of adjacent simulated pages from the arena (the patch vmallocs them), so a
+//! slot may cross a page boundary and is still read in place: reads never copy, an SG read is
+//! one segment. The block header's bytes are inside the block, so page counts are faithful;
+//! nothing is stored there.
+//!
+//! What the project adds for safety lives outside the pages (`slots.rs`): per slot, the owner
+//! (the handle word's address), the exact length, a sequence number and the open read sections.
+//! A handle word (`word.rs`) is checked field by field against the tables, the slot's sequence
+//! number and its owner before anything is dereferenced, so garbage, stale, empty and foreign
+//! words (zsmalloc's, another zblock pool's, a malloc pool's) are refused with `InvalidHandle`.
+//! A free or handle move of an object with an open read section is `Busy`, as in zsmalloc's raw
+//! layer. Its heap bytes are `metadata_bytes().1`.
+//!
+//! Concurrency: one lock per block type, taken by stores, frees, moves and writes (as the
+//! patch's per-list lock); read sections take no lock (as the patch's map): they count
+//! themselves in the slot's state word (`slots.rs`). The arena's own mutex nests inside a type
+//! lock. Not modelled: vmalloc's cost, RCU-deferred freeing of blocks, and that zblock's pages
+//! are unmovable (zsmalloc's are movable).
 
-use std::convert::Infallible;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
-use crate::backend::Backend;
-use crate::config::PoolConfig;
+use crate::arena::{PageArena, Pfn};
+use crate::config::{BackendKind, PoolConfig};
+use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
-use crate::read::SgSegments;
-use crate::stats::{ClassStats, PoolStats};
+
+mod backend_impl;
+mod block;
+mod slots;
+pub mod table;
+mod word;
+
+use block::{Freed, TypeState};
+use slots::{BlockRec, SlotRec, State, TypeRecs};
+pub use table::{BlockTable, BlockType};
+use word::{Word, POOL_ID_MASK};
+
+/// Most read sections open on one object at once (as zsmalloc's raw layer).
+const MAX_READERS: u32 = 65_535;
+
+static NEXT_POOL_ID: AtomicU16 = AtomicU16::new(0);
 
 /// A zblock pool.
 pub struct ZblockPool {
-    never: Infallible,
+    name: String,
+    config: PoolConfig,
+    id: u16,
+    table: BlockTable,
+    header: usize,
+    /// Per type: placement state (locked) and slot records (read without the lock).
+    types: Box<[Mutex<TypeState>]>,
+    recs: Box<[TypeRecs]>,
+    arena: PageArena,
+    pages_allocated: AtomicU64,
+    pages_peak: AtomicU64,
+    /// Read sections per type (sharded by thread).
+    access: AccessCounters,
+}
+
+/// A validated object of `h`: its word and records, with its type locked.
+struct Found<'a> {
+    st: MutexGuard<'a, TypeState>,
+    w: Word,
+    blk: &'a BlockRec,
+    rec: &'a SlotRec,
+}
+
+/// A validated object of `h` and its state, found without the lock.
+struct Seen<'a> {
+    w: Word,
+    blk: &'a BlockRec,
+    rec: &'a SlotRec,
+    state: State,
 }
 
 impl ZblockPool {
-    pub fn with_name(_name: &str, _config: PoolConfig) -> Result<ZblockPool> {
-        Err(Error::Config { setting: "backend", message: "zblock is not built yet".into() })
+    /// A named zblock pool (`config.backend` must be zblock; the config is validated).
+    pub fn with_name(name: &str, config: PoolConfig) -> Result<ZblockPool> {
+        if config.backend != BackendKind::Zblock {
+            return Err(Error::config(
+                "backend",
+                format!("a ZblockPool cannot be a {} pool", config.backend.name()),
+            ));
+        }
+        config.validate()?;
+        let table = BlockTable::new(config.page_size)?;
+        let arena = PageArena::for_config(&config)?;
+        let types = table.types().iter().map(|t| Mutex::new(TypeState::new(t.slots))).collect();
+        let recs = table.types().iter().map(|t| TypeRecs::new(t.slots)).collect();
+        let id = loop {
+            let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed) & POOL_ID_MASK;
+            if id != 0 {
+                break id;
+            }
+        };
+        Ok(ZblockPool {
+            name: name.to_string(),
+            header: table::header_size(config.page_size) as usize,
+            access: AccessCounters::new(table.types().len()),
+            config,
+            id,
+            table,
+            types,
+            recs,
+            arena,
+            pages_allocated: AtomicU64::new(0),
+            pages_peak: AtomicU64::new(0),
+        })
+    }
+
+    /// The block table of this pool's page size.
+    pub fn table(&self) -> &BlockTable {
+        &self.table
+    }
+
+    /// The active list of block type `ty` (block entries, head first), for tests.
+    #[doc(hidden)]
+    pub fn active_list(&self, ty: usize) -> Vec<u32> {
+        self.lock(ty).active()
+    }
+
+    fn lock(&self, ty: usize) -> MutexGuard<'_, TypeState> {
+        self.types[ty].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Address of slot `slot` of the block at `base` of type `ty`.
+    #[inline]
+    fn slot_addr(&self, base: usize, ty: u32, slot: u32) -> *mut u8 {
+        let size = self.table.types()[ty as usize].slot_size as usize;
+        (base + self.header + slot as usize * size) as *mut u8
+    }
+
+    /// Decodes `word` and finds its records (nothing is locked or proven live yet).
+    #[inline]
+    fn records(&self, word: usize) -> Result<(Word, &BlockRec, &SlotRec)> {
+        let w = Word::decode(word, self.id).map_err(Error::InvalidHandle)?;
+        let recs =
+            self.recs.get(w.ty as usize).ok_or(Error::InvalidHandle("no such block type"))?;
+        let (blk, rec) = recs.get(w.block, w.slot).ok_or(Error::InvalidHandle("no such slot"))?;
+        Ok((w, blk, rec))
+    }
+
+    /// Whether `s` is the live object `w` names, owned by the word at `addr`.
+    #[inline]
+    fn check(w: Word, rec: &SlotRec, s: State, addr: usize) -> Result<()> {
+        if !s.is_live() || s.seq() != w.seq {
+            return Err(Error::InvalidHandle("stale or freed handle"));
+        }
+        if rec.owner.load(Ordering::Acquire) != addr {
+            return Err(Error::InvalidHandle("the object belongs to another handle word"));
+        }
+        Ok(())
+    }
+
+    /// The live object `h` holds, without the lock (its state as loaded).
+    #[inline]
+    fn see(&self, h: &AtomicUsize) -> Result<Seen<'_>> {
+        let word = h.load(Ordering::Acquire);
+        if word == 0 {
+            return Err(Error::InvalidHandle("empty handle"));
+        }
+        let (w, blk, rec) = self.records(word)?;
+        let state = rec.load();
+        Self::check(w, rec, state, h as *const AtomicUsize as usize)?;
+        Ok(Seen { w, blk, rec, state })
+    }
+
+    /// The object `h` holds, validated, its type locked. An empty word is `Ok(None)`.
+    fn find(&self, h: &AtomicUsize) -> Result<Option<Found<'_>>> {
+        let word = h.load(Ordering::Acquire);
+        if word == 0 {
+            return Ok(None);
+        }
+        let (w, blk, rec) = self.records(word)?;
+        let st = self.lock(w.ty as usize);
+        if h.load(Ordering::Acquire) != word {
+            return Err(Error::InvalidHandle("the handle changed during the call"));
+        }
+        if !st.is_taken(w.block, w.slot) {
+            return Err(Error::InvalidHandle("the handle's slot is free (stale or freed handle)"));
+        }
+        Self::check(w, rec, rec.load(), h as *const AtomicUsize as usize)?;
+        Ok(Some(Found { st, w, blk, rec }))
+    }
+
+    /// As `find`, an empty word refused.
+    fn find_live(&self, h: &AtomicUsize) -> Result<Found<'_>> {
+        self.find(h)?.ok_or(Error::InvalidHandle("empty handle"))
+    }
+
+    /// Allocates an object of `len` bytes for `h`, copies `data` (if given) into it and
+    /// publishes it in `h`, under the type's lock.
+    fn alloc_publish(&self, h: &AtomicUsize, len: usize, data: Option<&[u8]>) -> Result<()> {
+        let ty = self.table.lookup(len)?;
+        if h.load(Ordering::Acquire) != 0 {
+            return Err(Error::HandleInUse);
+        }
+        let t = self.table.types()[ty];
+        let recs = &self.recs[ty];
+        let mut st = self.lock(ty);
+        let (b, slot, blk) = match st.claim() {
+            Some((b, slot)) => {
+                let blk = recs.get(b, slot).expect("a live block has records").0;
+                (b, slot, blk)
+            }
+            None => {
+                if !st.can_add() {
+                    return Err(Error::OutOfMemory);
+                }
+                let first = self.new_block(ty, t.num_pages)?;
+                let base = self.arena.page_ptr(first) as usize;
+                let Some(blk) = recs.prepare(st.next_entry(), base) else {
+                    self.give_back(ty, first);
+                    return Err(Error::OutOfMemory);
+                };
+                (st.add_block(first), 0, blk)
+            }
+        };
+        let rec = recs.slot(blk, slot).expect("a block's records cover its slots");
+        let seq = rec.load().next_seq();
+        rec.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
+        let base = blk.base.load(Ordering::Relaxed);
+        if let Some(data) = data {
+            let dst = self.slot_addr(base, ty as u32, slot);
+            // SAFETY: the slot was just taken under the type's lock: no handle names it yet (its
+            // state is dead, so no reader counts on it), and it lies inside the block's pages
+            // (header + slots * slot_size <= block bytes), committed when the arena handed the
+            // run out; `len < slot_size`.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
+        }
+        // Publishes owner and bytes to readers that see the live state.
+        rec.state.store(State::live(len, seq).0, Ordering::Release);
+        st.obj_used += 1;
+        st.bytes_stored += len as u64;
+        let w = Word { pool: self.id, ty: ty as u32, block: b, slot, seq };
+        if h.compare_exchange(0, w.encode(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+            // Another thread filled `h` meanwhile: give the slot back (nobody could read it).
+            rec.state.store(State::live(len, seq).dead().0, Ordering::Release);
+            self.slot_freed(&mut st, ty, b, slot, len);
+            return Err(Error::HandleInUse);
+        }
+        Ok(())
+    }
+
+    /// A new run of `n` pages for type `ty` (the memory limit and the fault hook honoured).
+    fn new_block(&self, ty: usize, n: u32) -> Result<Pfn> {
+        let n = u64::from(n);
+        let limit = self.config.mem_limit_pages;
+        let before = self
+            .pages_allocated
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
+                (limit == 0 || p + n <= limit).then_some(p + n)
+            })
+            .map_err(|_| Error::OutOfMemory)?;
+        let run = if crate::fault::fails(crate::fault::Point::Pages) {
+            None
+        } else {
+            self.arena.alloc_run(ty, n as usize)
+        };
+        let Some(first) = run else {
+            self.pages_allocated.fetch_sub(n, Ordering::AcqRel);
+            return Err(Error::OutOfMemory);
+        };
+        self.pages_peak.fetch_max(before + n, Ordering::Relaxed);
+        Ok(first)
+    }
+
+    /// Gives a block's pages back to the arena.
+    fn give_back(&self, ty: usize, first: Pfn) {
+        let n = self.table.types()[ty].num_pages as usize;
+        self.arena.free_run(first, n);
+        self.pages_allocated.fetch_sub(n as u64, Ordering::AcqRel);
+    }
+
+    /// Bookkeeping of a freed slot (its state already dead); releases the block if it emptied.
+    fn slot_freed(&self, st: &mut TypeState, ty: usize, b: u32, slot: u32, len: usize) {
+        st.obj_used -= 1;
+        st.bytes_stored -= len as u64;
+        if let Freed::Released(first) = st.free_slot(b, slot) {
+            self.give_back(ty, first);
+        }
+    }
+
+    /// Begins a read section on the object of `h` (`mem_len` its length), without the lock:
+    /// counts a reader in the slot's state; returns the object's address.
+    #[inline]
+    fn begin(&self, h: &AtomicUsize, mem_len: usize) -> Result<*mut u8> {
+        let addr = h as *const AtomicUsize as usize;
+        let mut seen = self.see(h)?;
+        loop {
+            let s = seen.state;
+            if s.len() != mem_len {
+                return Err(wrong_len("read", mem_len, s.len()));
+            }
+            if s.readers() >= MAX_READERS {
+                return Err(Error::TooManyReaders);
+            }
+            if seen.rec.swap(s, State(s.0 + 1)) {
+                break;
+            }
+            seen.state = seen.rec.load();
+            Self::check(seen.w, seen.rec, seen.state, addr)?;
+        }
+        self.access.record_read(seen.w.ty as usize, false, 0);
+        // Counted in: the block stays (a free of this slot is refused) and its base is the one
+        // published before the state this reader saw.
+        let base = seen.blk.base.load(Ordering::Acquire);
+        Ok(self.slot_addr(base, seen.w.ty, seen.w.slot))
+    }
+
+    /// Ends a read section on the object of `h`, without the lock.
+    #[inline]
+    fn end(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        let addr = h as *const AtomicUsize as usize;
+        let mut seen = self.see(h)?;
+        loop {
+            let s = seen.state;
+            if s.readers() == 0 {
+                return Err(Error::InvalidArgument("no read section in progress".into()));
+            }
+            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
+                return Err(wrong_len("read", m, s.len()));
+            }
+            if seen.rec.swap(s, State(s.0 - 1)) {
+                return Ok(());
+            }
+            seen.state = seen.rec.load();
+            Self::check(seen.w, seen.rec, seen.state, addr)?;
+        }
     }
 }
 
-impl Backend for ZblockPool {
-    fn name(&self) -> &str {
-        match self.never {}
-    }
-    fn config(&self) -> &PoolConfig {
-        match self.never {}
-    }
-    fn total_pages(&self) -> u64 {
-        match self.never {}
-    }
-    fn stats(&self) -> PoolStats {
-        match self.never {}
-    }
-    fn class_stats(&self) -> Vec<ClassStats> {
-        match self.never {}
-    }
-    fn compact(&self) -> u64 {
-        match self.never {}
-    }
-    fn huge_class_size(&self) -> usize {
-        match self.never {}
-    }
-    fn lookup_class_index(&self, _size: usize) -> u32 {
-        match self.never {}
-    }
-    fn metadata_bytes(&self) -> (usize, usize) {
-        match self.never {}
-    }
-    unsafe fn store_raw(&self, _h: &AtomicUsize, _data: &[u8]) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn malloc_raw(&self, _h: &AtomicUsize, _len: usize) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn write_raw(&self, _h: &AtomicUsize, _data: &[u8]) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn free_raw(&self, _h: &AtomicUsize) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn handle_move_raw(&self, _f: &AtomicUsize, _t: &AtomicUsize) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn read_begin_raw(&self, _h: &AtomicUsize, _n: usize, _c: *mut u8) -> Result<*const u8> {
-        match self.never {}
-    }
-    unsafe fn read_end_at_raw(
-        &self,
-        _h: &AtomicUsize,
-        _n: Option<usize>,
-        _m: *const u8,
-    ) -> Result<()> {
-        match self.never {}
-    }
-    unsafe fn read_sg_begin_raw(&self, _h: &AtomicUsize, _n: usize) -> Result<SgSegments> {
-        match self.never {}
-    }
-    unsafe fn read_into_raw(&self, _h: &AtomicUsize, _o: &mut [u8]) -> Result<usize> {
-        match self.never {}
-    }
-    unsafe fn object_len_raw(&self, _h: &AtomicUsize) -> Result<usize> {
-        match self.never {}
-    }
+fn wrong_len(what: &str, given: usize, stored: usize) -> Error {
+    Error::InvalidArgument(format!("{what} length {given} differs from the stored length {stored}"))
 }
