@@ -84,7 +84,7 @@ pub(crate) fn strerror(errno: c_int) -> &'static CStr {
     match errno.checked_abs().unwrap_or(0) {
         0 => c"success",
         libc::EINVAL => c"invalid argument (bad pool, handle, length, buffer or configuration)",
-        libc::ENOSPC => c"object larger than a page",
+        libc::ENOSPC => c"object larger than the pool stores",
         libc::ENOMEM => c"out of memory (the pool's page limit is reached)",
         libc::EBUSY => c"object is being read (end the read section first)",
         libc::EAGAIN => c"too many read sections of the object are open (end one first)",

@@ -175,7 +175,8 @@ macro_rules! __zs_c_abi_items {
             /// Stores `len` bytes (1..=page size) from `src` in a new object owned by the empty handle
             /// `*handle` (which must stay at its address until the object is freed or moved).
             /// `gfp` is ignored. Returns 0, -EINVAL (NULL/misaligned arguments, len 0), -ENOSPC (len
-            /// larger than a page), -EEXIST (handle not empty) or -ENOMEM (memory limit).
+            /// larger than a page, or a length the backend does not store), -EEXIST (handle not
+            /// empty) or -ENOMEM (memory limit).
             #[no_mangle]
             pub unsafe extern "C" fn zs_store(
                 pool: *mut zs_pool,

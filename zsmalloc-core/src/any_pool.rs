@@ -25,7 +25,9 @@ pub enum AnyPool {
     Malloc(MallocPool),
 }
 
-/// Calls `$method` on whichever backend `$pool` is.
+/// Calls the `Backend` method in `$call` on whichever backend `$pool` is (written
+/// `Backend::method(b, ..)`: a backend's inherent method of the same name may differ, as
+/// zsmalloc's `read_begin_raw` does for a NULL `local_copy`).
 macro_rules! on_backend {
     ($pool:expr, $b:ident => $call:expr) => {
         match $pool {
@@ -88,60 +90,60 @@ impl From<Pool> for AnyPool {
 impl Backend for AnyPool {
     #[inline]
     fn name(&self) -> &str {
-        on_backend!(self, b => b.name())
+        on_backend!(self, b => Backend::name(b))
     }
     #[inline]
     fn config(&self) -> &PoolConfig {
-        on_backend!(self, b => b.config())
+        on_backend!(self, b => Backend::config(b))
     }
     #[inline]
     fn total_pages(&self) -> u64 {
-        on_backend!(self, b => b.total_pages())
+        on_backend!(self, b => Backend::total_pages(b))
     }
     fn stats(&self) -> PoolStats {
-        on_backend!(self, b => b.stats())
+        on_backend!(self, b => Backend::stats(b))
     }
     fn class_stats(&self) -> Vec<ClassStats> {
-        on_backend!(self, b => b.class_stats())
+        on_backend!(self, b => Backend::class_stats(b))
     }
     fn compact(&self) -> u64 {
-        on_backend!(self, b => b.compact())
+        on_backend!(self, b => Backend::compact(b))
     }
     #[inline]
     fn huge_class_size(&self) -> usize {
-        on_backend!(self, b => b.huge_class_size())
+        on_backend!(self, b => Backend::huge_class_size(b))
     }
     #[inline]
     fn lookup_class_index(&self, size: usize) -> u32 {
-        on_backend!(self, b => b.lookup_class_index(size))
+        on_backend!(self, b => Backend::lookup_class_index(b, size))
     }
     fn metadata_bytes(&self) -> (usize, usize) {
-        on_backend!(self, b => b.metadata_bytes())
+        on_backend!(self, b => Backend::metadata_bytes(b))
     }
     #[inline]
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.store_raw(h, data) })
+        on_backend!(self, b => unsafe { Backend::store_raw(b, h, data) })
     }
     #[inline]
     unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.malloc_raw(h, len) })
+        on_backend!(self, b => unsafe { Backend::malloc_raw(b, h, len) })
     }
     #[inline]
     unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.write_raw(h, data) })
+        on_backend!(self, b => unsafe { Backend::write_raw(b, h, data) })
     }
     #[inline]
     unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.free_raw(h) })
+        on_backend!(self, b => unsafe { Backend::free_raw(b, h) })
     }
     #[inline]
     unsafe fn handle_move_raw(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.handle_move_raw(from, to) })
+        on_backend!(self, b => unsafe { Backend::handle_move_raw(b, from, to) })
     }
     #[inline]
     unsafe fn read_begin_raw(
@@ -151,7 +153,7 @@ impl Backend for AnyPool {
         local_copy: *mut u8,
     ) -> Result<*const u8> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.read_begin_raw(h, mem_len, local_copy) })
+        on_backend!(self, b => unsafe { Backend::read_begin_raw(b, h, mem_len, local_copy) })
     }
     #[inline]
     unsafe fn read_end_at_raw(
@@ -161,21 +163,55 @@ impl Backend for AnyPool {
         handle_mem: *const u8,
     ) -> Result<()> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.read_end_at_raw(h, mem_len, handle_mem) })
+        on_backend!(self, b => unsafe { Backend::read_end_at_raw(b, h, mem_len, handle_mem) })
     }
     #[inline]
     unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.read_sg_begin_raw(h, mem_len) })
+        on_backend!(self, b => unsafe { Backend::read_sg_begin_raw(b, h, mem_len) })
     }
     #[inline]
     unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.read_into_raw(h, out) })
+        on_backend!(self, b => unsafe { Backend::read_into_raw(b, h, out) })
     }
     #[inline]
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { b.object_len_raw(h) })
+        on_backend!(self, b => unsafe { Backend::object_len_raw(b, h) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    #[test]
+    fn a_null_local_copy_reaches_zsmalloc_s_in_one_page_read() {
+        let pool = AnyPool::with_name("t", PoolConfig::default()).unwrap();
+        // Class 3008 on 4K pages chains 3 pages for 4 objects: objects 1 and 2 span.
+        let words: Vec<AtomicUsize> = (0..4).map(|_| AtomicUsize::new(0)).collect();
+        for w in &words {
+            // SAFETY: each word is empty and stays in `words` until freed below.
+            unsafe { pool.store_raw(w, &[7u8; 3000]) }.unwrap();
+        }
+        let mut refused = 0;
+        for w in &words {
+            // SAFETY: the word holds a 3000-byte object; a begun section is ended at once.
+            match unsafe { pool.read_begin_raw(w, 3000, std::ptr::null_mut()) } {
+                // SAFETY: ends the section just begun on `w`.
+                Ok(_) => unsafe { pool.read_end_raw(w, Some(3000)) }.unwrap(),
+                Err(e) => {
+                    assert_eq!(e.errno(), libc::EINVAL);
+                    refused += 1;
+                }
+            }
+        }
+        assert_eq!(refused, 2, "the spanning objects are refused, not read through NULL");
+        for w in &words {
+            // SAFETY: as above, no section open.
+            unsafe { pool.free_raw(w) }.unwrap();
+        }
     }
 }

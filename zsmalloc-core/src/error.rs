@@ -13,7 +13,7 @@ pub enum Error {
     InvalidHandle(&'static str),
     /// The handle already holds an object; free it first.
     HandleInUse,
-    /// The object is longer than a page.
+    /// The object is longer than the pool stores (a page; less for zblock).
     TooLarge { len: usize, max: usize },
     /// The memory limit (or the address space reserved for pages) is exhausted.
     OutOfMemory,
@@ -61,7 +61,10 @@ impl fmt::Display for Error {
             Error::InvalidHandle(why) => write!(f, "invalid handle: {why}"),
             Error::HandleInUse => write!(f, "handle already holds an object; free it first"),
             Error::TooLarge { len, max } => {
-                write!(f, "object of {len} bytes is larger than a page ({max} bytes)")
+                write!(
+                    f,
+                    "object of {len} bytes is larger than the pool stores (at most {max} bytes)"
+                )
             }
             Error::OutOfMemory => write!(f, "out of memory: the pool's page limit is reached"),
             Error::Busy => write!(f, "object is being read; end the read section first"),

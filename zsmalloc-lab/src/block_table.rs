@@ -71,10 +71,8 @@ pub fn block_table(page_size: u32) -> LabResult<BlockTableReport> {
 }
 
 pub fn render_table(t: &BlockTableReport) -> String {
-    let mut out = format!(
-        "zblock block table, page {} (header {} bytes)\n\n",
-        t.page_size, t.header_bytes
-    );
+    let mut out =
+        format!("zblock block table, page {} (header {} bytes)\n\n", t.page_size, t.header_bytes);
     out += "type  slot size  slots  pages  tail waste  lengths\n";
     for r in &t.rows {
         out += &format!(

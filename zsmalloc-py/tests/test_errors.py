@@ -35,7 +35,7 @@ def test_empty_object_is_a_value_error(pool):
 
 
 def test_object_larger_than_a_page_is_a_value_error(pool):
-    with pytest.raises(ValueError, match="larger than a page") as e:
+    with pytest.raises(ValueError, match="larger than the pool stores") as e:
         pool.store(bytes(4097))
     assert e.value.errno == ENOSPC
     with pytest.raises(ValueError):
@@ -254,7 +254,7 @@ def test_handles_errors(pool):
 def test_store_many_is_all_or_nothing(pool):
     with pytest.raises(ValueError):
         pool.store_many([b"ok", b"", b"never"])
-    with pytest.raises(ValueError, match="larger than a page"):
+    with pytest.raises(ValueError, match="larger than the pool stores"):
         pool.store_many([b"ok", bytes(5000)])
     with pytest.raises(ValueError, match="add up"):
         pool.store_many(b"abc", [1, 1])
