@@ -324,6 +324,39 @@ for mode in map contiguous; do
   ok "mt_stress under ZSMALLOC_READ_MODE=$mode: objects moved while reading: $moved"
 done
 
+step "backends: zblock and malloc under the same programs (ASan+UBSan)"
+for backend in zblock malloc; do
+  "$tsan/bad_input" "$backend" 2>"$tmp/bad.$backend.err" | tee "$tmp/bad.$backend.out"
+  grep -q ' 0 failed' "$tmp/bad.$backend.out" || { cat "$tmp/bad.$backend.err"; fail "bad_input $backend"; }
+  ok "$(grep -oE '[0-9]+ passed' "$tmp/bad.$backend.out") bad-input checks on $backend"
+done
+# zsmalloc_test's fill on zblock: the pages its block table predicts (tests/c/zblock_fill_pages.py),
+# every byte verified by the program, the lengths zblock refuses counted.
+for page in 4096 16384 65536; do
+  [ -n "$lab" ] || break
+  "$lab" classes --backend zblock --page-size "$page" --format csv >"$tmp/zblock.$page.csv"
+  n=$([ "$page" = 4096 ] && echo 1337 || echo 20)
+  hi=$((page - 16))
+  want=$(python3 tests/c/zblock_fill_pages.py "$tmp/zblock.$page.csv" 32 "$hi" 16 "$n")
+  ZSMALLOC_BACKEND=zblock ZSMALLOC_PAGE_SIZE=$page "$san/zsmalloc_test" 32 "$hi" 16 "$n" >"$tmp/zt.zblock.$page" \
+    || fail "zsmalloc_test on zblock, page $page"
+  pages=$(sed -n 's/.*pool pages used \([0-9]*\).*/\1/p' "$tmp/zt.zblock.$page")
+  refused=$(sed -n 's/.*refused objects: \([0-9]*\).*/\1/p' "$tmp/zt.zblock.$page")
+  [ "pages $pages refused ${refused:-0}" = "$want" ] || fail "zblock page $page: pages $pages refused ${refused:-0}; model: $want"
+  ok "page $page: zsmalloc_test on zblock uses the model's $want"
+done
+ZSMALLOC_BACKEND=malloc "$san/zsmalloc_test" 32 4096 16 50 >"$tmp/zt.malloc" || fail "zsmalloc_test on malloc"
+grep -q 'spanning objects: 0, total memcpy size: 0' "$tmp/zt.malloc" || fail "malloc: $(cat "$tmp/zt.malloc")"
+ok "zsmalloc_test on malloc: every byte verified, nothing spans"
+for backend in zblock malloc; do
+  ZSMALLOC_BACKEND=$backend "$san/zram_store" "$corpus"/* >"$tmp/zram.$backend" || fail "zram_store on $backend"
+  grep -q '^zram_store: verified' "$tmp/zram.$backend" || fail "zram_store on $backend: no verification"
+  refused=$(sed -n 's/^zram_store: \([0-9]*\) pages refused.*/\1/p' "$tmp/zram.$backend")
+  ok "zram_store on $backend: $(grep -oE 'verified [0-9]+ pages' "$tmp/zram.$backend"), ${refused:-0} refused"
+  ZSMALLOC_BACKEND=$backend "$tsan/mt_stress" 4 2048 1 0 | tee "$tmp/mt.$backend"
+  ok "mt_stress on $backend"
+done
+
 step "valgrind memcheck (plain build)"
 vg() {
   valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
