@@ -1,8 +1,8 @@
 //! Sizes from a distribution: normal with mean/sd (mean 694, sd 474 as measured in the thread
 //! "zsmalloc limitations and related topics") clipped to `min_len..=page` (`min_len`: the
-//! shortest liblz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of same-filled
-//! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
-//! as in that thread; then a churn phase (a random page is freed and a new one stored in its
+//! shortest liblz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of
+//! same-filled pages (11% in that thread) kept outside the pool as modern zram does, or stored at
+//! 28 bytes as in that thread; then a churn phase (a random page is freed and a new one stored in its
 //! place), an optional shrink (a share of the pages freed), optional compaction, and a read of
 //! every live object.
 

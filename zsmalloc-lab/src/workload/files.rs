@@ -35,7 +35,8 @@ pub struct Found {
 
 /// The regular files under some paths, each once (see the module documentation).
 pub struct Walk {
-    roots: std::vec::IntoIter<PathBuf>,
+    /// The given paths still to walk, the next one last.
+    roots: Vec<PathBuf>,
     /// One sorted listing per directory being walked, innermost last.
     stack: Vec<std::vec::IntoIter<PathBuf>>,
     /// (device, inode) of every directory entered and every file yielded.
@@ -44,7 +45,8 @@ pub struct Walk {
 
 impl Walk {
     pub fn new(paths: &[PathBuf]) -> Walk {
-        Walk { roots: paths.to_vec().into_iter(), stack: Vec::new(), seen: HashSet::new() }
+        let roots = paths.iter().rev().cloned().collect();
+        Walk { roots, stack: Vec::new(), seen: HashSet::new() }
     }
 
     /// Checks that each given path is a readable file or directory (before anything runs).
@@ -85,7 +87,7 @@ impl Iterator for Walk {
                         continue;
                     }
                 },
-                None => (self.roots.next()?, true),
+                None => (self.roots.pop()?, true),
             };
             // Symlinks are followed (a link to a file or directory outside the tree is read),
             // but what they lead to is entered or read once.
@@ -231,7 +233,7 @@ mod tests {
     fn given_paths_must_be_readable() {
         let dir = tree("given");
         let missing = dir.join("missing");
-        assert!(Walk::check(&[dir.clone()]).is_ok());
+        assert!(Walk::check(std::slice::from_ref(&dir)).is_ok());
         let e = Walk::check(std::slice::from_ref(&missing)).unwrap_err().to_string();
         assert!(e.contains("no such file"), "{e}");
         let mut w = Walk::new(&[missing]);
