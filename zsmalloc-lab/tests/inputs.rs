@@ -124,6 +124,7 @@ fn output_paths_are_checked_before_the_run() {
         refused(&args, "--timeline: cannot write");
     }
     refused(&["cost", "--plot", "/nonexistent-zsmalloc-dir/c.svg"], "--plot: cannot write");
+    refused(&["classes", "--plot", "/nonexistent-zsmalloc-dir/c.svg"], "--plot: cannot write");
     // A writable path is left as it was (an existing file untouched, a new one not created).
     let fresh = scratch("fresh.svg");
     let _ = std::fs::remove_file(&fresh);

@@ -602,6 +602,9 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
         f @ (Format::Table | Format::Json | Format::Csv) => f,
         _ => return Err(LabError::usage("classes prints --format table, json or csv")),
     };
+    if let Some(p) = &a.plot {
+        report::check_writable("--plot", p)?;
+    }
     let mut base = base_spec(&a.pool)?;
     base.validate()?;
     // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
