@@ -59,7 +59,8 @@ pub struct Counters {
     /// Trace operations the pool refused (unknown handle, wrong length, double use).
     pub op_errors: u64,
     pub compactions: u64,
-    /// Stores of objects of `huge_class_size` bytes or more (zram's `huge_pages_since`).
+    /// Stores of objects of `huge_class_size` bytes or more: pages zram stores whole
+    /// (`ZRAM_HUGE`), ever (zram's `huge_pages_since`).
     pub huge_stores: u64,
     /// Spanning reads detected the kernel way, and the object bytes they copied.
     pub kernel_spanning: u64,
@@ -91,6 +92,9 @@ pub struct Outcome {
     pub merge_waste: Vec<(u32, u64)>,
     /// Per class index: read sections that found the object spanning two pages.
     pub spanning_reads: Vec<(u32, u64)>,
+    /// Live objects of `huge_class_size` bytes or more: the pages zram would hold whole
+    /// (zram's `huge_pages`; never above [`Counters::huge_stores`]).
+    pub huge_pages: u64,
 }
 
 /// A queued operation. Lengths and arena offsets are fixed when it is queued.
@@ -855,7 +859,11 @@ impl<'p> Driver<'p> {
         let classes = self.table.map_or(&[][..], |t| t.classes());
         let spanning_reads =
             classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
+        let huge_pages = (0..self.words.len())
+            .filter(|&s| self.holds(s) && self.lens[s] as usize >= self.huge_len)
+            .count() as u64;
         Ok(Outcome {
+            huge_pages,
             merge_waste: self.merge_waste(),
             spanning_reads,
             counters: std::mem::take(&mut self.counters),

@@ -15,6 +15,7 @@
 //!   (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
+//! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
 //! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
 //!
 //! ```no_run
@@ -28,6 +29,7 @@
 
 pub mod block_table;
 pub mod classes;
+pub mod codec;
 pub mod compare;
 pub mod config;
 pub mod content;

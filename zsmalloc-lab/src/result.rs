@@ -260,8 +260,14 @@ pub struct RunResult {
     pub op_errors: u64,
     /// Same-filled pages kept outside the pool at the end (zram's `same_pages`).
     pub same_pages: u64,
-    /// Live objects in huge classes, and stores into them ever (zram's `huge_pages[_since]`).
+    /// Live objects in huge classes (one object per zspage; under some chain policies classes
+    /// below `huge_class_size` are huge too).
     pub huge_objects: u64,
+    /// zram's `huge_pages`: live objects of `huge_class_size` bytes or more, the pages zram
+    /// stores whole.
+    pub huge_pages: u64,
+    /// zram's `huge_pages_since`: stores of objects of `huge_class_size` bytes or more, ever
+    /// (so never below `huge_pages`).
     pub huge_stores: u64,
     /// Timed runs of this configuration (`--repeat`; omitted with `--no-time`).
     #[serde(skip_serializing_if = "Option::is_none")]

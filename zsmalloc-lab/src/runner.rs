@@ -133,6 +133,7 @@ fn run_labelled(
         op_errors: c.op_errors,
         same_pages: outcome.same_pages,
         huge_objects: class_stats.iter().filter(|r| r.huge).map(|r| r.obj_used).sum(),
+        huge_pages: outcome.huge_pages,
         huge_stores: c.huge_stores,
         repeat: opts.timing.then_some(1),
         cpu_time_s: opts.timing.then(|| Samples::of(&[outcome.cpu.seconds()])).flatten(),

@@ -461,7 +461,8 @@ fn mm_stat_and_debugfs_formats() {
     assert_eq!(f[2], pages * 4096, "mem_used_total");
     assert_eq!(f[3], 0, "mem_limit");
     assert_eq!(f[4], v["pages_peak"].as_u64().unwrap() * 4096, "mem_used_max");
-    assert_eq!(f[7], v["huge_objects"].as_u64().unwrap(), "huge_pages");
+    assert_eq!(f[7], v["huge_pages"].as_u64().unwrap(), "huge_pages");
+    assert_eq!(f[8], v["huge_stores"].as_u64().unwrap(), "huge_pages_since");
 
     let dfs = with("debugfs");
     let mut lines = dfs.lines();

@@ -83,8 +83,8 @@ fn dist_stores_nothing_shorter_than_the_minimum() {
     };
     let (default, v) = lens(None);
     let min = v["dist"]["min_len"].as_u64().unwrap() as usize;
-    assert_eq!(min, 27, "the documented default");
-    assert_eq!(v["workload"]["params"]["min_len"], 27);
+    assert_eq!(min, 26, "the documented default");
+    assert_eq!(v["workload"]["params"]["min_len"], 26);
     assert!(default.iter().all(|&l| l >= min), "a store below {min}");
     let clipped = v["dist"]["clipped_min"].as_u64().unwrap();
     assert!(clipped > 0, "the normal distribution reaches below the minimum");
@@ -96,9 +96,9 @@ fn dist_stores_nothing_shorter_than_the_minimum() {
     assert!(v["dist"]["clipped_min"].as_u64().unwrap() > clipped);
     // Without a floor the draws do go below it: the check above can fail.
     let (one, _) = lens(Some("1"));
-    assert!(one.iter().any(|&l| l < 27));
+    assert!(one.iter().any(|&l| l < 26));
     let table = ok(&["run", "--no-time", "dist", "--objects", "3000"]);
-    assert!(table.lines().any(|l| l.starts_with("clipped_draws ") && l.contains("--min-len 27")));
+    assert!(table.lines().any(|l| l.starts_with("clipped_draws ") && l.contains("--min-len 26")));
 }
 
 #[test]

@@ -306,7 +306,7 @@ enum WorkloadCmd {
         #[arg(long, default_value_t = 474.0)]
         sd: f64,
         /// Shortest object: smaller draws are stored at this length and counted [default:
-        /// the shortest lz4 output of a 4K page that is not same-filled]
+        /// the shortest liblz4 output of a 4K page that is not same-filled]
         #[arg(long, value_name = "BYTES", default_value_t = dist::DEFAULT_MIN_LEN)]
         min_len: usize,
         /// Share of same-filled pages, 0..=1
@@ -339,9 +339,9 @@ enum WorkloadCmd {
         /// lz4 or zstd
         #[arg(long, default_value = "lz4")]
         compressor: String,
-        /// zstd level, 1..=22
-        #[arg(long, default_value_t = 3)]
-        level: i32,
+        /// zstd level, 1..=22 (refused with lz4, which takes none) [default: 3, zram's]
+        #[arg(long, value_name = "N")]
+        level: Option<i32>,
         /// Pages of the synthetic corpus
         #[arg(long, default_value_t = 16384)]
         synthetic_pages: usize,
@@ -498,9 +498,18 @@ fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> 
 }
 
 fn run_options(out: &OutputFlags, w: &Workload, record: Option<PathBuf>) -> LabResult<RunOptions> {
+    // Outputs written after the run are checked before it.
+    for (flag, path) in
+        [("--plot", &out.plot), ("--timeline", &out.timeline), ("--record", &record)]
+    {
+        if let Some(p) = path {
+            report::check_writable(flag, p)?;
+        }
+    }
     let timeline_every = match (&out.timeline, out.timeline_every) {
+        (_, Some(0)) => return Err(LabError::usage("--timeline-every must be at least 1")),
         (None, _) => 0,
-        (Some(_), Some(n)) => n.max(1),
+        (Some(_), Some(n)) => n,
         (Some(_), None) => (w.estimated_ops() / 500).max(1),
     };
     let repeat = out.repeat.unwrap_or(1);
@@ -598,6 +607,9 @@ fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
     }
     base.validate()?;
     let opts = run_options(&a.out, &w, None)?;
+    if a.jobs == Some(0) {
+        return Err(LabError::usage("--jobs must be at least 1"));
+    }
     let jobs = compare::jobs(a.jobs, specs.len());
     let sink = ProgressSink::auto();
     let mut c: Comparison = compare::compare(&w, &specs, &opts, jobs, &sink)?;
@@ -623,6 +635,9 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
         f @ (Format::Table | Format::Json | Format::Csv) => f,
         _ => return Err(LabError::usage("classes prints --format table, json or csv")),
     };
+    if let Some(p) = &a.plot {
+        report::check_writable("--plot", p)?;
+    }
     let mut base = base_spec(&a.pool)?;
     base.validate()?;
     match base.backend.as_str() {
@@ -678,20 +693,6 @@ fn cmd_block_table(a: &ClassesArgs, page_size: u32, format: Format) -> LabResult
     })
 }
 
-/// Fails now if `path` cannot be written (it is written after the run).
-fn check_output(path: &std::path::Path) -> LabResult<()> {
-    let existed = path.exists();
-    std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(path)
-        .map_err(|e| LabError::io("write", path, &e))?;
-    if !existed {
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(())
-}
-
 fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     use zsmalloc_lab::cost::{self, codec::Algo, corpus::Source};
     let format = match a.format.as_deref().map_or(Ok(Format::Table), Format::parse)? {
@@ -735,9 +736,7 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     opts.compressors = Algo::parse_list(a.compressor.as_deref().unwrap_or("lz4,zstd"))?;
     if let Some(level) = a.level {
         if !opts.compressors.contains(&Algo::Zstd) {
-            return Err(LabError::usage(
-                "--level is zstd's: lz4 runs at zram's default (acceleration 1) and takes none",
-            ));
+            return Err(LabError::usage(zsmalloc_lab::codec::LZ4_TAKES_NO_LEVEL));
         }
         if opts.compressors.contains(&Algo::Lz4) {
             eprintln!("zsmalloc: warning: --level {level} applies to zstd only; lz4 takes none");
@@ -778,7 +777,7 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     }
     opts.check()?;
     if let Some(p) = &a.plot {
-        check_output(p)?;
+        report::check_writable("--plot", p)?;
     }
     let sink = ProgressSink::auto();
     let mut r = cost::run(&opts, &sink)?;

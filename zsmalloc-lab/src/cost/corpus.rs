@@ -1,11 +1,11 @@
-//! Where the cost study's pages come from: files (directories walked as `pages` walks them), the
+//! Where the cost study's pages come from: files (directories walked as `pages` walks them:
+//! [`crate::workload::files`]), the
 //! anonymous memory of a live process (`/proc/PID/maps` + `/proc/PID/pagemap` + `/proc/PID/mem`:
 //! the memory zram actually stores, only pages that are resident or swapped), or the built-in
 //! synthetic corpus of `pages`. Pages are the simulated page size; a file's last page is
 //! zero-padded.
 
 use std::fs::File;
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
@@ -13,7 +13,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{LabError, LabResult};
-use crate::workload::{corpus, pages};
+use crate::workload::corpus;
+use crate::workload::files::{FilePages, Walk};
 
 /// A corpus source.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,12 +37,7 @@ impl Source {
                 Err(LabError::usage("--synthetic-pages must be at least 1"))
             }
             Source::Builtin { .. } => Ok(()),
-            Source::Files(paths) => {
-                for p in paths {
-                    std::fs::metadata(p).map_err(|e| LabError::io("read", p, &e))?;
-                }
-                pages::expand(paths).map(|_| ())
-            }
+            Source::Files(paths) => Walk::check(paths),
             Source::Pid(pid) => {
                 for f in ["maps", "mem"] {
                     let p = PathBuf::from(format!("/proc/{pid}/{f}"));
@@ -78,31 +74,11 @@ impl Source {
                 }
             }
             Source::Files(paths) => {
+                // Streamed: each file once, read in chunks, up to `max_pages` pages held.
+                let mut files = FilePages::new(paths);
                 let mut buf = vec![0u8; page];
-                'files: for path in pages::expand(paths)? {
-                    let mut f = File::open(&path).map_err(|e| LabError::io("read", &path, &e))?;
-                    loop {
-                        if out.len() / page >= max_pages {
-                            break 'files;
-                        }
-                        let mut filled = 0;
-                        while filled < page {
-                            match f.read(&mut buf[filled..]) {
-                                Ok(0) => break,
-                                Ok(n) => filled += n,
-                                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                                Err(e) => return Err(LabError::io("read", &path, &e)),
-                            }
-                        }
-                        if filled == 0 {
-                            break;
-                        }
-                        buf[filled..].fill(0);
-                        out.extend_from_slice(&buf);
-                        if filled < page {
-                            break;
-                        }
-                    }
+                while out.len() / page < max_pages && files.next_page(&mut buf)? {
+                    out.extend_from_slice(&buf);
                 }
             }
             Source::Pid(pid) => read_process(*pid, page, max_pages, &mut out)?,

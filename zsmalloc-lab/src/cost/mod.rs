@@ -28,7 +28,7 @@
 //! a scatter-gather read whose two segments the consumer linearises, as the crypto layer's scomp
 //! fallback does.
 
-pub mod codec;
+pub use crate::codec;
 pub mod corpus;
 pub mod hw;
 pub mod instructions;

@@ -3,8 +3,12 @@
 //! pages_compacted huge_pages huge_pages_since.
 //!
 //! As in zram, each stored object stands for one page of original data, and so does each
-//! same-filled page (`orig_data_size = (objects + same_pages) * page_size`); `huge_pages` are
-//! live objects in huge classes, `huge_pages_since` stores into them ever.
+//! same-filled page (`orig_data_size = (objects + same_pages) * page_size`). `huge_pages` and
+//! `huge_pages_since` follow zram's definitions: a page whose compressed length reaches
+//! `huge_class_size` is stored whole (`ZRAM_HUGE`); `huge_pages` counts the live ones (live
+//! objects of `huge_class_size` bytes or more), `huge_pages_since` every such store ever, so
+//! `huge_pages <= huge_pages_since` always. Neither counts objects by the class they land in:
+//! under the heuristic chain policy some classes below `huge_class_size` are huge classes too.
 
 use crate::result::RunResult;
 
@@ -19,7 +23,7 @@ pub fn line(r: &RunResult) -> String {
         r.pages_peak * page,
         r.same_pages,
         r.pages_compacted,
-        r.huge_objects,
+        r.huge_pages,
         r.huge_stores
     )
 }

@@ -7,6 +7,8 @@ pub mod json;
 pub mod mm_stat;
 pub mod table;
 
+use std::path::Path;
+
 use crate::compare::Comparison;
 use crate::error::{LabError, LabResult};
 use crate::result::RunResult;
@@ -37,6 +39,22 @@ impl Format {
                 Format::NAMES.join(", ")
             ))),
         }
+    }
+}
+
+/// Fails now, naming `flag`, if `path` cannot be written: outputs (`--plot`, `--timeline`,
+/// `--record`) are written after a run, which a bad path must not waste. A file that does not
+/// exist yet is created and removed again; an existing one is opened for appending, untouched.
+pub fn check_writable(flag: &str, path: &Path) -> LabResult<()> {
+    let existed = path.exists();
+    match std::fs::OpenOptions::new().append(true).create(true).open(path) {
+        Ok(_) => {
+            if !existed {
+                let _ = std::fs::remove_file(path);
+            }
+            Ok(())
+        }
+        Err(e) => Err(LabError::usage(format!("{flag}: {}", LabError::io("write", path, &e)))),
     }
 }
 

@@ -1,8 +1,8 @@
 //! Sizes from a distribution: normal with mean/sd (mean 694, sd 474 as measured in the thread
 //! "zsmalloc limitations and related topics") clipped to `min_len..=page` (`min_len`: the
-//! shortest lz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of same-filled
-//! pages (11% in that thread) kept outside the pool as modern zram does, or stored at 28 bytes
-//! as in that thread; then a churn phase (a random page is freed and a new one stored in its
+//! shortest liblz4 output of a 4K page that is not same-filled, [`DEFAULT_MIN_LEN`]); a share of
+//! same-filled pages (11% in that thread) kept outside the pool as modern zram does, or stored at
+//! 28 bytes as in that thread; then a churn phase (a random page is freed and a new one stored in its
 //! place), an optional shrink (a share of the pages freed), optional compaction, and a read of
 //! every live object.
 
@@ -62,11 +62,11 @@ impl Default for Dist {
 
 const MAX_OBJECTS: usize = 200_000_000;
 
-/// The default shortest compressed page: the shortest lz4 output (the lab's `lz4_flex`) of a
-/// 4K page that is not same-filled — a zero page with one other byte, 27 bytes (a literal, one
-/// long match, the five literals lz4 ends with); the synthetic corpus's shortest is 40
-/// ([`crate::workload::pages::shortest_lz4`]).
-pub const DEFAULT_MIN_LEN: usize = 27;
+/// The default shortest compressed page: the shortest liblz4 output (`LZ4_compress_default`,
+/// the compressor of `pages` and the cost study) of a 4K page that is not same-filled — a zero
+/// page with one other byte, 26 bytes (a literal, one long match, the five literals lz4 ends
+/// with); the synthetic corpus's shortest is 39 ([`crate::workload::pages::shortest_lz4`]).
+pub const DEFAULT_MIN_LEN: usize = 26;
 
 enum Page {
     Same,
@@ -119,11 +119,20 @@ impl Dist {
 
     pub fn check(&self, page: usize) -> LabResult<()> {
         let bad = |m: String| Err(LabError::usage(format!("dist: {m}")));
-        if !self.mean.is_finite() {
-            return bad(format!("--mean {} is not a number", self.mean));
+        // Lengths in bytes of a compressed page: the mean is one, the spread at most a page.
+        let p = page as f64;
+        if !self.mean.is_finite() || !(1.0..=p).contains(&self.mean) {
+            return bad(format!("--mean {} is outside 1..={page} (bytes)", self.mean));
         }
-        if !self.sd.is_finite() || self.sd < 0.0 {
-            return bad(format!("--sd {} is not a non-negative number", self.sd));
+        if !self.sd.is_finite() || !(0.0..=p).contains(&self.sd) {
+            return bad(format!("--sd {} is outside 0..={page} (bytes)", self.sd));
+        }
+        if !(1..=MAX_OBJECTS).contains(&self.objects) {
+            return bad(format!("--objects {} is outside 1..={MAX_OBJECTS}", self.objects));
+        }
+        let max_churn = MAX_OBJECTS.saturating_mul(10);
+        if self.churn.is_some_and(|c| c > max_churn) {
+            return bad(format!("--churn {} is more than {max_churn}", self.churn_steps()));
         }
         if !(0.0..=1.0).contains(&self.shrink) {
             return bad(format!("--shrink {} is outside 0..=1", self.shrink));
@@ -136,9 +145,6 @@ impl Dist {
         }
         if self.same_size == 0 || self.same_size > page {
             return bad(format!("--same-size {} is outside 1..={page}", self.same_size));
-        }
-        if self.objects > MAX_OBJECTS || self.churn_steps() > MAX_OBJECTS.saturating_mul(10) {
-            return bad("too many objects or churn steps".into());
         }
         if self.compact_every == Some(0) {
             return bad("--compact-every must be at least 1".into());

@@ -2,11 +2,13 @@
 //!
 //! - [`kernel_test::KernelTest`]: the `zsmalloc_test` module's pattern (the RFC's figures);
 //! - [`dist::Dist`]: sizes from a normal distribution, same-filled pages, churn, compaction;
-//! - [`pages::Pages`]: real or synthetic pages compressed with lz4/zstd, verified on read;
+//! - [`pages::Pages`]: real ([`files`]) or synthetic pages compressed with liblz4/libzstd,
+//!   verified on read;
 //! - [`trace::Trace`]: a recorded trace (docs/LAB.md, "Trace format").
 
 pub mod corpus;
 pub mod dist;
+pub mod files;
 pub mod kernel_test;
 pub mod pages;
 pub mod trace;

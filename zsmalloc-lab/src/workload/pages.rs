@@ -1,57 +1,35 @@
 //! Real pages: files or directories split into pages (the last one zero-padded), each
-//! compressed with lz4 or zstd and stored as zram does — same-filled pages kept outside the pool
-//! (or stored small), pages whose compressed size reaches `huge_class_size` stored raw — then
+//! compressed with liblz4 or libzstd ([`crate::codec`], as in the cost study) and stored as zram
+//! does — same-filled pages kept outside the pool (or stored small), pages whose compressed size reaches `huge_class_size` stored raw — then
 //! every page read back, decompressed and checked against the original.
-//! With no path, a seeded synthetic corpus of mixed page types is used.
+//! With no path, a seeded synthetic corpus of mixed page types is used. Files are streamed
+//! ([`super::files`]): each file read once however many links lead to it, symlink loops not
+//! followed around, memory bounded by the pool, not by the corpus.
 
-use std::fs::File;
 use std::hash::Hasher;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde_json::json;
 use zsmalloc_core::Backend;
 
+use super::files::{self, FilePages, Walk};
 use super::{corpus, Extra, SameFilled};
+pub use crate::codec::Algo as Compressor;
+use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
-
-/// Compression algorithm.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Compressor {
-    #[default]
-    Lz4,
-    Zstd,
-}
-
-impl Compressor {
-    pub fn parse(s: &str) -> LabResult<Self> {
-        match s {
-            "lz4" => Ok(Compressor::Lz4),
-            "zstd" => Ok(Compressor::Zstd),
-            _ => Err(LabError::usage(format!("invalid compressor '{s}' (accepted: lz4, zstd)"))),
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Compressor::Lz4 => "lz4",
-            Compressor::Zstd => "zstd",
-        }
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pages {
     /// Files or directories (walked recursively in name order); empty: the synthetic corpus.
     pub paths: Vec<PathBuf>,
     pub compressor: Compressor,
-    /// zstd level (1..=22).
-    pub level: i32,
+    /// zstd level (1..=22; `None`: zram's default, 3). Refused with lz4, which takes none.
+    pub level: Option<i32>,
     /// Pages of the synthetic corpus.
     pub synthetic_pages: usize,
     /// Stop after this many pages.
@@ -67,7 +45,7 @@ impl Default for Pages {
         Pages {
             paths: Vec::new(),
             compressor: Compressor::Lz4,
-            level: 3,
+            level: None,
             synthetic_pages: 16384,
             max_pages: None,
             same_filled: SameFilled::Skip,
@@ -76,6 +54,9 @@ impl Default for Pages {
         }
     }
 }
+
+/// Most pages of the synthetic corpus.
+const MAX_PAGES: usize = 200_000_000;
 
 /// How a page was stored, and the hash of its original bytes.
 #[derive(Clone, Copy)]
@@ -95,7 +76,7 @@ fn page_hash(data: &[u8]) -> u64 {
 
 /// Where pages come from.
 enum Source {
-    Files { files: Vec<PathBuf>, next: usize, open: Option<(File, PathBuf)> },
+    Files(Box<FilePages>),
     Synthetic { rng: Box<ChaCha8Rng>, left: usize },
 }
 
@@ -111,106 +92,7 @@ impl Source {
                 corpus::synth_page(rng, buf);
                 Ok(true)
             }
-            Source::Files { files, next, open } => loop {
-                if open.is_none() {
-                    let Some(path) = files.get(*next) else { return Ok(false) };
-                    *next += 1;
-                    let f = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
-                    *open = Some((f, path.clone()));
-                }
-                let Some((file, path)) = open.as_mut() else { continue };
-                let mut filled = 0;
-                while filled < buf.len() {
-                    match file.read(&mut buf[filled..]) {
-                        Ok(0) => break,
-                        Ok(n) => filled += n,
-                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(e) => return Err(LabError::io("read", path, &e)),
-                    }
-                }
-                if filled < buf.len() {
-                    *open = None;
-                }
-                if filled > 0 {
-                    buf[filled..].fill(0);
-                    return Ok(true);
-                }
-            },
-        }
-    }
-}
-
-/// Regular files under `paths`, directories walked recursively in name order.
-pub(crate) fn expand(paths: &[PathBuf]) -> LabResult<Vec<PathBuf>> {
-    fn walk(p: &Path, out: &mut Vec<PathBuf>, depth: usize) -> LabResult<()> {
-        let meta = std::fs::metadata(p).map_err(|e| LabError::io("read", p, &e))?;
-        if meta.is_dir() {
-            if depth > 64 {
-                return Ok(());
-            }
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(p)
-                .map_err(|e| LabError::io("read", p, &e))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            entries.sort();
-            for e in entries {
-                // Unreadable entries inside a directory are skipped, not fatal.
-                if std::fs::metadata(&e).is_ok() {
-                    walk(&e, out, depth + 1)?;
-                }
-            }
-        } else if meta.is_file() && (depth == 0 || File::open(p).is_ok()) {
-            // Inside a directory, files that cannot be opened are skipped.
-            out.push(p.to_path_buf());
-        }
-        Ok(())
-    }
-    let mut out = Vec::new();
-    for p in paths {
-        walk(p, &mut out, 0)?;
-    }
-    Ok(out)
-}
-
-struct Codec {
-    kind: Compressor,
-    zc: Option<zstd::bulk::Compressor<'static>>,
-    zd: Option<zstd::bulk::Decompressor<'static>>,
-}
-
-impl Codec {
-    fn new(kind: Compressor, level: i32) -> LabResult<Self> {
-        let err = |e: std::io::Error| LabError::runtime(format!("zstd: {e}"));
-        Ok(match kind {
-            Compressor::Lz4 => Codec { kind, zc: None, zd: None },
-            Compressor::Zstd => Codec {
-                kind,
-                zc: Some(zstd::bulk::Compressor::new(level).map_err(err)?),
-                zd: Some(zstd::bulk::Decompressor::new().map_err(err)?),
-            },
-        })
-    }
-
-    fn bound(page: usize) -> usize {
-        lz4_flex::block::get_maximum_output_size(page).max(zstd::zstd_safe::compress_bound(page))
-    }
-
-    fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> LabResult<usize> {
-        match (self.kind, self.zc.as_mut()) {
-            (Compressor::Zstd, Some(c)) => c
-                .compress_to_buffer(src, dst)
-                .map_err(|e| LabError::runtime(format!("zstd compression failed: {e}"))),
-            _ => lz4_flex::block::compress_into(src, dst)
-                .map_err(|e| LabError::runtime(format!("lz4 compression failed: {e}"))),
-        }
-    }
-
-    fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, String> {
-        match (self.kind, self.zd.as_mut()) {
-            (Compressor::Zstd, Some(d)) => {
-                d.decompress_to_buffer(src, dst).map_err(|e| e.to_string())
-            }
-            _ => lz4_flex::block::decompress_into(src, dst).map_err(|e| e.to_string()),
+            Source::Files(files) => files.next_page(buf),
         }
     }
 }
@@ -223,7 +105,7 @@ impl Pages {
                 left: self.synthetic_pages,
             }
         } else {
-            Source::Files { files: expand(&self.paths)?, next: 0, open: None }
+            Source::Files(Box::new(FilePages::new(&self.paths)))
         })
     }
 
@@ -239,14 +121,14 @@ impl Pages {
         let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
         let params = json!({
             "paths": paths, "compressor": self.compressor.name(),
-            "level": (self.compressor == Compressor::Zstd).then_some(self.level),
+            "level": (self.compressor == Compressor::Zstd).then_some(self.zstd_level()),
             "synthetic_pages": self.paths.is_empty().then_some(self.synthetic_pages),
             "max_pages": self.max_pages, "same_filled": self.same_filled.name(),
             "same_size": self.same_size, "seed": self.seed,
         });
         let mut s = format!("pages {} {}", self.source_name(), self.compressor.name());
         if self.compressor == Compressor::Zstd {
-            s += &format!(" level={}", self.level);
+            s += &format!(" level={}", self.zstd_level());
         }
         if let Some(m) = self.max_pages {
             s += &format!(" max-pages={m}");
@@ -255,54 +137,49 @@ impl Pages {
         (params, s)
     }
 
+    fn zstd_level(&self) -> i32 {
+        self.level.unwrap_or(DEFAULT_ZSTD_LEVEL)
+    }
+
     pub fn check(&self, page: usize) -> LabResult<()> {
-        if self.compressor == Compressor::Zstd && !(1..=22).contains(&self.level) {
-            return Err(LabError::usage(format!(
-                "pages: --level {} is outside 1..=22",
-                self.level
-            )));
+        let bad = |m: String| Err(LabError::usage(format!("pages: {m}")));
+        match (self.compressor, self.level) {
+            (Compressor::Lz4, Some(_)) => return bad(codec::LZ4_TAKES_NO_LEVEL.into()),
+            (Compressor::Zstd, Some(l)) if !(1..=22).contains(&l) => {
+                return bad(format!("--level {l} is outside 1..=22"))
+            }
+            _ => {}
         }
         if self.same_size == 0 || self.same_size > page {
-            return Err(LabError::usage(format!(
-                "pages: --same-size {} is outside 1..={page}",
-                self.same_size
-            )));
+            return bad(format!("--same-size {} is outside 1..={page}", self.same_size));
         }
-        for p in &self.paths {
-            let meta = std::fs::metadata(p).map_err(|e| LabError::io("read", p, &e))?;
-            if meta.is_file() {
-                File::open(p).map_err(|e| LabError::io("read", p, &e))?;
-            } else if meta.is_dir() {
-                std::fs::read_dir(p).map_err(|e| LabError::io("read", p, &e))?;
-            } else {
-                return Err(LabError::usage(format!(
-                    "cannot read '{}': not a regular file or directory",
-                    p.display()
-                )));
-            }
+        if self.paths.is_empty() && !(1..=MAX_PAGES).contains(&self.synthetic_pages) {
+            return bad(format!(
+                "--synthetic-pages {} is outside 1..={MAX_PAGES}",
+                self.synthetic_pages
+            ));
         }
-        Ok(())
+        if self.max_pages == Some(0) {
+            return bad("--max-pages must be at least 1".into());
+        }
+        Walk::check(&self.paths)
     }
 
     pub fn estimated_ops(&self) -> u64 {
+        let max = self.max_pages.map(|m| m as u64);
         let pages = if self.paths.is_empty() {
-            self.synthetic_pages as u64
+            max.map_or(self.synthetic_pages as u64, |m| m.min(self.synthetic_pages as u64))
         } else {
-            // Bytes on disk / 4K: only for the progress bar.
-            expand(&self.paths)
-                .map(|v| {
-                    v.iter().filter_map(|p| p.metadata().ok()).map(|m| m.len() / 4096 + 1).sum()
-                })
-                .unwrap_or(0)
+            // Only for the progress bar: a walk of the metadata, each file once.
+            files::estimated_pages(&self.paths, 4096, max)
         };
-        let pages = self.max_pages.map_or(pages, |m| pages.min(m as u64));
         2 * pages
     }
 
     pub fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra> {
         let page = d.page_size();
         let huge = d.pool().huge_class_size();
-        let mut codec = Codec::new(self.compressor, self.level)?;
+        let mut codec = Codec::new(self.compressor, self.zstd_level())?;
         let mut src = self.source()?;
         let mut buf = vec![0u8; page];
         let mut out = vec![0u8; Codec::bound(page)];
@@ -376,11 +253,11 @@ impl Pages {
                 }
             }
             Stored::Compressed(h) => match codec.decompress(data, &mut buf) {
-                Ok(n) if n == buf.len() && page_hash(&buf) == h => Ok(()),
-                Ok(_) => Err(LabError::Verify(format!(
+                Some(n) if n == buf.len() && page_hash(&buf) == h => Ok(()),
+                Some(_) => Err(LabError::Verify(format!(
                     "page {slot} does not decompress to the original"
                 ))),
-                Err(e) => Err(LabError::Verify(format!("page {slot}: {e}"))),
+                None => Err(LabError::Verify(format!("page {slot}: corrupt compressed data"))),
             },
         })?;
         read_cpu.add_ns(Clock::now_ns().saturating_sub(t));
@@ -405,13 +282,13 @@ impl Pages {
     }
 }
 
-/// The shortest lz4 output of a page of `page` bytes that is not same-filled, over the
+/// The shortest liblz4 output of a page of `page` bytes that is not same-filled, over the
 /// synthetic corpus (`pages` pages, seed 1) and pages that differ from a zero page in one byte;
 /// returns (over the corpus, over the one-byte pages).
 pub fn shortest_lz4(page: usize, pages: usize) -> (usize, usize) {
     let mut buf = vec![0u8; page];
-    let mut out = vec![0u8; lz4_flex::block::get_maximum_output_size(page)];
-    let mut len = |buf: &[u8]| lz4_flex::block::compress_into(buf, &mut out).unwrap_or(page);
+    let mut out = vec![0u8; Codec::bound(page)];
+    let mut len = |buf: &[u8]| codec::lz4_compress(buf, &mut out).unwrap_or(page);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut corpus_min = usize::MAX;
     for _ in 0..pages {

@@ -1,7 +1,8 @@
-//! Compressors of the cost study: the reference C libraries, liblz4 (through `lz4-sys`) and
-//! libzstd (through `zstd`), so compressed lengths — and so placement — are the ones zram sees
-//! (the kernel carries ports of the same code). Nothing here allocates after [`Codec::new`], so
-//! [`Codec::decompress`] may run inside a timed batch.
+//! The lab's compressors: the reference C libraries, liblz4 (through `lz4-sys`) and libzstd
+//! (through `zstd`), so compressed lengths — and so placement — are the ones zram sees (the
+//! kernel carries ports of the same code). One home for `pages`, the `dist` floor
+//! ([`crate::workload::pages::shortest_lz4`]) and the cost study. Nothing here allocates after
+//! [`Codec::new`], so [`Codec::decompress`] may run inside a timed batch.
 
 use crate::error::{LabError, LabResult};
 
@@ -51,6 +52,10 @@ impl Algo {
 
 /// zram's default zstd level (`ZSTD_CLEVEL_DEFAULT`).
 pub const DEFAULT_ZSTD_LEVEL: i32 = 3;
+
+/// Why `--level` is refused with lz4 alone (and ignored for lz4 beside zstd).
+pub const LZ4_TAKES_NO_LEVEL: &str =
+    "--level is zstd's: lz4 runs at zram's default (acceleration 1) and takes none";
 
 /// One compressor with its contexts.
 pub struct Codec {
