@@ -146,6 +146,8 @@ pub struct Driver<'p> {
     peak: Peak,
     /// Spanning reads per class position.
     class_spanning: Vec<u64>,
+    /// A queued store may be refused by its length: run the queue after this operation.
+    must_flush: bool,
 }
 
 type Visitor<'a> = &'a mut dyn FnMut(usize, &[u8]) -> LabResult<()>;
@@ -196,6 +198,7 @@ impl<'p> Driver<'p> {
             cpu: CpuTimer::new(),
             peak: Peak::default(),
             class_spanning: vec![0; table.map_or(0, |t| t.classes().len())],
+            must_flush: false,
         }
     }
 
@@ -293,7 +296,12 @@ impl<'p> Driver<'p> {
     fn op_done(&mut self) -> LabResult<()> {
         self.ops += 1;
         let sample = self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every);
-        if sample || self.queue.len() >= self.batch_ops || self.arena.len() >= BATCH_BYTES {
+        if sample
+            || self.must_flush
+            || self.queue.len() >= self.batch_ops
+            || self.arena.len() >= BATCH_BYTES
+        {
+            self.must_flush = false;
             self.flush(None)?;
         }
         if sample {
@@ -550,6 +558,11 @@ impl<'p> Driver<'p> {
             objects: self.live_objects,
             bytes: self.live_bytes,
         });
+        // zblock and malloc refuse lengths from their `huge_class_size` up (zblock) or above
+        // the page: run such a store at once, so that its answer is known to the workload.
+        if self.table.is_none() && len >= self.huge_len {
+            self.must_flush = true;
+        }
     }
 
     /// Stores a generated object of `len` bytes in `slot`. `Ok(false)`: the pool refused

@@ -220,6 +220,16 @@ fn table(r: &CostReport) -> String {
     for s in &r.skipped {
         out += &format!("skipped: mode {} ({}): {}\n", s.mode, s.label, s.reason);
     }
+    let mut refused_said = std::collections::BTreeSet::new();
+    for p in r.pools.iter().filter(|p| p.refused_objects > 0) {
+        if refused_said.insert((p.label.clone(), p.compressor.clone())) {
+            out += &format!(
+                "refused: {} ({}) does not store {} objects (lengths from {} up): they are in \
+                 no row and not in its pages\n",
+                p.label, p.compressor, p.refused_objects, p.huge_class_size
+            );
+        }
+    }
     out += "\nsummary (read = section + decompress, zram consumer; ns, medians weighted by objects):\n";
     let base = r.summary.base.clone().unwrap_or_default();
     let mut rows = vec![vec![

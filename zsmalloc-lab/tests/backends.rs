@@ -1,0 +1,174 @@
+//! Backends from the command line: zsmalloc, zblock and malloc side by side on `dist` and
+//! `pages` (table, JSON, CSV, plot), zblock's block table, refused settings, and the cost study
+//! with a backend that refuses lengths.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn zsmalloc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
+        .args(args)
+        .env_remove("ZSMALLOC_BACKEND")
+        .output()
+        .expect("run the zsmalloc binary")
+}
+
+fn ok(args: &[&str]) -> String {
+    let out = zsmalloc(args);
+    assert!(
+        out.status.success(),
+        "zsmalloc {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+fn json(args: &[&str]) -> Value {
+    let text = ok(args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zsmalloc-backends-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+const THREE: &str = "zsmalloc,zblock,malloc";
+
+#[test]
+fn compare_runs_the_three_backends_side_by_side_on_dist_and_pages() {
+    for workload in [&["dist", "--objects", "3000"][..], &["pages", "--synthetic-pages", "600"][..]]
+    {
+        let mut args = vec!["compare", "--backend", THREE, "--no-time", "--format", "json"];
+        args.extend_from_slice(workload);
+        let v = json(&args);
+        let runs = v["runs"].as_array().unwrap();
+        let labels: Vec<&str> = runs.iter().map(|r| r["label"].as_str().unwrap()).collect();
+        assert_eq!(labels, ["zsmalloc", "zblock", "malloc"], "{workload:?}");
+        for r in runs {
+            assert_eq!(r["config"]["backend"], r["label"]);
+            assert!(r["pages"].as_u64().unwrap() > 0);
+        }
+        assert_eq!(runs[0]["objects"], runs[2]["objects"], "malloc stores every length");
+        for r in &runs[1..] {
+            assert_eq!(r["reads_spanning"], 0, "{}: nothing spans", r["label"]);
+            assert_eq!(r["read_copy_bytes"], 0);
+            assert!(r["deltas_pct"]["pages"].is_number(), "deltas against zsmalloc");
+        }
+        assert!(runs[0]["reads_spanning"].as_u64().unwrap() > 0);
+
+        let mut csv_args = vec!["compare", "--backend", THREE, "--no-time", "--format", "csv"];
+        csv_args.extend_from_slice(workload);
+        let csv = ok(&csv_args);
+        assert_eq!(csv.lines().filter(|l| !l.trim().is_empty()).count(), 4, "{csv}");
+        assert!(csv.contains("zblock") && csv.contains("malloc"));
+
+        let svg = scratch("backends.svg");
+        let mut table_args = vec!["compare", "--backend", THREE, "--no-time", "--plot"];
+        table_args.push(svg.to_str().unwrap());
+        table_args.extend_from_slice(workload);
+        let table = ok(&table_args);
+        assert!(table.contains("deltas vs zsmalloc"), "{table}");
+        assert!(std::fs::read_to_string(&svg).unwrap().contains("<svg"));
+    }
+}
+
+#[test]
+fn zblock_refuses_the_top_lengths_and_counts_them() {
+    // kernel-test's sizes run to 4080 on 4K pages: zblock stores none of that size.
+    let v = json(&[
+        "run",
+        "--backend",
+        "zblock",
+        "--no-time",
+        "--format",
+        "json",
+        "kernel-test",
+        "--lo",
+        "3968",
+        "--hi",
+        "4080",
+        "--step",
+        "16",
+        "-n",
+        "5",
+    ]);
+    assert_eq!(v["store_failures"], 5, "the 4080-byte objects are refused");
+    assert_eq!(v["objects"], 35);
+}
+
+#[test]
+fn zsmalloc_only_settings_are_refused_naming_the_flag_and_the_backend() {
+    for (flag, value) in [
+        ("--chain-size", "10"),
+        ("--class-delta", "32"),
+        ("--chain-policy", "heuristic"),
+        ("--read-mode", "map"),
+    ] {
+        for backend in ["zblock", "malloc"] {
+            let out = zsmalloc(&["run", "--backend", backend, flag, value, "dist"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success());
+            assert!(err.contains(&flag[2..]) && err.contains(backend), "{flag} {backend}: {err}");
+        }
+    }
+    let out = zsmalloc(&["run", "--backend", "slab", "dist"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("zsmalloc, zblock, malloc"));
+    let out = zsmalloc(&["run", "--backend", "zblock", "--page-size", "8K", "dist"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("8192"));
+}
+
+#[test]
+fn classes_prints_zblock_s_block_table() {
+    let table = ok(&["classes", "--backend", "zblock"]);
+    assert!(table.contains("zblock block table, page 4096 (header 48 bytes)"), "{table}");
+    assert!(table.contains("37 types; lengths from 4080 up are refused"), "{table}");
+    let v = json(&["classes", "--backend", "zblock", "--page-size", "16K", "--format", "json"]);
+    let rows = v["table"]["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 61);
+    assert_eq!(v["table"]["header_bytes"], 72);
+    assert_eq!((rows[0]["slots"].as_u64(), rows[0]["slot_size"].as_u64()), (Some(185), Some(88)));
+    assert_eq!(v["table"]["smallest_refused_len"], 16360);
+    let csv = ok(&["classes", "--backend", "zblock", "--format", "csv"]);
+    assert_eq!(csv.lines().count(), 38);
+    let svg = scratch("blocks.svg");
+    ok(&["classes", "--backend", "zblock", "--plot", svg.to_str().unwrap()]);
+    assert!(std::fs::read_to_string(&svg).unwrap().contains("pages per block"));
+    let out = zsmalloc(&["classes", "--backend", "malloc"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no classes"));
+}
+
+#[test]
+fn cost_studies_the_backends_and_says_what_zblock_refused() {
+    let v = json(&[
+        "cost",
+        "--backend",
+        "zsmalloc,zblock,malloc",
+        "--synthetic-pages",
+        "256",
+        "--pool-mib",
+        "2",
+        "--repeat",
+        "1",
+        "--compressor",
+        "lz4",
+        "--modes",
+        "copy",
+        "--format",
+        "json",
+    ]);
+    let pools = v["pools"].as_array().unwrap();
+    let zblock = pools.iter().find(|p| p["label"] == "zblock").expect("a zblock pool");
+    assert!(zblock["refused_objects"].as_u64().unwrap() > 0, "incompressible pages refused");
+    assert_eq!(zblock["spanning_objects"], 0);
+    let rows = v["reads"].as_array().unwrap();
+    for label in ["zblock", "malloc"] {
+        let mine: Vec<&Value> = rows.iter().filter(|r| r["label"] == label).collect();
+        assert!(!mine.is_empty(), "{label} has read rows");
+        assert!(mine.iter().all(|r| r["spanning"] == false), "{label}: nothing spans");
+    }
+    assert!(rows.iter().any(|r| r["label"] == "classic" && r["spanning"] == true));
+}
