@@ -154,7 +154,7 @@ pub(crate) unsafe fn pool_stats(
     size: usize,
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
-    let pool = unsafe { pool::core(p) }?;
+    let pool = unsafe { pool::zs_pool::get(p) }?.pool();
     if out.is_null() {
         return Err(invalid("stats is NULL"));
     }
@@ -175,7 +175,7 @@ pub(crate) unsafe fn class_stats(
     size: usize,
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
-    let pool = unsafe { pool::core(p) }?;
+    let pool = unsafe { pool::zs_pool::get(p) }?.pool();
     if out.is_null() {
         return Err(invalid("stats is NULL"));
     }

@@ -19,6 +19,9 @@ use crate::zblock::ZblockPool;
 // Pools live behind an `Arc` or a reference, never in arrays: the size difference costs nothing,
 // and boxing zsmalloc's pool would add an indirection to every call.
 #[allow(clippy::large_enum_variant)]
+// An explicit tag byte: matching on it is one compare, where a niche in zsmalloc's fields would
+// be decoded on every call.
+#[repr(u8)]
 pub enum AnyPool {
     Zsmalloc(Pool),
     Zblock(ZblockPool),
