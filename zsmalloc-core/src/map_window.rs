@@ -58,12 +58,6 @@ unsafe impl Send for MapWindow {}
 // SAFETY: as above; the fields are immutable after creation except the atomics.
 unsafe impl Sync for MapWindow {}
 
-#[cfg(test)]
-thread_local! {
-    /// Tests: the next mapping of this thread fails with ENOMEM.
-    pub(crate) static FAIL_NEXT_MAP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
 impl MapWindow {
     /// Reserves the address space of every ring's slots (`PROT_NONE`, no memory).
     pub(crate) fn new(page: usize) -> io::Result<MapWindow> {
@@ -147,7 +141,9 @@ impl MapWindow {
     ) -> Result<*const u8> {
         let s = self.claim(owner)?;
         let addr = self.slot_addr(s);
-        let ok = self.fail_for_test()
+        // An injected fault fails as the mapping would for want of memory (docs/RELIABILITY.md).
+        let injected = crate::fault::fails(crate::fault::Point::MapWindow);
+        let ok = !injected
             && if off_b == off_a + self.page {
                 map_fixed(addr, 2 * self.page, fd, off_a)
             } else {
@@ -158,7 +154,11 @@ impl MapWindow {
         if ok {
             return Ok(addr);
         }
-        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+        let errno = if injected {
+            libc::ENOMEM
+        } else {
+            io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM)
+        };
         // A failed MAP_FIXED may have unmapped the slot: put the reservation back, so that no
         // other mapping of the process can land there, else never use the slot again.
         // SAFETY: the slot lies inside our reservation and is claimed by this thread.
@@ -175,18 +175,6 @@ impl MapWindow {
         self.slots[s].store(if restored { FREE } else { BROKEN }, Ordering::Release);
         self.in_use[s / RING].fetch_sub(1, Ordering::AcqRel);
         Err(Error::MapFailed { errno: if errno == 0 { libc::ENOMEM } else { errno } })
-    }
-
-    /// True unless a test asked this thread's next mapping to fail (then errno is ENOMEM).
-    #[inline]
-    fn fail_for_test(&self) -> bool {
-        #[cfg(test)]
-        if FAIL_NEXT_MAP.with(|f| f.replace(false)) {
-            // SAFETY: sets this thread's errno, a thread-local int.
-            unsafe { *libc::__errno_location() = libc::ENOMEM };
-            return false;
-        }
-        true
     }
 
     /// Whether `addr` lies in a slot.

@@ -124,7 +124,8 @@ impl Pool {
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
-    use crate::map_window::{FAIL_NEXT_MAP, RING};
+    use crate::fault::{self, Point};
+    use crate::map_window::RING;
     use crate::{Error, Pool, PoolConfig, ReadMode};
 
     fn map_pool() -> Pool {
@@ -206,8 +207,9 @@ mod tests {
     fn a_failed_mapping_fails_the_read_and_leaves_the_object_readable() {
         let p = map_pool();
         let w = spanning_words(&p, 1)[0];
-        FAIL_NEXT_MAP.with(|f| f.set(true));
+        let injected = fault::arm(Point::MapWindow, 0, 1);
         assert_eq!(begin(&p, w).unwrap_err(), Error::MapFailed { errno: libc::ENOMEM });
+        assert_eq!(fault::arm(Point::MapWindow, 0, 0), injected + 1, "one fault injected");
         assert_eq!(p.map_slots_in_use(), 0);
         let ptr = begin(&p, w).unwrap();
         // SAFETY: the section is open; then ended; then the object freed.
