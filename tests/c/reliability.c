@@ -7,6 +7,8 @@
  *     sections ended by another thread; past the limit -EAGAIN, never a wait;
  *   - zs_handle_move(pool, &x, &x) validates x (empty, garbage, another pool's handle);
  *   - a refused read (local_copy NULL on an object crossing a page) counts nothing;
+ *   - contiguous mode: nested sections of an object crossing a page, without a local copy, are
+ *     in place (the address of its one scatter-gather segment) and copy nothing;
  *   - faults injected at the arena's reserve, commit and page allocation and at the memfd
  *     backing's growth (the library's hidden test hook zsmalloc_fault_inject, not in
  *     zsmalloc.h): -ENOMEM, nothing changed, the pool keeps working; at a map-mode window
@@ -306,6 +308,40 @@ static struct zs_pool *pool_with(uint32_t read_mode, uint32_t backing)
     return pool;
 }
 
+/* Contiguous mode: an object crossing a page is read in place, with no local copy, whether the
+ * thread's announce slot is free or held by an outer section: every section of it returns the
+ * address its one scatter-gather segment has; nothing is copied. */
+static void contiguous_spanning(void)
+{
+    struct zs_pool *pool = pool_with(ZS_READ_CONTIGUOUS, ZS_BACKING_ANONYMOUS);
+    struct zs_handle pad = {0}, h = {0};
+    CHECK(zs_store(pool, &pad, data, 3000, 0) == 0 && zs_store(pool, &h, data, 3000, 0) == 0,
+          "store"); /* the second 3000-byte object crosses a page */
+    struct zs_pool_stats before = stats_of(pool);
+    const unsigned char *p[4];
+    int begun = 0;
+    for (int i = 0; i < 4; i++) {
+        p[i] = zs_obj_read_begin(pool, &h, 3000, NULL);
+        begun += p[i] != NULL;
+    }
+    CHECK(begun == 4, "contiguous: %d of 4 nested sections without a local copy", begun);
+    struct zs_sg sg[2];
+    int n = zs_obj_read_sg_begin(pool, &h, sg, 3000);
+    CHECK(n == 1 && sg[0].len == 3000, "contiguous: one segment (got %d)", n);
+    for (int i = 0; i < begun; i++)
+        CHECK(p[i] == sg[0].addr && memcmp(p[i], data, 3000) == 0, "section %d in place", i);
+    zs_obj_read_sg_end(pool, &h);
+    for (int i = begun - 1; i >= 0; i--)
+        CHECK(zs_obj_read_end(pool, &h, 3000, (void *)p[i]) == 0, "end %d", i);
+    struct zs_pool_stats after = stats_of(pool);
+    CHECK(after.reads_spanning - before.reads_spanning == 5 && after.read_copy_bytes == 0,
+          "5 spanning reads, 0 bytes copied (got %llu, %llu)",
+          (unsigned long long)(after.reads_spanning - before.reads_spanning),
+          (unsigned long long)after.read_copy_bytes);
+    CHECK(zs_free(pool, &h) == 0 && zs_free(pool, &pad) == 0, "free");
+    zs_destroy_pool(pool);
+}
+
 /* Faults at the memfd's growth (a store needing pages: -ENOMEM, nothing changed) and at a map
  * window's mapping (the read fails with -ENOMEM; the object stays intact and readable). */
 static void memfd_and_map_faults(void)
@@ -391,6 +427,7 @@ int main(int argc, char **argv)
     refused_read_counts_nothing();
     faults();
     memfd_and_map_faults();
+    contiguous_spanning();
     printf("reliability: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }
