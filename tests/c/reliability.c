@@ -7,9 +7,12 @@
  *     sections ended by another thread; past the limit -EAGAIN, never a wait;
  *   - zs_handle_move(pool, &x, &x) validates x (empty, garbage, another pool's handle);
  *   - a refused read (local_copy NULL on an object crossing a page) counts nothing;
- *   - faults injected at the arena's reserve, commit and page allocation (the library's hidden
- *     test hook zsmalloc_fault_inject, not in zsmalloc.h): -ENOMEM, nothing changed, the pool
- *     keeps working.
+ *   - contiguous mode: nested sections of an object crossing a page, without a local copy, are
+ *     in place (the address of its one scatter-gather segment) and copy nothing;
+ *   - faults injected at the arena's reserve, commit and page allocation and at the memfd
+ *     backing's growth (the library's hidden test hook zsmalloc_fault_inject, not in
+ *     zsmalloc.h): -ENOMEM, nothing changed, the pool keeps working; at a map-mode window
+ *     mapping: the read fails with -ENOMEM, the object stays intact, readable and freeable.
  *
  * An alarm kills the program if any case hangs, so a regression fails instead of hanging.
  *
@@ -32,9 +35,10 @@
 #define PAGE 4096
 
 /* The library's test hook (see zsmalloc-core's fault module): points 0 reserve, 1 commit,
- * 2 zspage pages; after `skip` calls the next `fail` fail; returns the faults injected so far. */
+ * 2 zspage pages, 3 memfd growth, 4 map window mapping; after `skip` calls the next `fail`
+ * fail; returns the faults injected so far. */
 int64_t zsmalloc_fault_inject(unsigned int point, unsigned int skip, unsigned int fail);
-enum { FAULT_RESERVE = 0, FAULT_COMMIT = 1, FAULT_PAGES = 2 };
+enum { FAULT_RESERVE = 0, FAULT_COMMIT = 1, FAULT_PAGES = 2, FAULT_MEMFD = 3, FAULT_MAP = 4 };
 
 
 static unsigned char data[PAGE];
@@ -290,6 +294,94 @@ static void faults(void)
     zsmalloc_fault_inject(FAULT_RESERVE, 0, 0);
 }
 
+static struct zs_pool *pool_with(uint32_t read_mode, uint32_t backing)
+{
+    struct zs_pool_config cfg;
+    zs_pool_config_init(&cfg);
+    cfg.read_mode = read_mode;
+    cfg.backing = backing;
+    struct zs_pool *pool = zs_create_pool_with_config("reliability-memfd", &cfg);
+    if (!pool) {
+        fprintf(stderr, "cannot create a pool: %s\n", zs_last_error_message());
+        exit(2);
+    }
+    return pool;
+}
+
+/* Contiguous mode: an object crossing a page is read in place, with no local copy, whether the
+ * thread's announce slot is free or held by an outer section: every section of it returns the
+ * address its one scatter-gather segment has; nothing is copied. */
+static void contiguous_spanning(void)
+{
+    struct zs_pool *pool = pool_with(ZS_READ_CONTIGUOUS, ZS_BACKING_ANONYMOUS);
+    struct zs_handle pad = {0}, h = {0};
+    CHECK(zs_store(pool, &pad, data, 3000, 0) == 0 && zs_store(pool, &h, data, 3000, 0) == 0,
+          "store"); /* the second 3000-byte object crosses a page */
+    struct zs_pool_stats before = stats_of(pool);
+    const unsigned char *p[4];
+    int begun = 0;
+    for (int i = 0; i < 4; i++) {
+        p[i] = zs_obj_read_begin(pool, &h, 3000, NULL);
+        begun += p[i] != NULL;
+    }
+    CHECK(begun == 4, "contiguous: %d of 4 nested sections without a local copy", begun);
+    struct zs_sg sg[2];
+    int n = zs_obj_read_sg_begin(pool, &h, sg, 3000);
+    CHECK(n == 1 && sg[0].len == 3000, "contiguous: one segment (got %d)", n);
+    for (int i = 0; i < begun; i++)
+        CHECK(p[i] == sg[0].addr && memcmp(p[i], data, 3000) == 0, "section %d in place", i);
+    zs_obj_read_sg_end(pool, &h);
+    for (int i = begun - 1; i >= 0; i--)
+        CHECK(zs_obj_read_end(pool, &h, 3000, (void *)p[i]) == 0, "end %d", i);
+    struct zs_pool_stats after = stats_of(pool);
+    CHECK(after.reads_spanning - before.reads_spanning == 5 && after.read_copy_bytes == 0,
+          "5 spanning reads, 0 bytes copied (got %llu, %llu)",
+          (unsigned long long)(after.reads_spanning - before.reads_spanning),
+          (unsigned long long)after.read_copy_bytes);
+    CHECK(zs_free(pool, &h) == 0 && zs_free(pool, &pad) == 0, "free");
+    zs_destroy_pool(pool);
+}
+
+/* Faults at the memfd's growth (a store needing pages: -ENOMEM, nothing changed) and at a map
+ * window's mapping (the read fails with -ENOMEM; the object stays intact and readable). */
+static void memfd_and_map_faults(void)
+{
+    struct zs_pool *pool = pool_with(ZS_READ_MAP, ZS_BACKING_MEMFD);
+    struct zs_handle h[3] = {{0}};
+    int64_t grown = zsmalloc_fault_inject(FAULT_MEMFD, 0, 1);
+    CHECK(zs_store(pool, &h[0], data, 3000, 0) == -ENOMEM && h[0].obj == 0, "memfd growth fault");
+    CHECK(zs_get_total_pages(pool) == 0 && stats_of(pool).objs_inuse == 0, "nothing changed");
+    CHECK(zsmalloc_fault_inject(FAULT_MEMFD, 0, 0) == grown + 1, "one memfd fault injected");
+    for (int i = 0; i < 3; i++)
+        CHECK(zs_store(pool, &h[i], data, 3000, 0) == 0, "store after the fault");
+    /* Of three 3000-byte objects in a fresh pool, one crosses a page: find it. */
+    int span = -1;
+    for (int i = 0; i < 3; i++) {
+        struct zs_sg sg[2];
+        int n = zs_obj_read_sg_begin(pool, &h[i], sg, 3000);
+        CHECK(n == 1 || n == 2, "sg begin");
+        zs_obj_read_sg_end(pool, &h[i]);
+        if (n == 2)
+            span = i;
+    }
+    CHECK(span >= 0, "an object crosses a page");
+    if (span >= 0) {
+        struct zs_pool_stats before = stats_of(pool);
+        int64_t mapped = zsmalloc_fault_inject(FAULT_MAP, 0, 1);
+        const unsigned char *p = zs_obj_read_begin(pool, &h[span], 3000, NULL);
+        CHECK(p == NULL && zs_last_error() == -ENOMEM, "map fault: the read fails with -ENOMEM");
+        CHECK(zsmalloc_fault_inject(FAULT_MAP, 0, 0) == mapped + 1, "one map fault injected");
+        CHECK(stats_of(pool).reads == before.reads, "a failed read counts nothing");
+        p = zs_obj_read_begin(pool, &h[span], 3000, NULL);
+        CHECK(p && memcmp(p, data, 3000) == 0, "the object is intact and maps");
+        if (p)
+            CHECK(zs_obj_read_end(pool, &h[span], 3000, (void *)p) == 0, "end");
+    }
+    for (int i = 0; i < 3; i++)
+        CHECK(zs_free(pool, &h[i]) == 0, "free");
+    zs_destroy_pool(pool);
+}
+
 static int env_mode(void)
 {
     struct zs_pool_config cfg;
@@ -334,6 +426,8 @@ int main(int argc, char **argv)
     move_onto_itself();
     refused_read_counts_nothing();
     faults();
+    memfd_and_map_faults();
+    contiguous_spanning();
     printf("reliability: %d passed, %d failed\n", passed, failed);
     return failed != 0;
 }

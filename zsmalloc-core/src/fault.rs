@@ -1,16 +1,17 @@
-//! Fault injection for tests: make the arena's calls into the system fail on demand.
+//! Fault injection for tests: make the arena's and the map slots' calls into the system fail on
+//! demand.
 //!
 //! Not an API, not a build feature and not an environment variable: a test arms a [`Point`] for
 //! the calling thread, and the next calls there fail as the system call would (the arena then
 //! reports "no memory" and the store that needed the pages fails with `ENOMEM`, changing
-//! nothing). Real memory pressure cannot be simulated this way at the first touch of a page:
+//! nothing; a map slot's mapping fails the read with `ENOMEM`, the object untouched). Real
+//! memory pressure cannot be simulated this way at the first touch of a page:
 //! that is a `SIGBUS` or the OOM killer, never an errno (docs/RELIABILITY.md).
 //!
 //! Points are per thread, so tests running in parallel do not see each other's faults. The C
 //! library exposes [`arm`] as the hidden symbol `zsmalloc_fault_inject` (for its C tests, the
-//! fuzzer and the Python tests through ctypes). New points (for example a memfd's growth or a
-//! read window's mapping) are added at the end of [`Point`] and tested with [`fails`] at the
-//! start of the call they stand for.
+//! fuzzer and the Python tests through ctypes). New points are added at the end of [`Point`]
+//! and tested with [`fails`] at the start of the call they stand for.
 
 use std::cell::Cell;
 
@@ -26,20 +27,25 @@ pub enum Point {
     Commit = 1,
     /// Any allocation of a zspage's pages, as if the page allocator had none.
     Pages = 2,
+    /// Growing the memfd backing (`ftruncate`, then mapping the new part, at each step of the
+    /// reservation made accessible): the store that needed the pages fails with `ENOMEM`.
+    MemfdGrow = 3,
+    /// Mapping an object's two pages into a map slot (`map` mode's spanning reads): the read
+    /// fails with `MapFailed` (`ENOMEM`) and the object stays as it was.
+    MapWindow = 4,
 }
 
 /// Number of points.
-const POINTS: usize = 3;
+const POINTS: usize = 5;
+
+/// Every point, in order.
+const ALL: [Point; POINTS] =
+    [Point::Reserve, Point::Commit, Point::Pages, Point::MemfdGrow, Point::MapWindow];
 
 impl Point {
     /// The point numbered `n` (its C value), if there is one.
     pub fn from_u32(n: u32) -> Option<Point> {
-        Some(match n {
-            0 => Point::Reserve,
-            1 => Point::Commit,
-            2 => Point::Pages,
-            _ => return None,
-        })
+        ALL.get(usize::try_from(n).ok()?).copied()
     }
 }
 
@@ -74,7 +80,7 @@ pub fn arm(point: Point, skip: u32, fail: u32) -> u64 {
 
 /// Disarms every point of this thread.
 pub fn disarm_all() {
-    for p in [Point::Reserve, Point::Commit, Point::Pages] {
+    for p in ALL {
         arm(p, 0, 0);
     }
 }
@@ -117,7 +123,9 @@ mod tests {
         assert_eq!([fails(Point::Commit), fails(Point::Commit)], [true, false]);
         assert_eq!(arm(Point::Commit, 0, 0), 2, "two faults injected");
         assert_eq!(Point::from_u32(2), Some(Point::Pages));
-        assert_eq!(Point::from_u32(9), None);
+        assert_eq!(Point::from_u32(4), Some(Point::MapWindow));
+        assert_eq!(Point::from_u32(5), None);
+        assert!(ALL.iter().enumerate().all(|(i, &p)| p as usize == i));
         disarm_all();
     }
 }

@@ -48,18 +48,15 @@ pub(crate) struct MapWindow {
     slots: Box<[AtomicUsize]>,
     /// Where each ring's next claim starts looking (owned rings: one writer at a time).
     cursors: Box<[AtomicUsize]>,
+    /// Slots in use per ring, so a search by handle skips the empty rings (without them a
+    /// search that finds nothing reads every slot word: over 4,000 loads, microseconds).
+    in_use: Box<[AtomicUsize]>,
 }
 
 // SAFETY: the reservation is address space owned by the window; slot words are atomics.
 unsafe impl Send for MapWindow {}
 // SAFETY: as above; the fields are immutable after creation except the atomics.
 unsafe impl Sync for MapWindow {}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests: the next mapping of this thread fails with ENOMEM.
-    pub(crate) static FAIL_NEXT_MAP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
 
 impl MapWindow {
     /// Reserves the address space of every ring's slots (`PROT_NONE`, no memory).
@@ -87,6 +84,7 @@ impl MapWindow {
             page,
             slots: (0..RINGS * RING).map(|_| AtomicUsize::new(FREE)).collect(),
             cursors: (0..RINGS).map(|_| AtomicUsize::new(0)).collect(),
+            in_use: (0..RINGS).map(|_| AtomicUsize::new(0)).collect(),
         })
     }
 
@@ -121,6 +119,8 @@ impl MapWindow {
                 if rings == 1 {
                     cursor.store(at + 1, Ordering::Relaxed);
                 }
+                // Before the section's begin returns, so before any end can look for it.
+                self.in_use[s / RING].fetch_add(1, Ordering::AcqRel);
                 return Ok(s);
             }
         }
@@ -141,7 +141,9 @@ impl MapWindow {
     ) -> Result<*const u8> {
         let s = self.claim(owner)?;
         let addr = self.slot_addr(s);
-        let ok = self.fail_for_test()
+        // An injected fault fails as the mapping would for want of memory (docs/RELIABILITY.md).
+        let injected = crate::fault::fails(crate::fault::Point::MapWindow);
+        let ok = !injected
             && if off_b == off_a + self.page {
                 map_fixed(addr, 2 * self.page, fd, off_a)
             } else {
@@ -152,7 +154,11 @@ impl MapWindow {
         if ok {
             return Ok(addr);
         }
-        let errno = io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+        let errno = if injected {
+            libc::ENOMEM
+        } else {
+            io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM)
+        };
         // A failed MAP_FIXED may have unmapped the slot: put the reservation back, so that no
         // other mapping of the process can land there, else never use the slot again.
         // SAFETY: the slot lies inside our reservation and is claimed by this thread.
@@ -167,19 +173,8 @@ impl MapWindow {
             )
         } == addr.cast();
         self.slots[s].store(if restored { FREE } else { BROKEN }, Ordering::Release);
+        self.in_use[s / RING].fetch_sub(1, Ordering::AcqRel);
         Err(Error::MapFailed { errno: if errno == 0 { libc::ENOMEM } else { errno } })
-    }
-
-    /// True unless a test asked this thread's next mapping to fail (then errno is ENOMEM).
-    #[inline]
-    fn fail_for_test(&self) -> bool {
-        #[cfg(test)]
-        if FAIL_NEXT_MAP.with(|f| f.replace(false)) {
-            // SAFETY: sets this thread's errno, a thread-local int.
-            unsafe { *libc::__errno_location() = libc::ENOMEM };
-            return false;
-        }
-        true
     }
 
     /// Whether `addr` lies in a slot.
@@ -193,9 +188,13 @@ impl MapWindow {
     /// section may be ended by another thread). False if no slot holds such a section.
     pub(crate) fn release(&self, owner: usize, at: Option<usize>) -> bool {
         let free = |s: usize| {
-            self.slots[s]
+            let freed = self.slots[s]
                 .compare_exchange(owner, FREE, Ordering::Release, Ordering::Relaxed)
-                .is_ok()
+                .is_ok();
+            if freed {
+                self.in_use[s / RING].fetch_sub(1, Ordering::AcqRel);
+            }
+            freed
         };
         if let Some(at) = at.filter(|&a| self.holds(a)) {
             let s = (at - self.base.as_ptr() as usize) / (2 * self.page);
@@ -203,17 +202,17 @@ impl MapWindow {
                 return true;
             }
         }
-        let own = Tid::current().owned_index().map(|i| i * RING..(i + 1) * RING);
-        if let Some(r) = own.clone() {
-            if r.into_iter().any(|s| self.slots[s].load(Ordering::Relaxed) == owner && free(s)) {
-                return true;
-            }
+        // The ring's slots, if any is in use.
+        let search = |ring: usize| {
+            self.in_use[ring].load(Ordering::Acquire) > 0
+                && (ring * RING..(ring + 1) * RING)
+                    .any(|s| self.slots[s].load(Ordering::Relaxed) == owner && free(s))
+        };
+        let own = Tid::current().owned_index();
+        if own.is_some_and(search) {
+            return true;
         }
-        (0..self.slots.len()).any(|s| {
-            !own.as_ref().is_some_and(|r| r.contains(&s))
-                && self.slots[s].load(Ordering::Relaxed) == owner
-                && free(s)
-        })
+        (0..RINGS).any(|ring| Some(ring) != own && search(ring))
     }
 
     /// Slots in use now (tests and diagnostics).

@@ -43,6 +43,9 @@ impl Memfd {
     /// The range lies inside the caller's own reservation, host-page aligned, and nothing in it
     /// is in use (it is still `PROT_NONE`).
     pub(super) unsafe fn commit(&self, base: *mut u8, offset: usize, len: usize) -> bool {
+        if crate::fault::fails(crate::fault::Point::MemfdGrow) {
+            return false;
+        }
         let Ok(end) = libc::off_t::try_from(offset + len) else { return false };
         // SAFETY: plain syscalls on our own descriptor and (per the contract) our own range;
         // MAP_FIXED replaces only the reservation's PROT_NONE pages there.

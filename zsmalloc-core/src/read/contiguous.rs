@@ -1,7 +1,11 @@
 //! The `contiguous` read mode: every zspage is one run of adjacent pages (`arena/runs.rs`, a
 //! higher-order or vmalloc'd zspage), so no read ever copies: an object that crosses a page is
 //! read in place like any other, announced in the thread's announce slot like the common case.
-//! Scatter-gather reads return one segment (`sg.rs`).
+//! Its common case (`contiguous_begin`) tests "lies within its zspage's run", not "within one
+//! page": a raw section comes straight to it (`Pool::begin` tests the mode first), so a spanning
+//! object takes the same fast path as one in one page; a safe section tries every mode's common
+//! case first (no test of the mode on the other modes' safe reads) and comes here when the
+//! object crosses a page. Scatter-gather reads return one segment (`sg.rs`).
 //!
 //! Sound for the same reason as the common case (a page keeps its role for life, `arena.rs`),
 //! plus the run invariant: the page after a page of role (class, i) is the run's page of role
@@ -23,11 +27,12 @@ use super::register::Registration;
 use super::Begun;
 
 impl Pool {
-    /// `contiguous` mode's begin of an object the common case did not take (it crosses a page,
-    /// or the thread's announce slot is busy, or anything is wrong): announced in place if it
-    /// can be, else counted (or pinned, if huge) and in place. `mem_len` is the raw layer's,
-    /// `known` the safe layer's hint and length.
-    pub(super) fn contiguous_begin_slow<'a>(
+    /// `contiguous` mode's begin (from `Pool::begin_slow`; a raw section skips the other
+    /// modes' common case for it): its common case first, any non-huge object announced in this
+    /// thread's announce slot and read in place, spanning or not; else `contiguous_begin_slow`.
+    /// `mem_len` is the raw layer's, `known` the safe layer's hint and length.
+    #[inline(always)]
+    pub(super) fn contiguous_begin<'a>(
         &'a self,
         h: &'a AtomicUsize,
         mem_len: Option<usize>,
@@ -35,6 +40,7 @@ impl Pool {
     ) -> Result<Begun<'a>> {
         let t = Tid::current();
         let announced = match (known, mem_len) {
+            // The handle's hint first: no wait for the slot word's cache line.
             (Some((hint, len)), _) => self.announce_in_run(hint, h, len, t).map(|r| (r, len)),
             (None, Some(len)) => {
                 self.announce_in_run(h.load(Ordering::Acquire), h, len, t).map(|r| (r, len))
@@ -45,6 +51,19 @@ impl Pool {
             self.access.record_read_by(t, pos, spanning, 0);
             return Ok(Begun { ptr: payload_of(reg.header), len, reg });
         }
+        self.contiguous_begin_slow(h, mem_len)
+    }
+
+    /// `contiguous` mode's begin of an object its common case did not take (the thread's
+    /// announce slot is busy, the object is huge, the hint is stale, or anything is wrong):
+    /// counted (or pinned, if huge) and in place. A raw section (`mem_len` given) is recorded
+    /// for its end.
+    #[inline(never)]
+    fn contiguous_begin_slow<'a>(
+        &'a self,
+        h: &'a AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<Begun<'a>> {
         let p = self.pin_slow(h, mem_len)?;
         if mem_len.is_some() {
             self.remember(&p);
@@ -80,7 +99,7 @@ impl Pool {
     /// `word` of `h`, `len` bytes, announced in this thread's empty announce slot. Returns the
     /// registration, the class position and whether the object crosses a page. `None` changes
     /// nothing.
-    #[inline]
+    #[inline(always)]
     fn announce_in_run<'a>(
         &'a self,
         word: usize,

@@ -7,10 +7,12 @@
 //! when every slot of the thread's ring is in use) and the registration is undone, so the object
 //! stays readable and freeable.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::class_table::HDR;
 use crate::error::Result;
+use crate::header;
+use crate::placement::ROLE;
 use crate::pool::Pool;
 
 use super::Begun;
@@ -72,9 +74,31 @@ impl Pool {
         mem_len: Option<usize>,
         mem: *const u8,
     ) -> Result<()> {
+        // Without the address, only a section that can hold a slot looks for one: the search
+        // by handle reads every ring's slots when the calling thread's holds none (thousands
+        // of loads, microseconds), and most sections ended here hold none (huge objects, a
+        // busy announce slot).
+        let look = !mem.is_null() || self.may_hold_map_slot(h, mem_len);
         self.end_unannounced(h, mem_len)?;
-        self.map_release_at(h as *const AtomicUsize as usize, mem);
+        if look {
+            self.map_release_at(h as *const AtomicUsize as usize, mem);
+        }
         Ok(())
+    }
+
+    /// Whether a section open on the object of `h` may hold a map slot: false only when the
+    /// handle names a huge object or one that lies in one page (those are never mapped). Read
+    /// while the section is open, so the object stays where the handle word says; anything
+    /// unexpected answers true (then the search decides).
+    fn may_hold_map_slot(&self, h: &AtomicUsize, mem_len: Option<usize>) -> bool {
+        let Ok(p) = self.place::<ROLE>(h.load(Ordering::Acquire), None) else { return true };
+        if p.class.info.huge {
+            return false;
+        }
+        let offset = p.loc.offset();
+        let len = mem_len
+            .unwrap_or_else(|| header::len(self.arena.word_at(offset).load(Ordering::Acquire)));
+        (offset & (self.page() - 1)) + HDR as usize + len > self.page()
     }
 
     /// Releases the map slot of a section of the handle at `owner`: the one holding `mem` if
@@ -100,7 +124,8 @@ impl Pool {
 mod tests {
     use std::sync::atomic::AtomicUsize;
 
-    use crate::map_window::{FAIL_NEXT_MAP, RING};
+    use crate::fault::{self, Point};
+    use crate::map_window::RING;
     use crate::{Error, Pool, PoolConfig, ReadMode};
 
     fn map_pool() -> Pool {
@@ -182,8 +207,9 @@ mod tests {
     fn a_failed_mapping_fails_the_read_and_leaves_the_object_readable() {
         let p = map_pool();
         let w = spanning_words(&p, 1)[0];
-        FAIL_NEXT_MAP.with(|f| f.set(true));
+        let injected = fault::arm(Point::MapWindow, 0, 1);
         assert_eq!(begin(&p, w).unwrap_err(), Error::MapFailed { errno: libc::ENOMEM });
+        assert_eq!(fault::arm(Point::MapWindow, 0, 0), injected + 1, "one fault injected");
         assert_eq!(p.map_slots_in_use(), 0);
         let ptr = begin(&p, w).unwrap();
         // SAFETY: the section is open; then ended; then the object freed.
@@ -191,6 +217,29 @@ mod tests {
             assert_eq!(*ptr, *ptr.add(2999));
             p.read_end_raw(w, Some(3000)).unwrap();
             p.free_raw(w).unwrap();
+        }
+    }
+
+    /// Huge objects and objects in one page are never mapped: their sections, ended without
+    /// the address, do not search the slots (an end costs what it does in `copy`), and a
+    /// spanning section's slot is still found by its handle alongside them.
+    #[test]
+    fn sections_without_a_slot_end_without_a_search() {
+        let p = map_pool();
+        let huge = AtomicUsize::new(0);
+        let w = spanning_words(&p, 1)[0];
+        // SAFETY: live words; every section is ended below.
+        unsafe {
+            p.store_raw(&huge, &[9; 4000]).unwrap();
+            let mapped = begin(&p, w).unwrap();
+            let ptr = p.read_begin_raw(&huge, 4000, std::ptr::null_mut()).unwrap();
+            assert_eq!((*ptr, p.map_slots_in_use()), (9, 1), "the huge object is not mapped");
+            p.read_end_raw(&huge, Some(4000)).unwrap();
+            assert_eq!(p.map_slots_in_use(), 1, "the spanning section keeps its slot");
+            assert_eq!(*mapped, *mapped.add(2999));
+            p.read_end_raw(w, None).unwrap();
+            assert_eq!(p.map_slots_in_use(), 0);
+            p.free_raw(&huge).unwrap();
         }
     }
 

@@ -6,8 +6,9 @@
 //! the layer's form. Both dispatch on the pool's read mode, then each mode on the layer: `copy`
 //! (mainline's, `copy.rs`), `map` (`map.rs`) and `contiguous` (`contiguous.rs`), with store and
 //! free unchanged. The common case, an object in one page read in place, is every mode's, so the
-//! begin parts by mode only after it (`begin_slow`) and the end only for a section it did not
-//! announce.
+//! begin parts by mode only after it (`begin_slow`); `contiguous` reads every non-huge object in
+//! place, spanning ones included, so a raw section there skips that common case for its mode's
+//! own (`contiguous.rs`). The end parts by mode only for a section it did not announce.
 //!
 //! The parts: `register.rs` registers a reader (every section kind begins there), `end.rs` ends
 //! registrations, `whole.rs` the sections begun and ended in one call (copies out, queries),
@@ -70,11 +71,15 @@ pub(crate) enum Ending<'a> {
 }
 
 impl Pool {
-    /// The one begin of a section that hands out the object's address. Every mode's common
-    /// case first (`copy_begin`: announced, in place), then by read mode in `begin_slow`.
+    /// The one begin of a section that hands out the object's address: the common case inline
+    /// (`copy_begin`: announced, in one page), then by read mode in `begin_slow`. A raw section
+    /// in `contiguous` mode skips that common case, whose "in one page" test would fail every
+    /// spanning object, and goes straight to its mode's own (`contiguous_begin`: any non-huge
+    /// object announced in place); one out-of-line call site serves both, so the inline path
+    /// of the other modes costs only the test of the mode.
     #[inline(always)]
     pub(crate) fn begin<'a>(&'a self, layer: Layer<'a>, copy: LocalCopy) -> Result<Begun<'a>> {
-        self.copy_begin(layer, copy)
+        self.copy_begin(layer, copy, self.config.read_mode != ReadMode::Contiguous)
     }
 
     /// The begin of a section the common case did not take, by read mode (each mode then by
@@ -91,7 +96,7 @@ impl Pool {
         match self.config.read_mode {
             ReadMode::Copy => self.copy_begin_slow(h, mem_len, copy),
             ReadMode::Map => self.map_begin_slow(h, mem_len),
-            ReadMode::Contiguous => self.contiguous_begin_slow(h, mem_len, known),
+            ReadMode::Contiguous => self.contiguous_begin(h, mem_len, known),
         }
     }
 
