@@ -95,9 +95,10 @@ pub(crate) unsafe fn sg_begin(
     if sg.is_null() {
         return Err(invalid("sg is NULL"));
     }
-    // SAFETY: `word` is aligned and live; the core validates its contents.
-    let (segs, n) =
-        on_backend!(pool, b => unsafe { Backend::read_sg_begin_raw(b, word, mem_len) })?;
+    let (segs, n) = on_backend!(pool, b => {
+        // SAFETY: `word` is aligned and live; the core validates its contents.
+        unsafe { Backend::read_sg_begin_raw(b, word, mem_len) }
+    })?;
     for (i, &(addr, len)) in segs.iter().enumerate() {
         let seg = if i < n {
             zs_sg { addr: addr.cast_mut().cast(), len }
