@@ -269,6 +269,12 @@ pub struct RunResult {
     /// zram's `huge_pages_since`: stores of objects of `huge_class_size` bytes or more, ever
     /// (so never below `huge_pages`).
     pub huge_stores: u64,
+    /// Heap bytes of the allocator's metadata outside its pages at the end (zsmalloc: zspage
+    /// records, classes, page roles; zblock: block records and page bookkeeping; malloc: its
+    /// handle table), and of the per-object safety records kept beside it (zblock's owner,
+    /// length and reader count per slot; zsmalloc's safe-layer handle slots, unused here).
+    pub metadata_bytes: u64,
+    pub safety_bytes: u64,
     /// Timed runs of this configuration (`--repeat`; omitted with `--no-time`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<usize>,

@@ -135,6 +135,8 @@ fn run_labelled(
         huge_objects: class_stats.iter().filter(|r| r.huge).map(|r| r.obj_used).sum(),
         huge_pages: outcome.huge_pages,
         huge_stores: c.huge_stores,
+        metadata_bytes: pool.metadata_bytes().0 as u64,
+        safety_bytes: pool.metadata_bytes().1 as u64,
         repeat: opts.timing.then_some(1),
         cpu_time_s: opts.timing.then(|| Samples::of(&[outcome.cpu.seconds()])).flatten(),
         wall_time_s: opts.timing.then(|| (wall.as_secs_f64() * 1e3).round() / 1e3),
