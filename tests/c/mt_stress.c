@@ -3,7 +3,8 @@
  * mt_stress: concurrent stores, reads (copy and scatter-gather) and frees on one pool from
  * several pthreads, with a thread compacting all along. Every read is verified byte by byte.
  *
- *   mt_stress [THREADS [SLOTS_PER_THREAD [SECONDS [REQUIRE_MOVES]]]]   (default: 4 4096 2 1)
+ *   mt_stress [THREADS [SLOTS_PER_THREAD [SECONDS [REQUIRE_MOVES [COMPACT]]]]]
+ *                                                          (default: 4 4096 2 1 1)
  *
  * It reports how many objects compaction moved while read sections were active (the pool's
  * objs_moved counter over compaction calls that overlapped a read section) and how many times a
@@ -11,7 +12,8 @@
  * A store refused with -ENOSPC (a length the pool's backend does not store: zblock's top
  * lengths) is counted and reported apart. Exit status 1 if any read was wrong, if nothing moved while readers were active (unless
  * REQUIRE_MOVES is 0, e.g. under valgrind, which runs one thread at a time), or if pages remain
- * after everything is freed.
+ * after everything is freed. COMPACT 0 runs no compaction (then REQUIRE_MOVES must be 0): the
+ * operations per second are then the workers' alone, comparable across backends.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -182,8 +184,10 @@ int main(int argc, char **argv)
     nslots = argc > 2 ? strtoul(argv[2], NULL, 0) : 4096;
     double seconds = argc > 3 ? strtod(argv[3], NULL) : 2.0;
     int require_moves = argc > 4 ? atoi(argv[4]) : 1;
-    if (nthreads == 0 || nslots == 0 || seconds <= 0) {
-        fprintf(stderr, "usage: %s [THREADS [SLOTS_PER_THREAD [SECONDS [REQUIRE_MOVES]]]]\n",
+    int compact = argc > 5 ? atoi(argv[5]) : 1;
+    if (nthreads == 0 || nslots == 0 || seconds <= 0 || (!compact && require_moves)) {
+        fprintf(stderr,
+                "usage: %s [THREADS [SLOTS_PER_THREAD [SECONDS [REQUIRE_MOVES [COMPACT]]]]]\n",
                 argv[0]);
         return 2;
     }
@@ -211,8 +215,12 @@ int main(int argc, char **argv)
 
     /* The compaction thread is this one. */
     unsigned long long compactions = 0, moved_while_reading = 0, overlapping = 0;
-    double end = now() + seconds;
-    while (now() < end) {
+    double start = now(), end = start + seconds;
+    while (!compact && now() < end) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    while (compact && now() < end) {
         struct zs_pool_stats s0, s1;
         zs_pool_stats(pool, &s0);
         long a0 = __atomic_load_n(&active_readers, __ATOMIC_SEQ_CST);
@@ -242,6 +250,7 @@ int main(int argc, char **argv)
         errors += ws[t].errors;
         refused += ws[t].refused;
     }
+    double elapsed = now() - start;
 
     /* Final check of every live object, then free everything. */
     unsigned char *local_copy = malloc(page);
@@ -265,6 +274,8 @@ int main(int argc, char **argv)
            page);
     printf("mt_stress: stores %llu, reads %llu (+%llu scatter-gather), frees %llu, errors %llu\n",
            stores, reads, sg_reads, frees, errors);
+    printf("mt_stress: %.0f operations per second (stores, reads and frees, every read verified)\n",
+           (double)(stores + reads + sg_reads + frees) / elapsed);
     if (refused)
         printf("mt_stress: %llu stores refused with -ENOSPC (lengths the backend does not store)\n",
                refused);
