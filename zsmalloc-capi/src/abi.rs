@@ -218,8 +218,9 @@ pub fn zs_version() -> c_uint {
 
 /// The test hook `zsmalloc_fault_inject` (not in zsmalloc.h): arms fault point `point` of the
 /// calling thread (`zsmalloc_core::fault`: 0 reserve, 1 commit, 2 zspage pages, 3 memfd growth,
-/// 4 map-window mapping) so that after `skip` calls the next `fail` calls fail (`fail == 0` disarms). Returns the faults injected at
-/// that point on this thread so far, or -EINVAL for an unknown point.
+/// 4 map-window mapping) so that after `skip` calls the next `fail` calls fail (`fail == 0`
+/// disarms). Returns the faults injected at that point on this thread so far, or -EINVAL for an
+/// unknown point.
 #[doc(hidden)]
 pub fn zsmalloc_fault_inject(point: c_uint, skip: c_uint, fail: c_uint) -> i64 {
     match zsmalloc_core::fault::Point::from_u32(point) {
