@@ -108,6 +108,8 @@ struct section {
 struct world {
     struct zs_pool *pool;
     size_t page;
+    size_t max_len; /* the longest length the backend stores (the page, less on zblock) */
+    uint32_t backend;
     uint64_t mem_limit;
     int fault_armed;
     struct zs_handle hs[NH];
@@ -190,7 +192,7 @@ static void do_store(int i, size_t len, uint32_t seed, int via_malloc)
         EXPECT(r == -EINVAL && w.hs[i].obj == word, "store of 0 bytes: %d", r);
         return;
     }
-    if (len > w.page) {
+    if (len > w.max_len) {
         EXPECT(r == -ENOSPC && w.hs[i].obj == word, "store of %zu bytes: %d", len, r);
         return;
     }
@@ -347,7 +349,10 @@ static void do_move(int from, int to)
         EXPECT(r == -EBUSY && w.hs[from].obj == fw, "move while read: %d", r);
         return;
     }
-    EXPECT(r == 0 && w.hs[from].obj == 0 && w.hs[to].obj == fw, "move: %d", r);
+    /* zsmalloc moves the word as it is; zblock and malloc give it a new sequence number. */
+    EXPECT(r == 0 && w.hs[from].obj == 0 && w.hs[to].obj != 0 &&
+               (w.backend != ZS_BACKEND_ZSMALLOC || w.hs[to].obj == fw),
+           "move: %d", r);
     w.sh[to] = w.sh[from];
     w.sh[from].live = 0;
 }
@@ -418,7 +423,12 @@ static struct zs_pool *make_pool(struct input *in)
     zs_pool_config_init(&cfg);
     uint8_t a = u8(in), b = u8(in), c = u8(in);
     w.mem_limit = 0;
-    if (a & 1) {
+    if (!(a & 1) && b % 4 != 0 && b % 4 != 3) { /* zblock or malloc, defaults otherwise */
+        cfg.backend = b % 4 == 1 ? ZS_BACKEND_ZBLOCK : ZS_BACKEND_MALLOC;
+        cfg.page_size = 4096u << (2 * (c % 3)); /* 4K, 16K, 64K */
+        if (a & 2)
+            cfg.mem_limit_pages = w.mem_limit = 4 + (a >> 2) % 64;
+    } else if (a & 1) {
         cfg.page_size = 4096u << (b % 5);             /* 4K..64K */
         cfg.max_pages_per_zspage = 1 + (b >> 4) % 16; /* 1..16 */
         cfg.chain_policy = c % 3 == 2 ? ZS_CHAIN_FIXED_BASE + 1 + (c >> 2) % cfg.max_pages_per_zspage
@@ -442,6 +452,9 @@ static struct zs_pool *make_pool(struct input *in)
     EXPECT(pool != NULL, "a good configuration made no pool (page %u chain %u delta %u policy %u)",
            cfg.page_size, cfg.max_pages_per_zspage, cfg.size_class_delta, cfg.chain_policy);
     w.page = cfg.page_size;
+    w.backend = cfg.backend;
+    /* zblock refuses its last slot size and above: zs_huge_class_size() is the first refused. */
+    w.max_len = cfg.backend == ZS_BACKEND_ZBLOCK ? zs_huge_class_size(pool) - 1 : w.page;
     return pool;
 }
 
