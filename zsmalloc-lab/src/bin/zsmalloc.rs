@@ -436,10 +436,12 @@ fn base_spec(p: &PoolFlags) -> LabResult<ConfigSpec> {
     Ok(s)
 }
 
-/// `--backend` as `compare` takes it: a list of backends, each its own configuration. `None`
+/// `--backend` as `compare` and `cost` take it: a list of backends, each its own configuration,
+/// taken out of the flags (so the base configuration is zsmalloc's). `None`, flags untouched,
 /// when it is one name or absent (then it is part of the base flags).
-fn backend_list(p: &PoolFlags) -> Option<Vec<String>> {
-    let list = p.backend.as_deref().filter(|b| b.contains(','))?;
+fn take_backend_list(p: &mut PoolFlags) -> Option<Vec<String>> {
+    p.backend.as_deref().filter(|b| b.contains(','))?;
+    let list = p.backend.take()?;
     Some(list.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect())
 }
 
@@ -565,10 +567,7 @@ fn cmd_run(
 
 fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
     let format = format_of(&a.out)?;
-    let backends = backend_list(&a.pool);
-    if backends.is_some() {
-        a.pool.backend = None;
-    }
+    let backends = take_backend_list(&mut a.pool);
     let mut base = base_spec(&a.pool)?;
     let w = workload(a.workload, &a.out)?;
     let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
@@ -701,10 +700,7 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     };
     // `--backend zsmalloc,zblock`: zsmalloc's configurations (default or given), then one
     // configuration per other backend.
-    let backends = backend_list(&a.pool);
-    if backends.is_some() {
-        a.pool.backend = None;
-    }
+    let backends = take_backend_list(&mut a.pool);
     let mut base = base_spec(&a.pool)?;
     base.read_mode = "copy".into();
     let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
