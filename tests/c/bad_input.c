@@ -707,16 +707,18 @@ static void test_struct_sizes(struct zs_pool *pool)
 
 int main(int argc, char **argv)
 {
+    /* Indexed by ZS_BACKEND_*. */
     static const char *const names[] = {"zsmalloc", "zblock", "malloc"};
-    if (argc > 2 || (argc == 2 && strcmp(argv[1], "zsmalloc") && strcmp(argv[1], "zblock") &&
-                     strcmp(argv[1], "malloc"))) {
+    if (argc == 2) {
+        backend = 3;
+        for (uint32_t k = 0; k < 3; k++)
+            if (strcmp(argv[1], names[k]) == 0)
+                backend = k;
+    }
+    if (argc > 2 || backend > ZS_BACKEND_MALLOC) {
         fprintf(stderr, "usage: %s [zsmalloc|zblock|malloc]\n", argv[0]);
         return 2;
     }
-    if (argc == 2)
-        backend = strcmp(argv[1], "zblock") == 0   ? ZS_BACKEND_ZBLOCK
-                  : strcmp(argv[1], "malloc") == 0 ? ZS_BACKEND_MALLOC
-                                                   : ZS_BACKEND_ZSMALLOC;
     test_config();
     struct zs_pool_config cfg;
     config_init(&cfg);
