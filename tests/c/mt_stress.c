@@ -216,11 +216,12 @@ int main(int argc, char **argv)
     /* The compaction thread is this one. */
     unsigned long long compactions = 0, moved_while_reading = 0, overlapping = 0;
     double start = now(), end = start + seconds;
-    while (!compact && now() < end) {
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    while (compact && now() < end) {
+    while (now() < end) {
+        if (!compact) {
+            struct timespec pause = {0, 10 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+            continue;
+        }
         struct zs_pool_stats s0, s1;
         zs_pool_stats(pool, &s0);
         long a0 = __atomic_load_n(&active_readers, __ATOMIC_SEQ_CST);
