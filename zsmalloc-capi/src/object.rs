@@ -22,8 +22,10 @@ pub(crate) unsafe fn store(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    let page = on_backend!(pool, b => Backend::config(b).page_size as usize);
-    let too_long = || Error::TooLarge { len, max: page };
+    let too_long = || Error::TooLarge {
+        len,
+        max: on_backend!(pool, b => Backend::config(b).page_size as usize),
+    };
     // SAFETY: forwarded contract on `src`.
     let data = unsafe { handle::bytes(src, len, too_long) }?;
     // SAFETY: `word` is a live, aligned handle word that the caller keeps in place until the
