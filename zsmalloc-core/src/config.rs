@@ -339,29 +339,21 @@ impl PoolConfig {
                 env_err("ZSMALLOC_CHAIN_POLICY", &v, "classic, heuristic or fixed-N (N in 1..=16)")
             })?;
         }
-        if let Some(v) = lookup("ZSMALLOC_READ_MODE") {
-            cfg.read_mode = ReadMode::parse(v.trim()).map_err(|e| match e {
-                Error::Config { message, .. } => {
-                    Error::Config { setting: "ZSMALLOC_READ_MODE", message }
-                }
+        // A named value's error names the variable rather than the setting.
+        let named = |var: &'static str| {
+            move |e| match e {
+                Error::Config { message, .. } => Error::Config { setting: var, message },
                 other => other,
-            })?;
+            }
+        };
+        if let Some(v) = lookup("ZSMALLOC_READ_MODE") {
+            cfg.read_mode = ReadMode::parse(v.trim()).map_err(named("ZSMALLOC_READ_MODE"))?;
         }
         if let Some(v) = lookup("ZSMALLOC_BACKING") {
-            cfg.backing = Backing::parse(v.trim()).map_err(|e| match e {
-                Error::Config { message, .. } => {
-                    Error::Config { setting: "ZSMALLOC_BACKING", message }
-                }
-                other => other,
-            })?;
+            cfg.backing = Backing::parse(v.trim()).map_err(named("ZSMALLOC_BACKING"))?;
         }
         if let Some(v) = lookup("ZSMALLOC_BACKEND") {
-            cfg.backend = BackendKind::parse(v.trim()).map_err(|e| match e {
-                Error::Config { message, .. } => {
-                    Error::Config { setting: "ZSMALLOC_BACKEND", message }
-                }
-                other => other,
-            })?;
+            cfg.backend = BackendKind::parse(v.trim()).map_err(named("ZSMALLOC_BACKEND"))?;
         }
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
