@@ -506,7 +506,7 @@ impl<'c> Filled<'c> {
         let table = self.pool.as_zsmalloc().map(|z| z.class_table());
         // The other backends' rows: zblock's block types (by `lookup_class_index`), none for
         // malloc (its objects are reported at their own length).
-        let rows = self.pool.class_stats();
+        let rows = if table.is_none() { self.pool.class_stats() } else { Vec::new() };
         for i in self.objs.len()..n {
             let e = i % corpus.entries.len();
             let (data, raw) = corpus.stored(e, huge);
