@@ -11,6 +11,7 @@
 //! rare and timed one by one. Under a memory limit every operation is its own batch, so a
 //! refused store is known at once.
 
+use crate::batch_arena::BatchArena;
 use crate::content::Content;
 use crate::error::{LabError, LabResult};
 use crate::handles::HandleWords;
@@ -140,7 +141,7 @@ pub struct Driver<'p> {
     queue: Vec<Op>,
     answers: Vec<Answer>,
     /// Store payloads and read copies of the queued operations.
-    arena: Vec<u8>,
+    arena: BatchArena,
     batch_ops: usize,
     cpu: CpuTimer,
     peak: Peak,
@@ -193,7 +194,7 @@ impl<'p> Driver<'p> {
             ops: 0,
             queue: Vec::with_capacity(BATCH_OPS),
             answers: Vec::with_capacity(BATCH_OPS),
-            arena: Vec::with_capacity(BATCH_BYTES + page),
+            arena: BatchArena::with_capacity(BATCH_BYTES + page),
             batch_ops: if limited { 1 } else { BATCH_OPS },
             cpu: CpuTimer::new(),
             peak: Peak::default(),
@@ -320,7 +321,7 @@ impl<'p> Driver<'p> {
         }
         let ops = std::mem::take(&mut self.queue);
         let mut answers = std::mem::take(&mut self.answers);
-        let mut arena = std::mem::take(&mut self.arena);
+        let mut arena = std::mem::replace(&mut self.arena, BatchArena::with_capacity(0));
         answers.clear();
         let (pool, words, local) = (self.pool, &self.words, self.local.as_mut_ptr());
         let mut peak_pages = self.peak.pages;
@@ -331,7 +332,7 @@ impl<'p> Driver<'p> {
                 Op::Store { slot, off, len, .. } => {
                     // SAFETY: handle words live in `self.words`, never moved or freed while
                     // they hold objects (the driver is dropped before the pool).
-                    match unsafe { pool.store_raw(words.get(slot), &arena[off..off + len]) } {
+                    match unsafe { pool.store_raw(words.get(slot), arena.get(off, len)) } {
                         Ok(()) => {
                             // The last store that leaves the pool at its peak.
                             let p = pool.total_pages();
@@ -360,7 +361,11 @@ impl<'p> Driver<'p> {
                             // SAFETY: the section is open, `p` points at `len` readable
                             // bytes; the arena holds `len` bytes at `off` for this read.
                             unsafe {
-                                std::ptr::copy_nonoverlapping(p, arena.as_mut_ptr().add(off), len)
+                                std::ptr::copy_nonoverlapping(
+                                    p,
+                                    arena.get_mut(off, len).as_mut_ptr(),
+                                    len,
+                                )
                             };
                             // SAFETY: ends the section begun above.
                             let end = unsafe { pool.read_end_raw(word, Some(len)) };
@@ -400,7 +405,7 @@ impl<'p> Driver<'p> {
         &mut self,
         op: &Op,
         answer: Answer,
-        arena: &[u8],
+        arena: &BatchArena,
         visit: &mut Option<Visitor<'_>>,
     ) -> LabResult<()> {
         match (op, answer) {
@@ -438,7 +443,7 @@ impl<'p> Driver<'p> {
                         }
                     }
                 }
-                let data = &arena[off..off + len];
+                let data = arena.get(off, len);
                 if let Some(k) = key {
                     if !self.content.verify(k, data) {
                         return Err(LabError::Verify(format!(
@@ -576,9 +581,8 @@ impl<'p> Driver<'p> {
         if allowed {
             let key = self.next_key;
             self.next_key += 1;
-            let off = self.arena.len();
-            self.arena.resize(off + len, 0);
-            self.content.fill_into(key, &mut self.arena[off..off + len]);
+            let off = self.arena.reserve(len);
+            self.content.fill_into(key, self.arena.get_mut(off, len));
             self.queue_store(slot, off, len, State::Pattern, key);
         }
         self.op_done()?;
@@ -592,8 +596,7 @@ impl<'p> Driver<'p> {
         self.drop_same(slot);
         let allowed = self.store_allowed(slot, data.len())?;
         if allowed {
-            let off = self.arena.len();
-            self.arena.extend_from_slice(data);
+            let off = self.arena.push(data);
             self.queue_store(slot, off, data.len(), State::Bytes, 0);
         }
         self.op_done()?;
@@ -696,8 +699,7 @@ impl<'p> Driver<'p> {
     fn queue_read(&mut self, slot: usize, visit: bool) {
         let len = self.lens[slot] as usize;
         let key = (self.state[slot] == State::Pattern).then_some(self.keys[slot]);
-        let off = self.arena.len();
-        self.arena.resize(off + len, 0);
+        let off = self.arena.reserve(len);
         self.queue.push(Op::Read { slot, off, len, key, visit });
     }
 

@@ -27,6 +27,7 @@
 //! assert_eq!(r.pages, 175111);
 //! ```
 
+mod batch_arena;
 pub mod block_table;
 pub mod classes;
 pub mod codec;
