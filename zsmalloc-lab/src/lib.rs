@@ -38,6 +38,7 @@ pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;
+pub mod optimize;
 pub mod plot;
 pub mod progress;
 pub mod report;
