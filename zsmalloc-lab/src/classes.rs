@@ -229,7 +229,8 @@ mod tests {
 
     #[test]
     fn rfc_rows() {
-        let base = ConfigSpec { page_size: 16384, ..Default::default() };
+        let mut base = ConfigSpec::default();
+        base.config.page_size = 16384;
         let t = class_table(&base, 16, Some(1072), Some(1120)).unwrap();
         let got: Vec<_> = t
             .rows

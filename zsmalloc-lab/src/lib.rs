@@ -2,7 +2,8 @@
 //! (user guide in docs/LAB.md).
 //!
 //! One file per concept:
-//! - [`config`]: configurations from flags and `--config` specs; [`sweep`]: `--sweep`;
+//! - [`config`]: typed configurations from flags and `--config` specs, assembled in one place
+//!   for every command; [`sweep`]: `--sweep`;
 //! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
 //!   ([`handles`]), with generated [`content`] verified on read, trace recording
@@ -21,7 +22,8 @@
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
 //! use zsmalloc_lab::{progress::ProgressSink, workload::Workload};
-//! let spec = ConfigSpec { chain_size: 10, label: "classic".into(), ..Default::default() };
+//! let config = zsmalloc_core::PoolConfig { chain_size: 10, ..Default::default() };
+//! let spec = ConfigSpec { label: "classic".into(), config };
 //! let r = run_one(&Workload::default(), &spec, &RunOptions::default(), &ProgressSink::silent())
 //!     .unwrap();
 //! assert_eq!(r.pages, 175111);

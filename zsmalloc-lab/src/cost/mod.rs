@@ -440,7 +440,7 @@ impl Drop for Filled<'_> {
 /// A pool of `spec` in the pool read mode of `mode`; the error says why the core refused it.
 fn make_pool(spec: &ConfigSpec, mode: &str) -> LabResult<AnyPool> {
     let mut s = spec.clone();
-    s.read_mode = pool_mode(mode).to_string();
+    s.config.read_mode = zsmalloc_core::ReadMode::parse(pool_mode(mode))?;
     let cfg = s.pool_config()?;
     AnyPool::with_name(&spec.label, cfg).map_err(|e| LabError::runtime(format!("mode {mode}: {e}")))
 }
@@ -938,7 +938,7 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
     }
 
     // Corpora: one per page size, compressed per compressor.
-    let mut page_sizes: Vec<u32> = opts.specs.iter().map(|s| s.page_size).collect();
+    let mut page_sizes: Vec<u32> = opts.specs.iter().map(|s| s.config.page_size).collect();
     page_sizes.sort_unstable();
     page_sizes.dedup();
     let source = opts.source.describe();
@@ -962,7 +962,7 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
     let mut write_jobs: Vec<usize> = Vec::new();
     for ((ps, _), corpus) in &corpora {
         let first = filled.len();
-        for spec in opts.specs.iter().filter(|s| s.page_size == *ps) {
+        for spec in opts.specs.iter().filter(|s| s.config.page_size == *ps) {
             let mut by_pool_mode: Vec<(&str, usize)> = Vec::new();
             for m in &modes {
                 let pm = pool_mode(m);
@@ -1212,8 +1212,8 @@ fn handle_memory(
     opts: &CostOptions,
     corpora: &[((u32, Algo), Compressed)],
 ) -> LabResult<Option<HandleMemory>> {
-    let Some(spec) = opts.specs.iter().find(|s| s.backend == "zsmalloc") else { return Ok(None) };
-    let Some((_, corpus)) = corpora.iter().find(|(k, _)| k.0 == spec.page_size) else {
+    let Some(spec) = opts.specs.iter().find(|s| s.is_zsmalloc()) else { return Ok(None) };
+    let Some((_, corpus)) = corpora.iter().find(|(k, _)| k.0 == spec.config.page_size) else {
         return Ok(None);
     };
     let any = make_pool(spec, "copy")?;

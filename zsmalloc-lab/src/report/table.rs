@@ -38,8 +38,8 @@ fn config_line(r: &RunResult) -> String {
         "page {}, chain {}, delta {}, {}",
         c.page_size, c.chain_size, c.class_delta, c.chain_policy
     );
-    if c.read_mode != "copy" {
-        s += &format!(", read {}", c.read_mode);
+    if c.read_mode != zsmalloc_core::ReadMode::Copy {
+        s += &format!(", read {}", c.read_mode.name());
     }
     if c.mem_limit_pages != 0 {
         s += &format!(", limit {} pages", c.mem_limit_pages);
