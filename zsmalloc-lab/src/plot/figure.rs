@@ -73,6 +73,7 @@ pub struct Figure {
 
 /// Palette index of the grey used for guides (the Pareto front).
 pub const GREY: usize = usize::MAX;
+
 /// A step function through `(size, value)` points sorted by size: each value is held from
 /// the previous size (exclusive) up to its own; the first starts one step below itself.
 pub fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
@@ -88,4 +89,10 @@ pub fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         out.push((x, y));
     }
     out
+}
+
+/// A step function through `(from, to, value)` spans: each value held from `from` to `to`
+/// (for ranges whose left edges are known, like zblock's block types).
+pub fn spans(spans: &[(f64, f64, f64)]) -> Vec<(f64, f64)> {
+    spans.iter().flat_map(|&(from, to, y)| [(from, y), (to, y)]).collect()
 }
