@@ -57,6 +57,8 @@ pub struct Panel {
     /// Values are whole numbers: ticks at integers, labels without decimals.
     pub int_x: bool,
     pub int_y: bool,
+    /// The y axis reaches at least this high (panels compared by eye share their scale).
+    pub y_max: Option<f64>,
     /// Draw the y = 0 line (difference plots).
     pub zero_line: bool,
     /// Category names for the x positions 0, 1, ... (bar panels).
