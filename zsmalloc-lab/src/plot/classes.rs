@@ -99,7 +99,10 @@ mod tests {
     fn two_tables_are_drawn_apart_on_one_scale() {
         let base = ConfigSpec { page_size: 16384, label: "base".into(), ..Default::default() };
         let vs = ConfigSpec::with_overrides(&base, "class-delta=16").unwrap();
-        let tables = [class_table(&base, 16, None, None).unwrap(), class_table(&vs, 16, None, None).unwrap()];
+        let tables = [
+            class_table(&base, 16, None, None).unwrap(),
+            class_table(&vs, 16, None, None).unwrap(),
+        ];
         let fig = figure(&tables);
         for p in &fig.panels {
             assert_eq!(p.series.len(), 1, "one line per panel: {}", p.title);

@@ -100,9 +100,13 @@ type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
 fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
     let (plot_area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-    let pts = p.series.iter().flat_map(|s| s.points.iter());
+    // Every drawn point and whisker end; NaN points (line breaks) are not drawn.
+    let spread_ends = p.series.iter().flat_map(|s| {
+        s.points.iter().zip(&s.y_spread).flat_map(|(&(x, _), &(lo, hi))| [(x, lo), (x, hi)])
+    });
+    let pts = p.series.iter().flat_map(|s| s.points.iter().copied()).chain(spread_ends);
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for &(x, y) in pts {
+    for (x, y) in pts.filter(|(x, y)| x.is_finite() && y.is_finite()) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
@@ -181,17 +185,21 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
         let style = if s.highlight { full } else { pale };
         match s.style {
             Style::Line => {
-                chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
-                if s.points.len() <= 40 {
-                    chart.draw_series(
-                        s.points.iter().map(|&pt| Circle::new(pt, 3, style.filled())),
-                    )?;
+                for run in s.points.split(|p| !p.1.is_finite()).filter(|r| !r.is_empty()) {
+                    chart.draw_series(LineSeries::new(run.iter().copied(), style))?;
+                }
+                let shown = || s.points.iter().filter(|p| p.1.is_finite());
+                if shown().count() <= 40 {
+                    chart.draw_series(shown().map(|&pt| Circle::new(pt, 3, style.filled())))?;
                 }
             }
             Style::Step => {
                 chart.draw_series(LineSeries::new(s.points.iter().copied(), style))?;
             }
             Style::Points => {
+                for (&(x, _), &(lo, hi)) in s.points.iter().zip(&s.y_spread) {
+                    chart.draw_series(LineSeries::new([(x, lo), (x, hi)], pale))?;
+                }
                 let marker = if s.highlight { full.filled() } else { pale };
                 chart.draw_series(s.points.iter().map(|&pt| Circle::new(pt, 5, marker)))?;
             }
@@ -206,11 +214,8 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
         }
     }
     // Point labels, once every series is drawn: each level with its own point where it fits.
-    let labelled: Vec<((f64, f64), &String)> = p
-        .series
-        .iter()
-        .flat_map(|s| s.points.iter().copied().zip(&s.point_labels))
-        .collect();
+    let labelled: Vec<((f64, f64), &String)> =
+        p.series.iter().flat_map(|s| s.points.iter().copied().zip(&s.point_labels)).collect();
     let boxes: Vec<LabelBox> = labelled
         .iter()
         .map(|&(pt, text)| {
@@ -289,11 +294,7 @@ pub fn place_labels(points: &[LabelBox]) -> Vec<(i32, i32)> {
             let clear_of_labels =
                 placed.iter().all(|b| r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1);
             let clear_of_points = points.iter().enumerate().all(|(j, q)| {
-                j == i
-                    || q.x + 5 <= r.0
-                    || r.2 <= q.x - 5
-                    || q.y + 5 <= r.1
-                    || r.3 <= q.y - 5
+                j == i || q.x + 5 <= r.0 || r.2 <= q.x - 5 || q.y + 5 <= r.1 || r.3 <= q.y - 5
             });
             clear_of_labels && clear_of_points
         };

@@ -3,7 +3,8 @@
 /// How a series is drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Style {
-    /// Straight segments between points, a marker on each when there are few.
+    /// Straight segments between points, a marker on each when there are few; a point whose
+    /// y is not finite (NaN) breaks the line there.
     Line,
     /// Points already laid out as steps (see [`steps`]), drawn as a line without markers.
     Step,
@@ -25,6 +26,8 @@ pub struct Series {
     pub highlight: bool,
     /// Text drawn next to each point (same length as `points`, or empty).
     pub point_labels: Vec<String>,
+    /// A whisker from `lo` to `hi` through each point (same length as `points`, or empty).
+    pub y_spread: Vec<(f64, f64)>,
 }
 
 impl Series {
@@ -41,6 +44,7 @@ impl Series {
             color,
             highlight: true,
             point_labels: Vec::new(),
+            y_spread: Vec::new(),
         }
     }
 }

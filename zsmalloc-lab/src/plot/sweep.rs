@@ -4,7 +4,7 @@ use std::path::Path;
 
 use super::draw::draw;
 use super::figure::{Figure, Panel, Series, Style};
-use super::pareto::pareto_panel;
+use super::pareto::{pareto_panel, ParetoPoint};
 use super::runs::runs;
 use crate::compare::Comparison;
 use crate::error::LabResult;
@@ -58,12 +58,12 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
         int_y,
         ..Default::default()
     };
-    let points: Vec<(String, String, f64, f64)> = groups
+    let points: Vec<ParetoPoint> = groups
         .iter()
         .flat_map(|(g, rs)| {
             rs.iter().map(move |r| {
                 let v = r.label.split(',').find_map(|p| p.strip_prefix(&format!("{key}=")));
-                (
+                ParetoPoint::exact(
                     v.unwrap_or(&r.label).to_string(),
                     g.clone(),
                     r.pages as f64,
