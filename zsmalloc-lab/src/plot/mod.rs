@@ -11,7 +11,7 @@
 //! - [`cost`](cost()): `zsmalloc cost`: read CPU per class and mode, and with several
 //!   configurations a Pareto plot of pages against read CPU, one colour per chain policy.
 //!
-//! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`] ([`mod@draw`]:
+//! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`](draw()) ([`mod@draw`]:
 //! axes, palette, legends beside the plot, never on the data). A new picture (say pages
 //! against read CPU time) is a new module whose function builds panels, e.g. with
 //! [`pareto_panel`].
@@ -30,6 +30,6 @@ pub use classes::classes;
 pub use cost::cost;
 pub use draw::draw;
 pub use figure::{steps, Figure, Panel, Series, Style, GREY};
-pub use pareto::pareto_panel;
+pub use pareto::{pareto_panel, ParetoPoint};
 pub use runs::{class_difference, runs};
 pub use sweep::sweep;
