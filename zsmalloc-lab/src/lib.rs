@@ -17,7 +17,8 @@
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
-//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
+//! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
+//!   one module per report kind; [`plot`]: SVG figures, one module per figure.
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};

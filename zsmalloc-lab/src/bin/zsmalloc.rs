@@ -19,7 +19,7 @@ use zsmalloc_lab::config::assemble::{assemble, assemble_one, Defaults};
 use zsmalloc_lab::config::flags::{ConfigFlags, ConfigList};
 use zsmalloc_lab::config::ConfigSpec;
 use zsmalloc_lab::progress::ProgressSink;
-use zsmalloc_lab::report::{self, Format};
+use zsmalloc_lab::report::{self, Format, Render};
 use zsmalloc_lab::runner::{self, RunOptions};
 use zsmalloc_lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
 use zsmalloc_lab::{plot, timeline, LabError, LabResult};
@@ -490,7 +490,7 @@ fn cmd_run(
     if let Some(path) = &out.plot {
         plot::runs(path, &[&r])?;
     }
-    emit(&report::render_run(&r, format)?)
+    emit(&r.render(format)?)
 }
 
 fn cmd_compare(a: CompareArgs) -> LabResult<()> {
@@ -535,7 +535,7 @@ fn cmd_compare(a: CompareArgs) -> LabResult<()> {
             plot::sweep(path, &c)?;
         }
     }
-    emit(&report::render_comparison(&c, format)?)
+    emit(&c.render(format)?)
 }
 
 fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
@@ -572,12 +572,7 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     if let Some(path) = &a.plot {
         plot::classes(path, &tables)?;
     }
-    let text = match format {
-        Format::Json => classes::render_json(&tables)?,
-        Format::Csv => classes::render_csv(&tables),
-        _ => classes::render_table(&tables),
-    };
-    emit(&text)
+    emit(&tables.render(format)?)
 }
 
 /// `classes --backend zblock`: the block table of the page size.
@@ -591,13 +586,9 @@ fn cmd_block_table(a: &ClassesArgs, page_size: u32, format: Format) -> LabResult
     }
     let t = block_table::block_table(page_size)?;
     if let Some(path) = &a.plot {
-        block_table::plot(path, &t)?;
+        plot::block_table(path, &t)?;
     }
-    emit(&match format {
-        Format::Json => block_table::render_json(&t)?,
-        Format::Csv => block_table::render_csv(&t),
-        _ => block_table::render_table(&t),
-    })
+    emit(&t.render(format)?)
 }
 
 fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
@@ -702,5 +693,5 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     if let Some(p) = &a.plot {
         plot::cost(p, &r, &assembly.sweep_keys)?;
     }
-    emit(&cost::report::render(&r, format)?)
+    emit(&r.render(format)?)
 }
