@@ -97,7 +97,8 @@ mod tests {
 
     #[test]
     fn two_tables_are_drawn_apart_on_one_scale() {
-        let base = ConfigSpec { page_size: 16384, label: "base".into(), ..Default::default() };
+        let mut base = ConfigSpec { label: "base".into(), ..Default::default() };
+        base.config.page_size = 16384;
         let vs = ConfigSpec::with_overrides(&base, "class-delta=16").unwrap();
         let tables = [
             class_table(&base, 16, None, None).unwrap(),

@@ -157,7 +157,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
 /// The class sizes of `c`'s table (zsmalloc), to tell where classes without objects lie;
 /// empty for the other backends.
 fn class_grid(c: &ConfigDesc) -> Vec<u32> {
-    if c.backend != "zsmalloc" {
+    if c.backend != zsmalloc_core::BackendKind::Zsmalloc {
         return Vec::new();
     }
     let Some(chain_policy) = zsmalloc_core::PolicyRef::by_name(&c.chain_policy) else {
@@ -240,10 +240,10 @@ mod tests {
             chain_size: 8,
             class_delta: 16,
             chain_policy: "classic".into(),
-            read_mode: "copy".into(),
+            read_mode: zsmalloc_core::ReadMode::Copy,
             mem_limit_pages: 0,
             merge: true,
-            backend: "zsmalloc".into(),
+            backend: zsmalloc_core::BackendKind::Zsmalloc,
         };
         let grid = class_grid(&desc);
         assert!(grid.contains(&48) && grid.contains(&64), "{grid:?}");

@@ -6,19 +6,20 @@ use super::draw::draw;
 use super::figure::{steps, Figure, Panel, Series, Style};
 use crate::error::LabResult;
 use crate::result::{per_class, RunResult};
+use zsmalloc_core::BackendKind;
 
 /// `label: page 4096, chain 10, delta 16, classic`, or what the backend has instead.
 fn describe(r: &RunResult) -> String {
     let c = &r.config;
-    match c.backend.as_str() {
-        "zblock" => {
+    match c.backend {
+        BackendKind::Zblock => {
             format!("{}: zblock, page {}, one block type per slot size", r.label, c.page_size)
         }
-        "malloc" => format!(
+        BackendKind::Malloc => format!(
             "{}: malloc, page {}, one allocation per object: no classes, not drawn",
             r.label, c.page_size
         ),
-        _ => format!(
+        BackendKind::Zsmalloc => format!(
             "{}: page {}, chain {}, delta {}, {}",
             r.label, c.page_size, c.chain_size, c.class_delta, c.chain_policy
         ),
