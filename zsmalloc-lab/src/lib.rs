@@ -16,7 +16,8 @@
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
-//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
+//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures;
+//! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`).
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
@@ -38,6 +39,7 @@ pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;
+pub mod kernel;
 pub mod plot;
 pub mod progress;
 pub mod report;
