@@ -86,8 +86,9 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
                 holds[p as usize] = true;
                 Some(TraceOp::Store { id: u64::from(p), len: len as usize })
             }
-            Op::Free { page: p } => std::mem::take(&mut holds[p as usize])
-                .then_some(TraceOp::Free { id: u64::from(p) }),
+            Op::Free { page: p } => {
+                std::mem::take(&mut holds[p as usize]).then_some(TraceOp::Free { id: u64::from(p) })
+            }
             Op::Compact => Some(TraceOp::Compact),
         };
         if let Some(op) = op {

@@ -143,9 +143,9 @@ pub fn run(a: &CheckArgs) -> LabResult<CheckReport> {
     let auto = a.chain_size.as_deref() == Some("auto");
     let chain = match a.chain_size.as_deref() {
         None | Some("auto") => KERNEL_DEFAULT_CHAIN,
-        Some(n) => n.parse::<u32>().map_err(|_| {
-            LabError::usage(format!("invalid --chain-size '{n}' (1..=16 or auto)"))
-        })?,
+        Some(n) => n
+            .parse::<u32>()
+            .map_err(|_| LabError::usage(format!("invalid --chain-size '{n}' (1..=16 or auto)")))?,
     };
     let host = Host::probe()?;
     // Bad flags fail before the device is made.
@@ -168,7 +168,12 @@ pub fn run(a: &CheckArgs) -> LabResult<CheckReport> {
         for c in 1..=16 {
             let r = replay::replay(&k, &kernel_spec(host.page_size, c, &a.chain_policy)?)?;
             let (agreeing, steps) = total_steps(&r);
-            fits.push(ChainFit { chain_size: c, agree: r.agree(), agreeing_steps: agreeing, steps });
+            fits.push(ChainFit {
+                chain_size: c,
+                agree: r.agree(),
+                agreeing_steps: agreeing,
+                steps,
+            });
         }
         // The kernel's default when it fits, else the first that does.
         if !fits.iter().any(|f| f.agree && f.chain_size == KERNEL_DEFAULT_CHAIN) {
@@ -239,7 +244,13 @@ impl CheckReport {
         );
         out += &format!(
             "{:<8} {:>7} {:>9} {:>12} {:>13} {:>6} {:>6} {:>16}\n",
-            "phase", "steps", "agreeing", "kernel pages", "project pages", "huge", "same",
+            "phase",
+            "steps",
+            "agreeing",
+            "kernel pages",
+            "project pages",
+            "huge",
+            "same",
             "compacted k/p"
         );
         for t in &self.phases {

@@ -26,7 +26,7 @@ pub struct CorpusArgs {
     /// Pages of the built-in corpus [default: 16384]
     #[arg(long, value_name = "N")]
     pub synthetic_pages: Option<usize>,
-    /// Pages read at most from files or a process [default: 65536]
+    /// Pages read at most (from files or a process: 65536 unless given)
     #[arg(long, value_name = "N")]
     pub max_pages: Option<usize>,
 }
@@ -52,10 +52,12 @@ impl CorpusArgs {
 
     /// Pages at most (before reading anything).
     pub fn page_bound(&self) -> usize {
-        let max = self.max_pages.unwrap_or(DEFAULT_MAX_PAGES);
         match (self.pid, self.paths.is_empty()) {
-            (None, true) => self.synthetic_pages.unwrap_or(DEFAULT_SYNTHETIC_PAGES).min(max),
-            _ => max,
+            (None, true) => self
+                .synthetic_pages
+                .unwrap_or(DEFAULT_SYNTHETIC_PAGES)
+                .min(self.max_pages.unwrap_or(usize::MAX)),
+            _ => self.max_pages.unwrap_or(DEFAULT_MAX_PAGES),
         }
     }
 

@@ -95,8 +95,7 @@ impl Device {
             // No signal between hot_add and the slot: the handler would not know the device.
             let _blocked = signals::Blocked::new();
             let add = Path::new(ZRAM_CONTROL).join("hot_add");
-            let text =
-                std::fs::read_to_string(&add).map_err(|e| LabError::io("read", &add, &e))?;
+            let text = std::fs::read_to_string(&add).map_err(|e| LabError::io("read", &add, &e))?;
             let id: u32 = text.trim().parse().map_err(|_| {
                 LabError::runtime(format!("{}: unexpected answer '{}'", add.display(), text.trim()))
             })?;
@@ -259,8 +258,9 @@ impl Device {
         let page = self.page;
         let off = self.buf.as_ptr().align_offset(page);
         let dev = self.dev.as_ref().expect("a created device is open");
-        dev.read_exact_at(&mut self.buf[off..off + page], index * page as u64)
-            .map_err(|e| LabError::runtime(format!("zram{}: read of page {index}: {e}", self.id)))?;
+        dev.read_exact_at(&mut self.buf[off..off + page], index * page as u64).map_err(|e| {
+            LabError::runtime(format!("zram{}: read of page {index}: {e}", self.id))
+        })?;
         Ok(&self.buf[off..off + page])
     }
 

@@ -106,8 +106,7 @@ pub fn sweep() -> Vec<(Record, Outcome)> {
     let mut names: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
     names.sort();
     for path in names {
-        let Some(rec) = std::fs::read_to_string(&path).ok().and_then(|t| Record::parse(&t))
-        else {
+        let Some(rec) = std::fs::read_to_string(&path).ok().and_then(|t| Record::parse(&t)) else {
             // A half-written temporary of a live process is renamed in a moment; others are
             // not records.
             continue;

@@ -31,11 +31,10 @@ pub struct MmStat {
 impl MmStat {
     /// Parses the file's one line.
     pub fn parse(text: &str) -> LabResult<MmStat> {
-        let fields: Vec<u64> = text
-            .split_whitespace()
-            .map(|f| f.parse::<u64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| LabError::runtime(format!("mm_stat: not a line of numbers: '{text}'")))?;
+        let fields: Vec<u64> =
+            text.split_whitespace().map(|f| f.parse::<u64>()).collect::<Result<_, _>>().map_err(
+                |_| LabError::runtime(format!("mm_stat: not a line of numbers: '{text}'")),
+            )?;
         if fields.len() < 7 {
             return Err(LabError::runtime(format!(
                 "mm_stat: {} columns, at least 7 expected: '{}'",

@@ -99,10 +99,11 @@ impl KernelSteps {
 
     /// `mm_stat` at the end of `phase` (or of the phase before it when it had no step).
     pub fn after(&self, phase: Phase) -> MmStat {
-        self.steps.iter().rev().find(|s| s.phase as u8 <= phase as u8).map_or_else(
-            MmStat::default,
-            |s| s.after,
-        )
+        self.steps
+            .iter()
+            .rev()
+            .find(|s| s.phase as u8 <= phase as u8)
+            .map_or_else(MmStat::default, |s| s.after)
     }
 }
 
@@ -141,10 +142,7 @@ pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
         return Err(LabError::usage("the corpus has no page"));
     }
     if !(0.0..=1.0).contains(&plan.free_share) {
-        return Err(LabError::usage(format!(
-            "--free-share {} is outside 0..=1",
-            plan.free_share
-        )));
+        return Err(LabError::usage(format!("--free-share {} is outside 0..=1", plan.free_share)));
     }
     // The device at worst stores every page whole, beside the corpus already in memory.
     host::check_memory((pages * page) as u64 * 2, "the device")?;
@@ -167,7 +165,13 @@ pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
         dev.write_page(i as u64, data)?;
         let after = dev.mm_stat()?;
         let (stored, len) = classify(i, page, &before, &after)?;
-        push(&mut steps, Phase::Fill, Op::Store { page: i as u32, stored, len }, after, &mut before);
+        push(
+            &mut steps,
+            Phase::Fill,
+            Op::Store { page: i as u32, stored, len },
+            after,
+            &mut before,
+        );
     }
     let mut order: Vec<u32> = (0..pages as u32).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(plan.seed));
@@ -205,10 +209,7 @@ mod tests {
     fn writes_are_classified_from_the_deltas() {
         let b = stat(4096, 300, 1, 0);
         assert_eq!(classify(0, 4096, &b, &stat(8192, 300, 2, 0)).unwrap(), (Stored::Same, 0));
-        assert_eq!(
-            classify(0, 4096, &b, &stat(8192, 4396, 1, 1)).unwrap(),
-            (Stored::Huge, 4096)
-        );
+        assert_eq!(classify(0, 4096, &b, &stat(8192, 4396, 1, 1)).unwrap(), (Stored::Huge, 4096));
         assert_eq!(
             classify(0, 4096, &b, &stat(8192, 1300, 1, 0)).unwrap(),
             (Stored::Compressed, 1000)
