@@ -6,7 +6,8 @@
 //!   a killed run); [`mm_stat`]: the kernel's line;
 //! - [`steps`]: fill, discard, compact on the device, the kernel's outcome per step;
 //! - [`replay`]: the same steps through the project's pool, compared step by step;
-//! - [`check`], [`capture`]: the commands; [`corpus`]: the corpus flags they share.
+//! - [`check`], [`capture`], [`cost`] (+ [`cost_report`]): the commands; [`corpus`]: the
+//!   corpus flags they share.
 //!
 //! Each command is a library call (`check::run(&CheckArgs) -> CheckReport`), rendered as a
 //! table or JSON; [`run`] dispatches a parsed [`KernelCmd`].
@@ -14,6 +15,8 @@
 pub mod capture;
 pub mod check;
 pub mod corpus;
+pub mod cost;
+pub mod cost_report;
 pub mod device;
 pub mod host;
 pub mod leftover;
@@ -34,6 +37,10 @@ pub enum KernelCmd {
     /// Write the kernel's exact outcome per page (same-filled, huge, compressed length) as a
     /// trace `zsmalloc replay` reads
     Capture(capture::CaptureArgs),
+    /// Time O_DIRECT reads of every stored page, warm (pool inside the last-level cache) and
+    /// cold (twice the cache), grouped by the project's placement: spanning or in place, per
+    /// length band, with the spanning extra and its confidence interval
+    Cost(cost::CostArgs),
 }
 
 /// A command's output and exit code.
@@ -52,6 +59,10 @@ pub fn run(cmd: &KernelCmd) -> LabResult<Outcome> {
         }
         KernelCmd::Capture(a) => {
             let r = capture::run(a)?;
+            Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
+        }
+        KernelCmd::Cost(a) => {
+            let r = cost::run(a)?;
             Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
         }
     }
