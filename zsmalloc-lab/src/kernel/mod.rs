@@ -7,7 +7,7 @@
 //! - [`steps`]: fill, discard, compact on the device, the kernel's outcome per step;
 //! - [`replay`]: the same steps through the project's pool, compared step by step;
 //! - [`check`], [`capture`], [`cost`] (+ [`cost_report`]): the commands; [`corpus`]: the
-//!   corpus flags they share.
+//!   corpus flags they share; [`import`]: kprobe and bpftrace traces into the trace format.
 //!
 //! Each command is a library call (`check::run(&CheckArgs) -> CheckReport`), rendered as a
 //! table or JSON; [`run`] dispatches a parsed [`KernelCmd`].
@@ -19,6 +19,7 @@ pub mod cost;
 pub mod cost_report;
 pub mod device;
 pub mod host;
+pub mod import;
 pub mod leftover;
 pub mod mm_stat;
 pub mod replay;
@@ -41,6 +42,9 @@ pub enum KernelCmd {
     /// cold (twice the cache), grouped by the project's placement: spanning or in place, per
     /// length band, with the spanning extra and its confidence interval
     Cost(cost::CostArgs),
+    /// Turn kprobe trace_pipe lines or the bpftrace one-liner's output (zs_malloc, zs_free,
+    /// zs_compact) into a trace `zsmalloc replay` reads (no root needed)
+    Import(import::ImportArgs),
 }
 
 /// A command's output and exit code.
@@ -63,6 +67,10 @@ pub fn run(cmd: &KernelCmd) -> LabResult<Outcome> {
         }
         KernelCmd::Cost(a) => {
             let r = cost::run(a)?;
+            Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
+        }
+        KernelCmd::Import(a) => {
+            let r = import::run(a)?;
             Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
         }
     }
