@@ -3,7 +3,7 @@
 //! refused with their line number. No root needed.
 
 use std::io::Cursor;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use zsmalloc_lab::kernel::import::{import, parse_line, Event};
 use zsmalloc_lab::trace_format::{TraceOp, TraceReader};
@@ -14,7 +14,7 @@ fn scratch(name: &str) -> PathBuf {
     dir.join(name)
 }
 
-fn ops(path: &PathBuf) -> Vec<TraceOp> {
+fn ops(path: &Path) -> Vec<TraceOp> {
     let mut r = TraceReader::open(path).unwrap();
     let mut v = Vec::new();
     while let Some(op) = r.next_op().unwrap() {

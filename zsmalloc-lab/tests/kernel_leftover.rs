@@ -15,8 +15,10 @@ use zsmalloc_lab::kernel::leftover::{Record, RECORD_DIR};
 
 /// Starts a long check (a large built-in corpus) and waits until it is writing to its device;
 /// returns the child and the device id.
+// The child is waited for on the timeout path here, and by the caller otherwise.
+#[allow(clippy::zombie_processes)]
 fn start_long_fill() -> (Child, u32) {
-    let child = zsmalloc()
+    let mut child = zsmalloc()
         .args(["kernel", "check", "--synthetic-pages", "50000", "--compressor", "lz4"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -25,7 +27,12 @@ fn start_long_fill() -> (Child, u32) {
     let pid = child.id();
     let start = Instant::now();
     loop {
-        assert!(start.elapsed() < Duration::from_secs(60), "the run never started its fill");
+        if start.elapsed() > Duration::from_secs(60) {
+            // SIGINT: the run removes whatever device it made.
+            signal(&child, libc::SIGINT);
+            let _ = child.wait();
+            panic!("the run never started its fill");
+        }
         let rec = std::fs::read_dir(RECORD_DIR).ok().into_iter().flatten().find_map(|e| {
             let r = Record::parse(&std::fs::read_to_string(e.ok()?.path()).ok()?)?;
             (r.pid == pid).then_some(r)

@@ -153,7 +153,7 @@ impl Device {
             (None, Some(s)) => s.trim_matches(|c| c == '[' || c == ']').to_string(),
             (None, None) => self.offered.first().cloned().unwrap_or_default(),
         };
-        if !self.offered.iter().any(|a| *a == self.compressor) {
+        if !self.offered.contains(&self.compressor) {
             return Err(LabError::usage(format!(
                 "this kernel's zram offers {}; --compressor {} is not among them",
                 self.offered.join(", "),
