@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+use std::io::Write;
 use std::process::{Command, Output};
 use std::sync::{Mutex, MutexGuard};
 
@@ -14,8 +15,9 @@ static DEVICES: Mutex<()> = Mutex::new(());
 /// `Some(guard)` when the kernel commands can run here; otherwise prints why the test skips.
 pub fn kernel_or_skip(test: &str) -> Option<MutexGuard<'static, ()>> {
     if let Some(why) = host::unavailable() {
-        eprintln!("SKIP {test}: {why}");
-        println!("SKIP {test}: {why}");
+        // Straight to the process's stderr: the test harness does not capture it, so the skip
+        // shows in every run, not only with --nocapture.
+        let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
         return None;
     }
     Some(DEVICES.lock().unwrap_or_else(|p| p.into_inner()))
