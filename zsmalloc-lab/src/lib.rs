@@ -18,7 +18,9 @@
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
-//!   one module per report kind; [`plot`]: SVG figures, one module per figure.
+//!   one module per report kind; [`plot`]: SVG figures, one module per figure;
+//! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
+//! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`).
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
@@ -41,6 +43,7 @@ pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;
+pub mod kernel;
 pub mod optimize;
 pub mod plot;
 pub mod progress;

@@ -65,6 +65,9 @@ enum Cmd {
     /// both write paths, on real compressed pages.
     #[command(after_help = COST_HELP)]
     Cost(CostArgs),
+    /// The running kernel's zram beside the project: check, capture (needs root and zram)
+    #[command(subcommand)]
+    Kernel(zsmalloc_lab::kernel::KernelCmd),
 }
 
 const COST_HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
@@ -370,6 +373,14 @@ fn real_main() -> LabResult<()> {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Cost(a) => cmd_cost(a),
+        Cmd::Kernel(k) => {
+            let out = zsmalloc_lab::kernel::run(&k)?;
+            emit(&out.text)?;
+            if out.exit_code != 0 {
+                std::process::exit(out.exit_code);
+            }
+            Ok(())
+        }
     }
 }
 
