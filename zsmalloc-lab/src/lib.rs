@@ -17,7 +17,8 @@
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
-//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
+//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures;
+//! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
@@ -33,6 +34,7 @@ mod batch_arena;
 pub mod block_table;
 pub mod classes;
 pub mod codec;
+pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod content;
