@@ -130,6 +130,12 @@ fn every_flag_has_a_description_and_one_default() {
     let (own, shared) = dist.split_once("Configuration:").expect("a Configuration heading");
     assert!(own.contains("--mean") && !own.contains("--page-size"), "{dist}");
     assert!(shared.contains("Output:") && shared.contains("--seed"), "{dist}");
+    // A command's own flags stay out of the shared groups' headings.
+    for (cmd, own) in [("cost", "--pid"), ("compare", "--jobs"), ("classes", "--vs")] {
+        let help = ok(&[cmd, "--help"]);
+        let (first, _) = help.split_once("Configuration:").expect("a Configuration heading");
+        assert!(first.contains(own), "{cmd}: {own} under a shared heading:\n{help}");
+    }
 }
 
 #[test]

@@ -17,8 +17,6 @@ use crate::{block_table, plot};
 
 #[derive(Args, Debug)]
 pub struct ClassesArgs {
-    #[command(flatten)]
-    pub pool: ConfigFlags,
     /// A second configuration (overrides, as `compare --config`) shown side by side
     #[arg(long, value_name = "SPEC")]
     pub vs: Option<String>,
@@ -31,12 +29,14 @@ pub struct ClassesArgs {
     /// Largest logical size shown
     #[arg(long, value_name = "BYTES")]
     pub max_size: Option<u32>,
+    #[command(flatten)]
+    pub pool: ConfigFlags,
     /// table, json or csv [default: table]
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub format: Option<String>,
     /// Draw chain, tail waste, merge waste and spanning per zspage against logical size (and
     /// their differences with --vs)
-    #[arg(long, value_name = "FILE.svg")]
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
 }
 

@@ -14,16 +14,16 @@ use crate::{plot, report, timeline};
 
 #[derive(Args, Debug)]
 pub struct CompareArgs {
+    /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
+    /// time [default: every core]
+    #[arg(long, global = true, value_name = "N")]
+    pub jobs: Option<usize>,
     #[command(flatten)]
     pub pool: ConfigFlags,
     #[command(flatten)]
     pub list: ConfigList,
     #[command(flatten)]
     pub out: OutputFlags,
-    /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
-    /// time [default: every core]
-    #[arg(long, global = true, value_name = "N")]
-    pub jobs: Option<usize>,
     #[command(subcommand)]
     pub workload: Option<Workload>,
 }

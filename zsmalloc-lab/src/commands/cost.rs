@@ -36,10 +36,6 @@ See docs/LAB.md (cost) and docs/STUDY.md for the figures and what they mean.";
 
 #[derive(Args, Debug)]
 pub struct CostArgs {
-    #[command(flatten)]
-    pub pool: ConfigFlags,
-    #[command(flatten)]
-    pub list: ConfigList,
     /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
     pub paths: Vec<PathBuf>,
     /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
@@ -79,6 +75,10 @@ pub struct CostArgs {
     /// The --instructions child's output directory (set by the parent, not by users)
     #[arg(long, hide = true, value_name = "DIR")]
     pub callgrind_child: Option<PathBuf>,
+    #[command(flatten)]
+    pub pool: ConfigFlags,
+    #[command(flatten)]
+    pub list: ConfigList,
     /// table, json or csv [default: table]
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub format: Option<String>,
