@@ -125,6 +125,10 @@ struct CostArgs {
     /// Operations per clock read, at least 10000 [default: 10000]
     #[arg(long, value_name = "N")]
     batch: Option<usize>,
+    /// Refuse to run when the memory plan (printed before the run) needs more at its peak,
+    /// e.g. 6G [default: what the machine has available]
+    #[arg(long, value_name = "BYTES")]
+    max_memory: Option<String>,
     /// Also count user-space instructions: re-run under valgrind --tool=callgrind
     #[arg(long)]
     instructions: bool,
@@ -758,6 +762,9 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
     }
     if let Some(b) = a.batch {
         opts.batch = b;
+    }
+    if let Some(m) = &a.max_memory {
+        opts.max_memory = Some(cost::parse_memory(m)?);
     }
     if let Some(dir) = &a.callgrind_child {
         // The --instructions child: one round, a small pool; counts do not need a cold cache.
