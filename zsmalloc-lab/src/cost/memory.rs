@@ -12,6 +12,25 @@ use crate::error::{LabError, LabResult};
 /// Margin on every estimate: allocator slack and the program's own buffers.
 const SLACK_BYTES: u64 = 32 << 20;
 
+/// One phase's pools, as planned.
+#[derive(Debug, Clone)]
+pub struct PhaseMemory {
+    /// `phase 1 of 6: 16384 B pages, lz4, copy pools (modes copy, sg), 13 copies of the corpus`
+    pub what: String,
+    pub pools: Vec<PoolMemory>,
+    /// The phase's estimated peak: its pools and a write batch.
+    pub bytes: u64,
+}
+
+/// One pool, as planned.
+#[derive(Debug, Clone)]
+pub struct PoolMemory {
+    /// Its configuration's label.
+    pub label: String,
+    /// Its estimated bytes once filled.
+    pub bytes: u64,
+}
+
 /// The run's memory, phase by phase.
 #[derive(Debug, Clone)]
 pub struct MemoryPlan {
@@ -20,8 +39,7 @@ pub struct MemoryPlan {
     /// The most the process held so far (the probes' pools included).
     pub peak_so_far_bytes: u64,
     pub evict_bytes: u64,
-    /// Per phase: a description and its pools' estimated bytes.
-    pub phases: Vec<(String, Vec<(String, u64)>, u64)>,
+    pub phases: Vec<PhaseMemory>,
     /// The estimated peak of the whole run.
     pub peak_bytes: u64,
 }
@@ -31,7 +49,7 @@ impl MemoryPlan {
         let resident_bytes = proc_status_bytes("VmRSS").unwrap_or(0);
         let peak_so_far_bytes = proc_status_bytes("VmHWM").unwrap_or(resident_bytes);
         let n = plan.phases.len();
-        let phases: Vec<(String, Vec<(String, u64)>, u64)> = plan
+        let phases: Vec<PhaseMemory> = plan
             .phases
             .iter()
             .enumerate()
@@ -47,12 +65,15 @@ impl MemoryPlan {
                     modes.join(", "),
                     ph.replicas
                 );
-                let pools =
-                    ph.pools.iter().map(|p| (opts.specs[p.spec].label.clone(), p.bytes)).collect();
-                (what, pools, ph.bytes())
+                let pools = ph
+                    .pools
+                    .iter()
+                    .map(|p| PoolMemory { label: opts.specs[p.spec].label.clone(), bytes: p.bytes })
+                    .collect();
+                PhaseMemory { what, pools, bytes: ph.bytes() }
             })
             .collect();
-        let largest = phases.iter().map(|p| p.2).max().unwrap_or(0);
+        let largest = phases.iter().map(|p| p.bytes).max().unwrap_or(0);
         let running = resident_bytes + opts.evict_bytes + largest + SLACK_BYTES;
         MemoryPlan {
             resident_bytes,
@@ -72,10 +93,10 @@ impl MemoryPlan {
             human(self.resident_bytes),
             human(self.evict_bytes)
         );
-        for (what, pools, total) in &self.phases {
+        for p in &self.phases {
             let each: Vec<String> =
-                pools.iter().map(|(label, b)| format!("{label} {}", human(*b))).collect();
-            out += &format!("  {what}: {} = {}\n", each.join(", "), human(*total));
+                p.pools.iter().map(|m| format!("{} {}", m.label, human(m.bytes))).collect();
+            out += &format!("  {}: {} = {}\n", p.what, each.join(", "), human(p.bytes));
         }
         out
     }

@@ -56,13 +56,14 @@ pub mod rounds;
 use std::cell::RefCell;
 use std::sync::Arc;
 
-pub use memory::parse_memory;
+pub use memory::{parse_memory, MemoryPlan};
 pub use model::{
     CorpusFacts, CostReport, Environment, HandleMemory, Kind, PoolFacts, ReadRow, Skipped, WriteRow,
 };
 pub use options::{
-    default_pool_bytes, default_specs, parse_modes, CostOptions, InstructionSource, Mode,
-    DEFAULT_MAX_PAGES, DEFAULT_SYNTHETIC_PAGES, FALLBACK_POOL_BYTES, MIN_BATCH,
+    default_pool_bytes, default_pool_bytes_for, default_specs, evict_bytes_for, parse_modes,
+    CostOptions, InstructionSource, Mode, DEFAULT_MAX_PAGES, DEFAULT_SYNTHETIC_PAGES,
+    FALLBACK_POOL_BYTES, MIN_BATCH,
 };
 pub use pass::{timed_pass, Pass};
 
@@ -70,7 +71,6 @@ use crate::error::{LabError, LabResult};
 use crate::progress::{Progress, ProgressSink};
 use compressed::Compressed;
 use figures::PhaseRows;
-use memory::MemoryPlan;
 use phase::{Counting, RunCtx};
 use plan::StudyPlan;
 
@@ -111,6 +111,16 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
 
     let environment = environment(opts, &counting, &memory, &phases, load_before);
     Ok(assemble(phases, &corpora, plan.skipped, handle_memory, environment))
+}
+
+/// The memory plan of a run of `opts` without running it: the corpus is read and compressed
+/// and each configuration probed, as a run does before it announces its plan.
+pub fn memory_plan(opts: &CostOptions) -> LabResult<MemoryPlan> {
+    opts.check()?;
+    memory::check_corpus(opts)?;
+    let corpora = compress_corpora(opts)?;
+    let plan = StudyPlan::new(opts, &corpora)?;
+    Ok(MemoryPlan::new(opts, &corpora, &plan))
 }
 
 /// The corpus per page size, compressed per compressor (in that order); the pages of a page
