@@ -9,8 +9,9 @@
 //! Copies: every pool of a corpus holds it the same number of times (so pages compare), enough
 //! to store the target size and to give each regular row a batch of distinct objects, at most
 //! [`MAX_REPLICA_FACTOR`] times the count the target asks for. The counts come from a probe of
-//! each configuration: one copy stored in a pool that is then freed (two for zblock and malloc,
-//! whose growth per copy is measured rather than read from a class table).
+//! each configuration: the copies the target asks for, stored in a pool that is then freed (one
+//! more for zblock and malloc, whose growth per copy is measured rather than read from a class
+//! table).
 
 use zsmalloc_core::{Backend, ReadMode, HDR};
 
@@ -69,11 +70,12 @@ impl Phase {
     }
 }
 
-/// What one configuration's probe found, per copy of the corpus.
+/// What one configuration's probe found.
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     /// Copies the target size asks for.
     target_replicas: u64,
+    /// Regular objects with that many copies stored.
     counts: RegularCounts,
     growth: Growth,
     /// The pool's heap metadata with the probe's copies stored.
@@ -183,31 +185,32 @@ fn pool_modes(modes: &[Mode]) -> Vec<ReadMode> {
 fn corpus_replicas(probes: impl Iterator<Item = Probe> + Clone, batch: usize) -> u64 {
     let want = probes
         .clone()
-        .map(|p| p.counts.replicas_for_batch(batch, 1).max(p.target_replicas))
+        .map(|p| p.counts.replicas_for_batch(batch, p.target_replicas).max(p.target_replicas))
         .max()
         .unwrap_or(1);
     let cap = probes.map(|p| p.target_replicas * MAX_REPLICA_FACTOR).min().unwrap_or(1);
     want.min(cap).max(1)
 }
 
-/// Stores two copies of `corpus` in a pool of configuration `si` (then frees it): the counts
-/// of one copy, and the pages one copy and each further one take.
+/// Stores in a pool of configuration `si` the copies of `corpus` the target asks for, as the
+/// run will first (then frees it): the regular rows' counts there, and how pages grow.
 fn probe(opts: &CostOptions, si: usize, mode: ReadMode, corpus: &Compressed) -> LabResult<Probe> {
     let spec = &opts.specs[si];
     let pool = make_pool(spec, mode).map_err(|e| e.for_mode(Mode::Copy))?;
     let huge = pool.huge_class_size();
     let target_replicas = opts.pool_bytes.div_ceil(corpus.bytes_per_replica(huge).max(1)).max(1);
-    let mut f = Filled::new(spec, pool, corpus, 2)?;
-    f.extend_to(1)?;
+    let mut f = Filled::new(spec, pool, corpus, target_replicas + 1)?;
+    f.extend_to(target_replicas)?;
     let counts = f.regular_counts();
-    let first_pages = f.pool.total_pages();
-    let growth = match zsmalloc_growth(&f) {
+    let growth = match zsmalloc_growth(&f, target_replicas) {
         Some(g) => g,
         None => {
-            // zblock and malloc: what the second copy added, with a margin.
-            f.extend_to(2)?;
-            let step = f.pool.total_pages().saturating_sub(first_pages) as f64;
-            Growth { per_replica: step * 1.05, partial_pages: first_pages }
+            // zblock and malloc: what one more copy adds, with a margin.
+            let held = f.pool.total_pages();
+            f.extend_to(target_replicas + 1)?;
+            let step = f.pool.total_pages().saturating_sub(held) as f64;
+            let per_replica = step.max(held as f64 / target_replicas as f64) * 1.05;
+            Growth { per_replica, partial_pages: (held as f64 / target_replicas as f64) as u64 }
         }
     };
     let (meta, handles) = f.pool.metadata_bytes();
@@ -225,7 +228,7 @@ struct Growth {
 /// zsmalloc's growth, exact from the class table: each object takes its share of its class's
 /// zspage (pages per zspage over objects per zspage), and since nothing is freed, each class
 /// has at most one zspage not yet full. `None` for the other backends.
-fn zsmalloc_growth(f: &Filled<'_>) -> Option<Growth> {
+fn zsmalloc_growth(f: &Filled<'_>, copies: u64) -> Option<Growth> {
     let z = f.pool.as_zsmalloc()?;
     let table = z.class_table();
     let mut per_replica = 0.0;
@@ -235,7 +238,7 @@ fn zsmalloc_growth(f: &Filled<'_>) -> Option<Growth> {
         per_replica += f64::from(c.pages_per_zspage) / f64::from(c.objs_per_zspage.max(1));
         used.insert(c.index, u64::from(c.pages_per_zspage));
     }
-    Some(Growth { per_replica, partial_pages: used.values().sum() })
+    Some(Growth { per_replica: per_replica / copies as f64, partial_pages: used.values().sum() })
 }
 
 impl Probe {
@@ -260,11 +263,11 @@ mod tests {
 
     #[test]
     fn every_pool_of_a_corpus_holds_the_most_copies_any_needs_within_the_cap() {
-        // 10^4 objects a batch; 500 spanning objects a copy need 20 copies.
-        let ps = [probe(3, 500, 4000), probe(4, 2000, 3000)];
+        // 10^4 objects a batch; 1500 spanning objects in 3 copies need 20 copies.
+        let ps = [probe(3, 1500, 12000), probe(4, 8000, 12000)];
         assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 20);
-        // A configuration with 10 spanning objects a copy would need 1000: capped at 16 x 3.
-        let ps = [probe(3, 10, 4000), probe(4, 2000, 3000)];
+        // A configuration with 30 spanning objects in 3 copies would need 1000: capped at 16 x 3.
+        let ps = [probe(3, 30, 12000), probe(4, 8000, 12000)];
         assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 48);
         // The target alone.
         let ps = [probe(30, 5000, 5000)];
