@@ -270,7 +270,7 @@ mod tests {
         let ps = [probe(3, 30, 12000), probe(4, 8000, 12000)];
         assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 48);
         // The target alone.
-        let ps = [probe(30, 5000, 5000)];
+        let ps = [probe(30, 150_000, 150_000)];
         assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 30);
         assert_eq!(probe(1, 1, 1).pages_for(1), 13);
         assert_eq!(probe(1, 1, 1).pages_for(4), 20);
