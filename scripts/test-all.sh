@@ -14,6 +14,9 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 step "Rust tests (release profile: one build serves tests, benches and the CLI)"
 cargo test --workspace --release
 
+step "instruction-count guard of the main run (bench/instructions.baseline)"
+scripts/check-instructions.sh
+
 step "loom model of the pin / migration / handle-rewrite protocol"
 scripts/test-loom.sh
 

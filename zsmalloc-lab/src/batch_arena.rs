@@ -1,11 +1,11 @@
-//! The bytes of one batch of queued operations: store payloads generated before the batch runs,
-//! and the copies reads make while it runs.
+//! The bytes of one batch of queued operations: caller-supplied store payloads staged before the
+//! batch runs, and the copies reads make while it runs.
 //!
 //! The buffer is reused from batch to batch and never cleared: a range handed out by
-//! [`BatchArena::reserve`] is written by its operation (the payload generator, or the read's
-//! copy) before anything reads it, so zeroing it first would be pure cost — a page-sized
-//! `memset` per queued operation. Bytes are zeroed once, when the buffer grows past the largest
-//! batch seen so far.
+//! [`BatchArena::reserve`] is written by its operation (the staged payload, or the read's copy)
+//! before anything reads it, so zeroing it first would be pure cost — a page-sized `memset` per
+//! queued operation. Bytes are zeroed once, when the buffer grows past the largest batch seen so
+//! far.
 
 pub struct BatchArena {
     buf: Vec<u8>,

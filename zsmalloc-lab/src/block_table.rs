@@ -1,12 +1,10 @@
 //! zblock's block table for `zsmalloc classes --backend zblock`: one row per block type (slot
-//! size, slots, pages per block, tail waste), as text, JSON or CSV, and its plot.
-
-use std::path::Path;
+//! size, slots, pages per block, tail waste). Printed by [`crate::report::block_table`], drawn
+//! by [`crate::plot::block_table`].
 
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
-use crate::plot::{draw, steps, Figure, Panel, Series, Style};
 use zsmalloc_core::zblock::{table::header_size, BlockTable};
 
 /// One block type.
@@ -70,78 +68,6 @@ pub fn block_table(page_size: u32) -> LabResult<BlockTableReport> {
     })
 }
 
-pub fn render_table(t: &BlockTableReport) -> String {
-    let mut out =
-        format!("zblock block table, page {} (header {} bytes)\n\n", t.page_size, t.header_bytes);
-    out += "type  slot size  slots  pages  tail waste  lengths\n";
-    for r in &t.rows {
-        out += &format!(
-            "{:>4}  {:>9}  {:>5}  {:>5}  {:>10}  {}..={}\n",
-            r.index, r.slot_size, r.slots, r.pages_per_block, r.tail_waste, r.min_len, r.max_len
-        );
-    }
-    out += &format!(
-        "\n{} types; lengths from {} up are refused (ENOSPC)\n",
-        t.rows.len(),
-        t.smallest_refused_len
-    );
-    out
-}
-
-pub fn render_json(t: &BlockTableReport) -> LabResult<String> {
-    serde_json::to_string_pretty(&serde_json::json!({ "backend": "zblock", "table": t }))
-        .map(|s| s + "\n")
-        .map_err(|e| LabError::runtime(format!("json: {e}")))
-}
-
-pub fn render_csv(t: &BlockTableReport) -> String {
-    let mut out =
-        String::from("page_size,type,slot_size,slots,pages_per_block,tail_waste,min_len,max_len\n");
-    for r in &t.rows {
-        out += &format!(
-            "{},{},{},{},{},{},{},{}\n",
-            t.page_size,
-            r.index,
-            r.slot_size,
-            r.slots,
-            r.pages_per_block,
-            r.tail_waste,
-            r.min_len,
-            r.max_len
-        );
-    }
-    out
-}
-
-/// Pages per block, slots per block and tail waste against the lengths each type stores.
-pub fn plot(path: &Path, t: &BlockTableReport) -> LabResult<()> {
-    type RowFn = fn(&BlockTypeRow) -> f64;
-    let shapes: [(&str, &str, RowFn); 3] = [
-        ("pages per block", "pages", |r| f64::from(r.pages_per_block)),
-        ("slots per block", "slots", |r| f64::from(r.slots)),
-        ("tail waste per block", "bytes", |r| f64::from(r.tail_waste)),
-    ];
-    let panels = shapes
-        .iter()
-        .map(|&(title, unit, f)| {
-            let points: Vec<(f64, f64)> =
-                t.rows.iter().map(|r| (f64::from(r.min_len), f(r))).collect();
-            Panel {
-                title: title.into(),
-                x_desc: "object length (bytes)".into(),
-                y_desc: unit.into(),
-                series: vec![Series::new("zblock", steps(&points), Style::Step, 0)],
-                from_zero: true,
-                int_x: true,
-                int_y: true,
-                ..Default::default()
-            }
-        })
-        .collect();
-    let title = format!("zblock block table: page {}", t.page_size);
-    draw(path, &Figure { title, subtitle: Vec::new(), panels })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,6 +82,6 @@ mod tests {
         assert_eq!(t.smallest_refused_len, 4080);
         assert_eq!(t.rows[1].min_len, 144, "a length equal to a slot size goes to the next type");
         assert!(block_table(8192).unwrap_err().to_string().contains("8192"));
-        assert!(render_csv(&t).lines().count() == 38);
+        assert!(crate::report::Render::csv(&t).lines().count() == 38);
     }
 }

@@ -106,130 +106,14 @@ impl<T: Copy> NoneOr<T> for Option<T> {
     }
 }
 
-const HEAD: [&str; 7] =
-    ["Log", "Phys", "Chain", "Objs/Page", "TailWaste", "MergeWaste", "Spanning"];
-const WIDTH: [usize; 7] = [5, 5, 5, 9, 9, 10, 8];
-
-fn cells(r: Option<&LogicalClassRow>) -> String {
-    let vals: Vec<String> = match r {
-        Some(r) => vec![
-            r.logical_size.to_string(),
-            r.class_size.to_string(),
-            r.chain.to_string(),
-            r.objs_per_zspage.to_string(),
-            r.tail_waste.to_string(),
-            r.merge_waste.to_string(),
-            r.spanning_per_zspage.to_string(),
-        ],
-        None => vec![String::new(); 7],
-    };
-    vals.iter().zip(WIDTH).map(|(v, w)| format!("{v:>w$}")).collect::<Vec<_>>().join(" | ")
-}
-
-fn head() -> String {
-    HEAD.iter().zip(WIDTH).map(|(h, w)| format!("{h:>w$}")).collect::<Vec<_>>().join(" | ")
-}
-
-fn title(t: &ClassTableReport) -> String {
-    let spec_desc = format!(
-        "page {}, chain {}, delta {}, {}",
-        t.config.page_size, t.config.chain_size, t.config.class_delta, t.config.chain_policy
-    );
-    if t.label.is_empty() {
-        spec_desc
-    } else {
-        format!("{} ({spec_desc})", t.label)
-    }
-}
-
-fn summary(t: &ClassTableReport) -> String {
-    format!(
-        "{}: {} classes for {} indices, huge_class_size {}, worst merge waste {} bytes/zspage (class {})",
-        if t.label.is_empty() { "table" } else { &t.label },
-        t.classes,
-        t.class_indices,
-        t.huge_class_size,
-        t.worst_merge_waste,
-        t.worst_merge_waste_class
-    )
-}
-
-/// One table, or two side by side (rows matched by logical size).
-pub fn render_table(tables: &[ClassTableReport]) -> String {
-    let mut out = String::new();
-    let width = head().len();
-    let sep = " || ";
-    let titles: Vec<String> = tables.iter().map(title).collect();
-    out += &titles.iter().map(|t| format!("{t:<width$}")).collect::<Vec<_>>().join(sep);
-    out = out.trim_end().to_string() + "\n";
-    out += &tables
-        .iter()
-        .map(|t| "=".repeat(title(t).len().min(width)))
-        .map(|u| format!("{u:<width$}"))
-        .collect::<Vec<_>>()
-        .join(sep);
-    out = out.trim_end().to_string() + "\n";
-    out += &vec![head(); tables.len()].join(sep);
-    out += "\n";
-    let mut sizes: Vec<u32> =
-        tables.iter().flat_map(|t| t.rows.iter().map(|r| r.logical_size)).collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    for s in sizes {
-        let line: Vec<String> =
-            tables.iter().map(|t| cells(t.rows.iter().find(|r| r.logical_size == s))).collect();
-        out += &line.join(sep);
-        out += "\n";
-    }
-    out += "\n";
-    for t in tables {
-        out += &summary(t);
-        out += "\n";
-    }
-    out
-}
-
-pub fn render_json(tables: &[ClassTableReport]) -> LabResult<String> {
-    serde_json::to_string_pretty(&serde_json::json!({ "tables": tables }))
-        .map(|s| s + "\n")
-        .map_err(|e| LabError::runtime(format!("json: {e}")))
-}
-
-pub fn render_csv(tables: &[ClassTableReport]) -> String {
-    let mut out = String::from(
-        "label,page_size,chain_size,class_delta,chain_policy,logical_size,class_size,class_index,chain,objs_per_zspage,tail_waste,merge_waste,spanning_per_zspage,huge\n",
-    );
-    for t in tables {
-        for r in &t.rows {
-            out += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                crate::report::csv::field(&t.label),
-                t.config.page_size,
-                t.config.chain_size,
-                t.config.class_delta,
-                t.config.chain_policy,
-                r.logical_size,
-                r.class_size,
-                r.class_index,
-                r.chain,
-                r.objs_per_zspage,
-                r.tail_waste,
-                r.merge_waste,
-                r.spanning_per_zspage,
-                r.huge
-            );
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn rfc_rows() {
-        let base = ConfigSpec { page_size: 16384, ..Default::default() };
+        let mut base = ConfigSpec::default();
+        base.config.page_size = 16384;
         let t = class_table(&base, 16, Some(1072), Some(1120)).unwrap();
         let got: Vec<_> = t
             .rows
@@ -254,7 +138,7 @@ mod tests {
                 (1120, 1120, 8, 117, 32, 0)
             ]
         );
-        let text = render_table(&[t.clone(), t]);
+        let text = crate::report::Render::table(&[t.clone(), t][..]);
         assert!(
             text.contains(" 1072 |  1120 |     8 |       117 |        32 |       5616 |"),
             "{text}"

@@ -1,7 +1,11 @@
 //! Deterministic object contents: what the workloads write and verify on read.
 //!
-//! Each object's bytes are a window of a seeded random pattern chosen by (slot, generation),
-//! with its first bytes mixed with a tag, so a misplaced or stale object never verifies.
+//! An object's bytes are a window of a seeded random pattern, at an offset chosen by the
+//! object's key (its store sequence number, mixed). The pattern is 1 MiB plus a page, so two
+//! objects of the same length share their bytes only when their keys pick the same offset,
+//! one chance in 2^20: a misplaced, stale or overwritten object does not verify. Because an
+//! object's content is a slice of the pattern as it is, a store can copy straight from the
+//! pattern into the pool, with no staging copy of its own.
 
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -15,6 +19,9 @@ pub fn mix64(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// Offsets an object's window may start at.
+const OFFSETS: usize = 1 << 20;
+
 /// The content generator of one run.
 pub struct Content {
     pattern: Vec<u8>,
@@ -24,48 +31,28 @@ pub struct Content {
 
 impl Content {
     pub fn new(seed: u64, page: usize) -> Self {
-        let mut pattern = vec![0u8; 2 * page + 8];
+        let mut pattern = vec![0u8; OFFSETS + page];
         ChaCha8Rng::seed_from_u64(seed ^ 0x7a73_6d61_6c6c_6f63).fill_bytes(&mut pattern);
         Content { pattern, page, seed }
     }
 
+    /// The content of object `id`, `len <= page` bytes: a slice of the pattern.
     #[inline]
-    fn key(&self, id: u64) -> u64 {
-        mix64(self.seed ^ mix64(id))
+    pub fn bytes(&self, id: u64, len: usize) -> &[u8] {
+        debug_assert!(len <= self.page);
+        let off = (mix64(self.seed ^ mix64(id)) % OFFSETS as u64) as usize;
+        &self.pattern[off..off + len]
     }
 
-    /// Writes the content of object `id` (e.g. its store sequence number), `len <= page` bytes.
+    /// Writes the content of object `id` into `out`, `len <= page` bytes.
     pub fn fill(&self, id: u64, len: usize, out: &mut Vec<u8>) {
-        let key = self.key(id);
-        let off = (key % self.page as u64) as usize;
         out.clear();
-        out.extend_from_slice(&self.pattern[off..off + len]);
-        for (b, t) in out.iter_mut().zip(key.to_le_bytes()) {
-            *b ^= t;
-        }
-    }
-
-    /// Writes the content of object `id` into `out` (its whole length, `<= page` bytes).
-    pub fn fill_into(&self, id: u64, out: &mut [u8]) {
-        let key = self.key(id);
-        let off = (key % self.page as u64) as usize;
-        out.copy_from_slice(&self.pattern[off..off + out.len()]);
-        for (b, t) in out.iter_mut().zip(key.to_le_bytes()) {
-            *b ^= t;
-        }
+        out.extend_from_slice(self.bytes(id, len));
     }
 
     /// Whether `data` is exactly the content of object `id`.
     pub fn verify(&self, id: u64, data: &[u8]) -> bool {
-        let key = self.key(id);
-        let off = (key % self.page as u64) as usize;
-        let Some(expect) = self.pattern.get(off..off + data.len()) else {
-            return false;
-        };
-        let head = data.len().min(8);
-        let tag = key.to_le_bytes();
-        data[..head].iter().zip(&expect[..head]).zip(tag).all(|((d, e), t)| *d == *e ^ t)
-            && data[head..] == expect[head..]
+        data.len() <= self.page && data == self.bytes(id, data.len())
     }
 }
 

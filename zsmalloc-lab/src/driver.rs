@@ -3,13 +3,13 @@
 //! way (`returned pointer == local_copy + ZS_HANDLE_SIZE`), records traces, samples the
 //! timeline and ticks the progress bar.
 //!
-//! Timing: stores, frees and reads are queued and run in batches. A batch's pool calls run
-//! back to back on the thread CPU clock ([`crate::timing`]): store payloads are generated before
-//! the batch, and each read copies its object out (as any reader consumes it) to be verified
-//! after the batch. So the timed phase is the pool calls, not the lab's payload generation and
-//! verification. Other operations (malloc, write, scatter-gather reads, moves, compaction) are
-//! rare and timed one by one. Under a memory limit every operation is its own batch, so a
-//! refused store is known at once.
+//! Timing: stores, frees and reads are queued and run in batches. A batch's pool calls run back to
+//! back on the thread CPU clock ([`crate::timing`]): generated store payloads are slices of the
+//! content pattern and caller-supplied ones are staged before the batch, and each read copies its
+//! object out (as any reader consumes it) to be verified after the batch. So the timed phase is the
+//! pool calls, not the lab's payload generation and verification. Other operations (malloc, write,
+//! scatter-gather reads, moves, compaction) are rare and timed one by one. Under a memory limit
+//! every operation is its own batch, so a refused store is known at once.
 
 use crate::batch_arena::BatchArena;
 use crate::content::Content;
@@ -100,9 +100,18 @@ pub struct Outcome {
 
 /// A queued operation. Lengths and arena offsets are fixed when it is queued.
 enum Op {
-    Store { slot: usize, off: usize, len: usize, objects: u64, bytes: u64 },
+    Store { slot: usize, payload: Payload, len: usize, objects: u64, bytes: u64 },
     Free { slot: usize },
     Read { slot: usize, off: usize, len: usize, key: Option<u64>, visit: bool },
+}
+
+/// Where a queued store's bytes are.
+#[derive(Clone, Copy)]
+enum Payload {
+    /// Generated content: [`Content::bytes`] of this key, copied straight from the pattern.
+    Generated(u64),
+    /// Caller-supplied bytes, staged in the batch arena at this offset.
+    Arena(usize),
 }
 
 /// What the pool answered.
@@ -140,7 +149,7 @@ pub struct Driver<'p> {
     ops: u64,
     queue: Vec<Op>,
     answers: Vec<Answer>,
-    /// Store payloads and read copies of the queued operations.
+    /// Caller-supplied store payloads and read copies of the queued operations.
     arena: BatchArena,
     batch_ops: usize,
     cpu: CpuTimer,
@@ -323,16 +332,21 @@ impl<'p> Driver<'p> {
         let mut answers = std::mem::take(&mut self.answers);
         let mut arena = std::mem::replace(&mut self.arena, BatchArena::with_capacity(0));
         answers.clear();
-        let (pool, words, local) = (self.pool, &self.words, self.local.as_mut_ptr());
+        let (pool, words, content) = (self.pool, &self.words, &self.content);
+        let local = self.local.as_mut_ptr();
         let mut peak_pages = self.peak.pages;
         let mut peak_at = None;
         let t0 = Clock::now_ns();
         for (i, op) in ops.iter().enumerate() {
             let answer = match *op {
-                Op::Store { slot, off, len, .. } => {
+                Op::Store { slot, payload, len, .. } => {
+                    let bytes = match payload {
+                        Payload::Generated(key) => content.bytes(key, len),
+                        Payload::Arena(off) => arena.get(off, len),
+                    };
                     // SAFETY: handle words live in `self.words`, never moved or freed while
                     // they hold objects (the driver is dropped before the pool).
-                    match unsafe { pool.store_raw(words.get(slot), arena.get(off, len)) } {
+                    match unsafe { pool.store_raw(words.get(slot), bytes) } {
                         Ok(()) => {
                             // The last store that leaves the pool at its peak.
                             let p = pool.total_pages();
@@ -554,11 +568,11 @@ impl<'p> Driver<'p> {
         Ok(true)
     }
 
-    fn queue_store(&mut self, slot: usize, off: usize, len: usize, state: State, key: u64) {
+    fn queue_store(&mut self, slot: usize, payload: Payload, len: usize, state: State, key: u64) {
         self.stored(slot, state, len, key);
         self.queue.push(Op::Store {
             slot,
-            off,
+            payload,
             len,
             objects: self.live_objects,
             bytes: self.live_bytes,
@@ -581,9 +595,7 @@ impl<'p> Driver<'p> {
         if allowed {
             let key = self.next_key;
             self.next_key += 1;
-            let off = self.arena.reserve(len);
-            self.content.fill_into(key, self.arena.get_mut(off, len));
-            self.queue_store(slot, off, len, State::Pattern, key);
+            self.queue_store(slot, Payload::Generated(key), len, State::Pattern, key);
         }
         self.op_done()?;
         Ok(allowed && self.holds(slot))
@@ -597,7 +609,7 @@ impl<'p> Driver<'p> {
         let allowed = self.store_allowed(slot, data.len())?;
         if allowed {
             let off = self.arena.push(data);
-            self.queue_store(slot, off, data.len(), State::Bytes, 0);
+            self.queue_store(slot, Payload::Arena(off), data.len(), State::Bytes, 0);
         }
         self.op_done()?;
         Ok(allowed && self.holds(slot))

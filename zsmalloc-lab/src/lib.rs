@@ -2,7 +2,8 @@
 //! (user guide in docs/LAB.md).
 //!
 //! One file per concept:
-//! - [`config`]: configurations from flags and `--config` specs; [`sweep`]: `--sweep`;
+//! - [`config`]: typed configurations from flags and `--config` specs, assembled in one place
+//!   for every command; [`sweep`]: `--sweep`;
 //! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
 //!   ([`handles`]), with generated [`content`] verified on read, trace recording
@@ -16,12 +17,16 @@
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
-//! - [`report`]: table, JSON, CSV, `mm_stat`, debugfs; [`plot`]: SVG figures.
+//! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
+//!   one module per report kind; [`plot`]: SVG figures, one module per figure;
+//! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
+//! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`).
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
 //! use zsmalloc_lab::{progress::ProgressSink, workload::Workload};
-//! let spec = ConfigSpec { chain_size: 10, label: "classic".into(), ..Default::default() };
+//! let config = zsmalloc_core::PoolConfig { chain_size: 10, ..Default::default() };
+//! let spec = ConfigSpec { label: "classic".into(), config };
 //! let r = run_one(&Workload::default(), &spec, &RunOptions::default(), &ProgressSink::silent())
 //!     .unwrap();
 //! assert_eq!(r.pages, 175111);
@@ -38,6 +43,8 @@ pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod handles;
+pub mod kernel;
+pub mod optimize;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -12,14 +12,17 @@ use std::path::PathBuf;
 use clap::error::ErrorKind;
 use clap::{Args, Parser, Subcommand};
 
+use zsmalloc_core::BackendKind;
 use zsmalloc_lab::classes::{self, ClassTableReport};
 use zsmalloc_lab::compare::{self, Comparison};
+use zsmalloc_lab::config::assemble::{assemble, assemble_one, Defaults};
+use zsmalloc_lab::config::flags::{ConfigFlags, ConfigList};
 use zsmalloc_lab::config::ConfigSpec;
 use zsmalloc_lab::progress::ProgressSink;
-use zsmalloc_lab::report::{self, Format};
+use zsmalloc_lab::report::{self, Format, Render};
 use zsmalloc_lab::runner::{self, RunOptions};
 use zsmalloc_lab::workload::{dist, kernel_test, pages, trace, SameFilled, Workload};
-use zsmalloc_lab::{plot, sweep, timeline, LabError, LabResult};
+use zsmalloc_lab::{plot, timeline, LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
 side-by-side comparisons of configurations.";
@@ -62,6 +65,9 @@ enum Cmd {
     /// both write paths, on real compressed pages.
     #[command(after_help = COST_HELP)]
     Cost(CostArgs),
+    /// The running kernel's zram beside the project: check, capture (needs root and zram)
+    #[command(subcommand)]
+    Kernel(zsmalloc_lab::kernel::KernelCmd),
 }
 
 const COST_HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
@@ -85,7 +91,7 @@ See docs/LAB.md (cost) and docs/STUDY.md for the figures and what they mean.";
 #[derive(Args)]
 struct CostArgs {
     #[command(flatten)]
-    pool: PoolFlags,
+    pool: ConfigFlags,
     /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
     paths: Vec<PathBuf>,
     /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
@@ -101,12 +107,8 @@ struct CostArgs {
     /// gives one]
     #[arg(long, value_name = "LIST")]
     modes: Option<String>,
-    /// A configuration (as `compare --config`); repeat for each
-    #[arg(long = "config", value_name = "SPEC")]
-    configs: Vec<String>,
-    /// Configurations varying one key (as `compare --sweep`)
-    #[arg(long, value_name = "KEY=VALUES")]
-    sweep: Vec<String>,
+    #[command(flatten)]
+    list: ConfigList,
     /// Interleaved rounds; figures are min/median/max over them [default: 3]
     #[arg(long, value_name = "N")]
     repeat: Option<usize>,
@@ -143,40 +145,6 @@ struct CostArgs {
     plot: Option<PathBuf>,
 }
 
-/// Configuration flags. The ZSMALLOC_* environment is not read.
-#[derive(Args, Default)]
-struct PoolFlags {
-    /// Simulated page size: a power of two in 4096..=65536 (4K, 16K, 64K accepted) [default: 4096]
-    #[arg(long, global = true, value_name = "BYTES")]
-    page_size: Option<String>,
-    /// Maximum pages per zspage, 1..=16 [default: 8; 10 for the default `compare`]
-    #[arg(long, global = true, value_name = "N")]
-    chain_size: Option<String>,
-    /// Class spacing: 0 = page_size >> 8 (mainline), else a multiple of 8 [default: 0]
-    #[arg(long, global = true, value_name = "BYTES")]
-    class_delta: Option<String>,
-    /// classic, heuristic or fixed-N [default: classic]
-    #[arg(long, global = true, value_name = "POLICY")]
-    chain_policy: Option<String>,
-    /// How spanning objects are read: copy, map or contiguous [default: copy]
-    #[arg(long, global = true, value_name = "MODE")]
-    read_mode: Option<String>,
-    /// Cap on the pool's pages; 0 = none [default: 0]
-    #[arg(long, global = true, value_name = "PAGES")]
-    mem_limit_pages: Option<String>,
-    /// Class merging, on (mainline since 2014) or off [default: on]
-    #[arg(long, global = true, value_name = "on|off")]
-    merge: Option<String>,
-    /// A preset applied before the other flags: 2012 = chain 4, delta 16, no merging (the
-    /// zsmalloc of the 2012 thread "zsmalloc limitations and related topics")
-    #[arg(long, global = true, value_name = "NAME")]
-    profile: Option<String>,
-    /// The allocator: zsmalloc, zblock or malloc (`compare` takes a list: one configuration
-    /// per backend, side by side) [default: zsmalloc]
-    #[arg(long, global = true, value_name = "NAME")]
-    backend: Option<String>,
-}
-
 #[derive(Args)]
 struct OutputFlags {
     /// table, json, csv, mm_stat or debugfs [default: table]
@@ -211,7 +179,7 @@ struct OutputFlags {
 #[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
-    pool: PoolFlags,
+    pool: ConfigFlags,
     #[command(flatten)]
     out: OutputFlags,
     /// Record the run's operations as a trace file (replay it with `zsmalloc replay`)
@@ -224,17 +192,11 @@ struct RunArgs {
 #[derive(Args)]
 struct CompareArgs {
     #[command(flatten)]
-    pool: PoolFlags,
+    pool: ConfigFlags,
     #[command(flatten)]
     out: OutputFlags,
-    /// A configuration: overrides of the flags above, e.g. `heuristic` or
-    /// `chain-size=4,chain-policy=heuristic,label=short`. Repeat for each configuration.
-    #[arg(long = "config", global = true, value_name = "SPEC")]
-    configs: Vec<String>,
-    /// Configurations varying one key: `chain-size=4..16`, `class-delta=8,16,32,64`,
-    /// `chain-size=2..16:2`. Several sweeps multiply.
-    #[arg(long, global = true, value_name = "KEY=VALUES")]
-    sweep: Vec<String>,
+    #[command(flatten)]
+    list: ConfigList,
     /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
     /// time [default: every core]
     #[arg(long, global = true, value_name = "N")]
@@ -248,7 +210,7 @@ struct ReplayArgs {
     /// The trace file (format: docs/LAB.md)
     file: PathBuf,
     #[command(flatten)]
-    pool: PoolFlags,
+    pool: ConfigFlags,
     #[command(flatten)]
     out: OutputFlags,
     /// Record the replayed operations again
@@ -259,7 +221,7 @@ struct ReplayArgs {
 #[derive(Args)]
 struct ClassesArgs {
     #[command(flatten)]
-    pool: PoolFlags,
+    pool: ConfigFlags,
     /// A second configuration (overrides, as `compare --config`) shown side by side
     #[arg(long, value_name = "SPEC")]
     vs: Option<String>,
@@ -407,46 +369,23 @@ fn real_main() -> LabResult<()> {
         Cmd::Classes(a) => cmd_classes(a),
         Cmd::Run(a) => {
             let w = workload(a.workload, &a.out)?;
-            cmd_run(&a.pool, &a.out, w, a.record)
+            cmd_run("run", &a.pool, &a.out, w, a.record)
         }
         Cmd::Replay(a) => {
             let w = Workload::Trace(trace::Trace { file: a.file, seed: a.out.seed.unwrap_or(1) });
-            cmd_run(&a.pool, &a.out, w, a.record)
+            cmd_run("replay", &a.pool, &a.out, w, a.record)
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Cost(a) => cmd_cost(a),
-    }
-}
-
-fn base_spec(p: &PoolFlags) -> LabResult<ConfigSpec> {
-    let mut s = ConfigSpec::default();
-    let flags = [
-        ("profile", &p.profile),
-        ("page-size", &p.page_size),
-        ("chain-size", &p.chain_size),
-        ("class-delta", &p.class_delta),
-        ("chain-policy", &p.chain_policy),
-        ("read-mode", &p.read_mode),
-        ("mem-limit-pages", &p.mem_limit_pages),
-        ("merge", &p.merge),
-        ("backend", &p.backend),
-    ];
-    for (key, v) in flags {
-        if let Some(v) = v {
-            s.set(key, v)?;
+        Cmd::Kernel(k) => {
+            let out = zsmalloc_lab::kernel::run(&k)?;
+            emit(&out.text)?;
+            if out.exit_code != 0 {
+                std::process::exit(out.exit_code);
+            }
+            Ok(())
         }
     }
-    s.label = if s.backend == "zsmalloc" { s.chain_policy.clone() } else { s.backend.clone() };
-    Ok(s)
-}
-
-/// `--backend` as `compare` and `cost` take it: a list of backends, each its own configuration,
-/// taken out of the flags (so the base configuration is zsmalloc's). `None`, flags untouched,
-/// when it is one name or absent (then it is part of the base flags).
-fn take_backend_list(p: &mut PoolFlags) -> Option<Vec<String>> {
-    p.backend.as_deref().filter(|b| b.contains(','))?;
-    let list = p.backend.take()?;
-    Some(list.split(',').map(|b| b.trim().to_string()).filter(|b| !b.is_empty()).collect())
 }
 
 fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> {
@@ -546,14 +485,14 @@ fn emit(text: &str) -> LabResult<()> {
 }
 
 fn cmd_run(
-    pool: &PoolFlags,
+    command: &str,
+    pool: &ConfigFlags,
     out: &OutputFlags,
     w: Workload,
     record: Option<PathBuf>,
 ) -> LabResult<()> {
     let format = format_of(out)?;
-    let spec = base_spec(pool)?;
-    spec.validate()?;
+    let spec = assemble_one(pool, command)?;
     let opts = run_options(out, &w, record)?;
     let sink = ProgressSink::auto();
     let r = runner::run_all(&w, std::slice::from_ref(&spec), &opts, 1, &sink)?
@@ -566,49 +505,30 @@ fn cmd_run(
     if let Some(path) = &out.plot {
         plot::runs(path, &[&r])?;
     }
-    emit(&report::render_run(&r, format)?)
+    emit(&r.render(format)?)
 }
 
-fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
+fn cmd_compare(a: CompareArgs) -> LabResult<()> {
     let format = format_of(&a.out)?;
-    let backends = take_backend_list(&mut a.pool);
-    let mut base = base_spec(&a.pool)?;
     let w = workload(a.workload, &a.out)?;
-    let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
-    let mut specs = Vec::new();
-    if let Some(backends) = backends {
-        if !a.configs.is_empty() || !sweeps.is_empty() {
-            return Err(LabError::usage(
-                "--backend with a list makes one configuration per backend; with --config or \
-                 --sweep, name the backend inside each spec instead (backend=zblock)",
-            ));
-        }
-        for b in backends {
-            specs.push(ConfigSpec::with_overrides(&base, &format!("backend={b},label={b}"))?);
-        }
-    } else if a.configs.is_empty() && sweeps.is_empty() {
-        if base.backend != "zsmalloc" {
+    let chain_given = a.pool.chain_size.is_some();
+    // The demonstration: the RFC's BASE (classic) and PATCHED (heuristic), chain 10.
+    let rfc_pair = |base: &ConfigSpec| {
+        if !base.is_zsmalloc() {
             return Err(LabError::usage(format!(
                 "compare needs several configurations: e.g. --backend zsmalloc,{}",
-                base.backend
+                base.config.backend.name()
             )));
         }
-        // The demonstration: the RFC's BASE (classic) and PATCHED (heuristic), chain 10.
-        if a.pool.chain_size.is_none() {
-            base.chain_size = 10;
+        let mut base = base.clone();
+        if !chain_given {
+            base.config.chain_size = 10;
         }
-        for policy in ["classic", "heuristic"] {
-            specs.push(ConfigSpec::with_overrides(&base, policy)?);
-        }
-    } else {
-        for c in &a.configs {
-            specs.push(ConfigSpec::with_overrides(&base, c)?);
-        }
-        if !sweeps.is_empty() {
-            specs.extend(sweep::expand(&base, &sweeps)?);
-        }
-    }
-    base.validate()?;
+        ["classic", "heuristic"].iter().map(|p| ConfigSpec::with_overrides(&base, p)).collect()
+    };
+    let in_list = |base: &ConfigSpec| Ok(vec![zsmalloc_lab::config::assemble::zsmalloc(base)]);
+    let assembly = assemble(&a.pool, &a.list, &Defaults { alone: &rfc_pair, in_list: &in_list })?;
+    let specs = assembly.specs;
     let opts = run_options(&a.out, &w, None)?;
     if a.jobs == Some(0) {
         return Err(LabError::usage("--jobs must be at least 1"));
@@ -617,7 +537,7 @@ fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
     let sink = ProgressSink::auto();
     let mut c: Comparison = compare::compare(&w, &specs, &opts, jobs, &sink)?;
     sink.clear();
-    c.sweep_keys = sweeps.iter().map(|s| s.key.clone()).collect();
+    c.sweep_keys = assembly.sweep_keys;
     if let Some(path) = &a.out.timeline {
         let runs: Vec<(&str, &[timeline::Sample])> =
             c.runs.iter().map(|r| (r.label.as_str(), r.timeline.as_slice())).collect();
@@ -630,7 +550,7 @@ fn cmd_compare(mut a: CompareArgs) -> LabResult<()> {
             plot::sweep(path, &c)?;
         }
     }
-    emit(&report::render_comparison(&c, format)?)
+    emit(&c.render(format)?)
 }
 
 fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
@@ -641,19 +561,18 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
     }
-    let mut base = base_spec(&a.pool)?;
-    base.validate()?;
-    match base.backend.as_str() {
-        "zblock" => return cmd_block_table(&a, base.page_size, format),
-        "malloc" => {
+    let mut base = assemble_one(&a.pool, "classes")?;
+    match base.config.backend {
+        BackendKind::Zblock => return cmd_block_table(&a, base.config.page_size, format),
+        BackendKind::Malloc => {
             return Err(LabError::usage(
                 "the malloc backend has no classes: each object is its own allocation",
             ))
         }
-        _ => {}
+        BackendKind::Zsmalloc => {}
     }
     // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
-    base.label = base.chain_policy.clone();
+    base.label = base.config.chain_policy.name();
     let mut specs = vec![base.clone()];
     if let Some(vs) = &a.vs {
         base.label = "base".into();
@@ -668,12 +587,7 @@ fn cmd_classes(a: ClassesArgs) -> LabResult<()> {
     if let Some(path) = &a.plot {
         plot::classes(path, &tables)?;
     }
-    let text = match format {
-        Format::Json => classes::render_json(&tables)?,
-        Format::Csv => classes::render_csv(&tables),
-        _ => classes::render_table(&tables),
-    };
-    emit(&text)
+    emit(&tables.render(format)?)
 }
 
 /// `classes --backend zblock`: the block table of the page size.
@@ -687,13 +601,9 @@ fn cmd_block_table(a: &ClassesArgs, page_size: u32, format: Format) -> LabResult
     }
     let t = block_table::block_table(page_size)?;
     if let Some(path) = &a.plot {
-        block_table::plot(path, &t)?;
+        plot::block_table(path, &t)?;
     }
-    emit(&match format {
-        Format::Json => block_table::render_json(&t)?,
-        Format::Csv => block_table::render_csv(&t),
-        _ => block_table::render_table(&t),
-    })
+    emit(&t.render(format)?)
 }
 
 fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
@@ -702,26 +612,19 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
         f @ (Format::Table | Format::Json | Format::Csv) => f,
         _ => return Err(LabError::usage("cost prints --format table, json or csv")),
     };
-    // `--backend zsmalloc,zblock`: zsmalloc's configurations (default or given), then one
-    // configuration per other backend.
-    let backends = take_backend_list(&mut a.pool);
-    let mut base = base_spec(&a.pool)?;
-    base.read_mode = "copy".into();
-    let sweeps = a.sweep.iter().map(|s| sweep::parse_sweep(s)).collect::<LabResult<Vec<_>>>()?;
-    let mut specs = Vec::new();
-    for c in &a.configs {
-        specs.push(ConfigSpec::with_overrides(&base, c)?);
-    }
-    specs.extend(sweep::expand(&base, &sweeps)?);
-    let zsmalloc_too = backends.as_ref().is_none_or(|b| b.iter().any(|b| b == "zsmalloc"));
-    if specs.is_empty() && base.backend != "zsmalloc" {
-        specs.push(base.clone());
-    } else if specs.is_empty() && zsmalloc_too {
-        specs = cost::default_specs(&base)?;
-    }
-    for b in backends.iter().flatten().filter(|b| *b != "zsmalloc") {
-        specs.push(ConfigSpec::with_overrides(&base, &format!("backend={b},label={b}"))?);
-    }
+    // `--read-mode` names the read modes to measure (sg too): not part of the configurations,
+    // whose pools each mode sets itself.
+    let read_modes = a.pool.read_mode.take();
+    let cost_set = |base: &ConfigSpec| {
+        if base.is_zsmalloc() {
+            cost::default_specs(base)
+        } else {
+            Ok(vec![base.clone()])
+        }
+    };
+    let in_list = |base: &ConfigSpec| cost::default_specs(base);
+    let assembly = assemble(&a.pool, &a.list, &Defaults { alone: &cost_set, in_list: &in_list })?;
+    let specs = assembly.specs;
     let mut opts = cost::CostOptions::new(specs);
     let seed = a.seed.unwrap_or(1);
     opts.seed = seed;
@@ -743,11 +646,7 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
         }
         opts.level = level;
     }
-    let modes = match (&a.modes, &a.pool.read_mode) {
-        (Some(m), _) => Some(m.clone()),
-        (None, Some(m)) => Some(m.clone()),
-        (None, None) => None,
-    };
+    let modes = a.modes.clone().or(read_modes);
     if let Some(m) = modes {
         opts.modes = cost::parse_modes(&m)?;
     }
@@ -810,7 +709,7 @@ fn cmd_cost(mut a: CostArgs) -> LabResult<()> {
         cost::instructions::apply(&mut r, &counts);
     }
     if let Some(p) = &a.plot {
-        plot::cost(p, &r, &sweeps.iter().map(|s| s.key.clone()).collect::<Vec<_>>())?;
+        plot::cost(p, &r, &assembly.sweep_keys)?;
     }
-    emit(&cost::report::render(&r, format)?)
+    emit(&r.render(format)?)
 }

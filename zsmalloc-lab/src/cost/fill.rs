@@ -37,7 +37,7 @@ impl PoolRefusal {
 /// A pool of `spec` in the pool read mode `mode`.
 pub fn make_pool(spec: &ConfigSpec, mode: ReadMode) -> Result<AnyPool, PoolRefusal> {
     let mut s = spec.clone();
-    s.read_mode = mode.name().to_string();
+    s.config.read_mode = mode;
     let cfg = s.pool_config().map_err(PoolRefusal::Config)?;
     AnyPool::with_name(&spec.label, cfg).map_err(PoolRefusal::Create)
 }

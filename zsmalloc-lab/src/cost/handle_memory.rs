@@ -24,7 +24,7 @@ pub fn measure(opts: &CostOptions, corpora: &[Compressed]) -> LabResult<Option<H
     }) else {
         return Ok(None);
     };
-    let Some(corpus) = corpora.iter().find(|c| c.page == spec.page_size as usize) else {
+    let Some(corpus) = corpora.iter().find(|c| c.page == spec.config.page_size as usize) else {
         return Ok(None);
     };
     let Some(pool) = any.as_zsmalloc() else { return Ok(None) };

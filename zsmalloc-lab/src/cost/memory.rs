@@ -142,7 +142,7 @@ pub fn check_corpus(opts: &CostOptions) -> LabResult<()> {
         Source::Builtin { pages, .. } => (*pages).min(opts.max_pages),
         Source::Files(_) | Source::Pid(_) => opts.max_pages,
     } as u64;
-    let mut sizes: Vec<u64> = opts.specs.iter().map(|s| u64::from(s.page_size)).collect();
+    let mut sizes: Vec<u64> = opts.specs.iter().map(|s| u64::from(s.config.page_size)).collect();
     sizes.sort_unstable();
     sizes.dedup();
     let copies = 1 + opts.compressors.len() as u64;

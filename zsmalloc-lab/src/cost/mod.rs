@@ -126,7 +126,7 @@ pub fn memory_plan(opts: &CostOptions) -> LabResult<MemoryPlan> {
 /// The corpus per page size, compressed per compressor (in that order); the pages of a page
 /// size are held once, shared by its compressors.
 fn compress_corpora(opts: &CostOptions) -> LabResult<Vec<Compressed>> {
-    let mut page_sizes: Vec<u32> = opts.specs.iter().map(|s| s.page_size).collect();
+    let mut page_sizes: Vec<u32> = opts.specs.iter().map(|s| s.config.page_size).collect();
     page_sizes.sort_unstable();
     page_sizes.dedup();
     let source = opts.source.describe();

@@ -102,7 +102,7 @@ impl StudyPlan {
         let mut phases = Vec::new();
         for (ci, corpus) in corpora.iter().enumerate() {
             let specs: Vec<usize> = (0..opts.specs.len())
-                .filter(|&i| opts.specs[i].page_size as usize == corpus.page)
+                .filter(|&i| opts.specs[i].config.page_size as usize == corpus.page)
                 .collect();
             for &si in &specs {
                 for &m in &opts.modes {

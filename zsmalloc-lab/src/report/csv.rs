@@ -1,8 +1,15 @@
-//! CSV: a header and one row per run (deltas against the first for comparisons), or one row per
-//! class with `--per-class`.
+//! CSV: fields, columns read out of a row's JSON form, and the timeline file.
+//!
+//! A report's CSV is a list of [`Column`]s over the JSON its structures serialise to: a
+//! column names the key (or the path of keys) its value sits at, and its header is that key,
+//! so the two cannot drift apart. The few headers that differ from their key (kept so existing
+//! files stay readable) say so with [`Column::renamed`].
+
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{LabError, LabResult};
-use crate::result::{delta_value, per_class, permille_str, RunResult};
+use crate::result::permille_str;
 use crate::timeline::Sample;
 
 /// A CSV field, quoted when it holds a comma, quote or newline.
@@ -14,120 +21,106 @@ pub fn field(s: &str) -> String {
     }
 }
 
-/// A JSON scalar as a CSV cell (null: empty).
-fn cell(v: &serde_json::Value) -> String {
+/// How a CSV writes numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Numbers {
+    /// As the JSON does (`97.0`): the runs' CSV.
+    AsJson,
+    /// As Rust prints them, without a trailing `.0` (`2048`): the cost study's CSV.
+    Plain,
+}
+
+/// A JSON scalar as a CSV cell: null empty, strings quoted as needed.
+pub fn cell(v: &Value, numbers: Numbers) -> String {
     match v {
-        serde_json::Value::Null => String::new(),
-        serde_json::Value::String(s) => field(s),
+        Value::Null => String::new(),
+        Value::String(s) => field(s),
+        Value::Number(n) if numbers == Numbers::Plain && n.is_f64() => {
+            n.as_f64().map_or_else(|| n.to_string(), |f| f.to_string())
+        }
         other => other.to_string(),
     }
 }
 
-/// A run's columns, flattened from its JSON form so the names match: `config`'s keys as they
-/// are, `workload` as its one-line summary, other objects as `object_key` (`cpu_time_s_min`,
-/// `corpus_compression_ratio`, `dist_clipped_min`, ...); per-class rows are left out.
-fn columns(r: &RunResult) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let v = serde_json::to_value(r).unwrap_or_default();
-    let Some(obj) = v.as_object() else { return out };
-    for (k, v) in obj {
-        match (k.as_str(), v) {
-            ("classes", _) => {}
-            ("workload", _) => out.push(("workload".into(), field(&r.workload.summary))),
-            ("config", serde_json::Value::Object(m)) => {
-                for (ck, cv) in m {
-                    out.push((ck.clone(), cell(cv)));
-                }
-            }
-            (_, serde_json::Value::Object(m)) => {
-                for (ik, iv) in m {
-                    if !iv.is_object() && !iv.is_array() {
-                        out.push((format!("{k}_{ik}"), cell(iv)));
-                    }
-                }
-            }
-            (_, serde_json::Value::Array(_)) => {}
-            _ => out.push((k.clone(), cell(v))),
-        }
-    }
-    out
+/// One column: a header and where its value is.
+#[derive(Debug, Clone)]
+pub struct Column {
+    pub header: String,
+    source: Source,
 }
 
-/// One row per run; with `base`, delta columns (percent, one decimal) against it, and the CPU
-/// time's: `cpu_time_s_delta_pct` (medians), `_lo_pct`/`_hi_pct` (the spread) and
-/// `cpu_time_s_within_noise`.
-pub fn runs(runs: &[RunResult], base: Option<&RunResult>) -> String {
-    let mut rows: Vec<Vec<(String, String)>> = runs.iter().map(columns).collect();
-    if let Some(b) = base {
-        for (row, r) in rows.iter_mut().zip(runs) {
-            for (name, t) in r.deltas(b) {
-                let v = delta_value(t).map(|v| format!("{v:.1}")).unwrap_or_default();
-                row.push((format!("{name}_delta_pct"), v));
-            }
-            let d = r.cpu_delta(b);
-            let f = |x: Option<f64>| x.map(|v| format!("{v:.1}")).unwrap_or_default();
-            row.push(("cpu_time_s_delta_pct".into(), f(d.map(|d| d.median_pct))));
-            row.push(("cpu_time_s_delta_lo_pct".into(), f(d.map(|d| d.lo_pct))));
-            row.push(("cpu_time_s_delta_hi_pct".into(), f(d.map(|d| d.hi_pct))));
-            row.push((
-                "cpu_time_s_within_noise".into(),
-                d.map(|d| d.within_noise.to_string()).unwrap_or_default(),
-            ));
+#[derive(Debug, Clone)]
+enum Source {
+    /// Keys from the row's JSON object down to the value.
+    Path(Vec<&'static str>),
+    /// The same text in every row (which table of a multi-table file a row belongs to).
+    Constant(&'static str),
+}
+
+impl Column {
+    /// The value at `path`; the header is its last key.
+    pub fn at(path: &[&'static str]) -> Column {
+        let header = path.last().copied().unwrap_or_default().to_string();
+        Column { header, source: Source::Path(path.to_vec()) }
+    }
+
+    /// A `{min, median, max}` figure's three columns: `key_min`, `key_median`, `key_max`.
+    pub fn spread(key: &'static str) -> [Column; 3] {
+        ["min", "median", "max"]
+            .map(|s| Column { header: format!("{key}_{s}"), source: Source::Path(vec![key, s]) })
+    }
+
+    /// The value at `path` under another header.
+    pub fn renamed(header: &str, path: &[&'static str]) -> Column {
+        Column { header: header.into(), source: Source::Path(path.to_vec()) }
+    }
+
+    /// `text` in every row.
+    pub fn constant(header: &str, text: &'static str) -> Column {
+        Column { header: header.into(), source: Source::Constant(text) }
+    }
+
+    /// The value in `scopes`: the first scope holding the path (a row, then what it belongs
+    /// to); `None` when none does.
+    pub fn value<'a>(&self, scopes: &[&'a Value]) -> Option<&'a Value> {
+        let Source::Path(path) = &self.source else { return None };
+        scopes.iter().find_map(|s| path.iter().try_fold(*s, |v, k| v.get(k)))
+    }
+
+    fn text(&self, scopes: &[&Value], numbers: Numbers) -> String {
+        match &self.source {
+            Source::Constant(t) => field(t),
+            Source::Path(_) => self.value(scopes).map_or_else(String::new, |v| cell(v, numbers)),
         }
     }
-    let mut head: Vec<String> = Vec::new();
-    for row in &rows {
-        for (k, _) in row {
-            if !head.contains(k) {
-                head.push(k.clone());
-            }
-        }
-    }
+}
+
+/// The JSON form of `v` (null if it has none; every report type serialises).
+pub fn to_value<T: Serialize + ?Sized>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// A header line and one line per row; each row is a list of scopes, searched in order.
+pub fn table(columns: &[Column], rows: &[Vec<&Value>], numbers: Numbers) -> String {
+    let head: Vec<&str> = columns.iter().map(|c| c.header.as_str()).collect();
     let mut out = head.join(",") + "\n";
-    for row in &rows {
-        let cells: Vec<&str> = head
-            .iter()
-            .map(|h| row.iter().find(|(k, _)| k == h).map_or("", |(_, v)| v.as_str()))
-            .collect();
+    for scopes in rows {
+        let cells: Vec<String> = columns.iter().map(|c| c.text(scopes, numbers)).collect();
         out += &cells.join(",");
         out += "\n";
     }
     out
 }
 
-/// One row per class of each run.
-pub fn class_rows(runs: &[RunResult]) -> String {
-    let mut out = String::from(
-        "label,index,size,pages_per_zspage,objs_per_zspage,huge,obj_allocated,obj_used,pages_used,freeable,spanning_per_zspage,tail_waste,worst_merge_waste,first_index,last_index,bytes_stored,merge_waste,spanning_reads\n",
-    );
-    for r in runs {
-        for c in &r.class_stats {
-            let merge = per_class(&r.class_merge_waste, c.index);
-            let spanning = per_class(&r.class_spanning_reads, c.index);
-            out += &format!(
-                "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
-                field(&r.label),
-                c.index,
-                c.size,
-                c.pages_per_zspage,
-                c.objs_per_zspage,
-                c.huge,
-                c.obj_allocated,
-                c.obj_used,
-                c.pages_used,
-                c.freeable,
-                c.spanning_per_zspage,
-                c.tail_waste,
-                c.worst_merge_waste,
-                c.first_index,
-                c.last_index,
-                c.bytes_stored,
-                merge,
-                spanning
-            );
-        }
-    }
-    out
+/// The columns of `columns` that no row resolves (for tests: each column must name a key the
+/// JSON has).
+pub fn unresolved<'a>(columns: &'a [Column], rows: &[Vec<&Value>]) -> Vec<&'a str> {
+    columns
+        .iter()
+        .filter(|c| matches!(c.source, Source::Path(_)))
+        .filter(|c| rows.iter().all(|scopes| c.value(scopes).is_none()))
+        .map(|c| c.header.as_str())
+        .collect()
 }
 
 /// Writes the samples of each labelled run as one CSV file.
@@ -154,11 +147,30 @@ pub fn write_timeline(path: &std::path::Path, runs: &[(&str, &[Sample])]) -> Lab
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn fields_are_quoted_when_needed() {
-        assert_eq!(super::field("a,b"), "\"a,b\"");
-        assert_eq!(super::field("say \"x\""), "\"say \"\"x\"\"\"");
-        assert_eq!(super::field("x\"y,"), "\"x\"\"y,\"");
-        assert_eq!(super::field("plain"), "plain");
+        assert_eq!(field("a,b"), "\"a,b\"");
+        assert_eq!(field("say \"x\""), "\"say \"\"x\"\"\"");
+        assert_eq!(field("x\"y,"), "\"x\"\"y,\"");
+        assert_eq!(field("plain"), "plain");
+    }
+
+    #[test]
+    fn columns_read_their_key_from_the_first_scope_holding_it() {
+        let row = serde_json::json!({"n": 3, "t": {"min": 1.5, "median": 2.0, "max": 2.5}});
+        let parent = serde_json::json!({"label": "a,b", "n": 9});
+        let mut cols = vec![Column::at(&["label"]), Column::at(&["n"])];
+        cols.extend(Column::spread("t"));
+        cols.push(Column::constant("table", "reads"));
+        cols.push(Column::at(&["missing"]));
+        let rows = vec![vec![&row, &parent]];
+        assert_eq!(
+            table(&cols, &rows, Numbers::Plain),
+            "label,n,t_min,t_median,t_max,table,missing\n\"a,b\",3,1.5,2,2.5,reads,\n"
+        );
+        assert!(table(&cols, &rows, Numbers::AsJson).ends_with(",1.5,2.0,2.5,reads,\n"));
+        assert_eq!(unresolved(&cols, &rows), vec!["missing"]);
     }
 }

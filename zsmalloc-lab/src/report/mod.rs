@@ -1,17 +1,29 @@
-//! Output formats: `table` (for people), `json` and `csv` (for tools), `mm_stat` (zram's line)
-//! and `debugfs` (the kernel's `classes` file).
+//! Every report the lab prints, in one place: one module per report kind, each implementing
+//! [`Render`] (a table for people, JSON and CSV for tools).
+//!
+//! - [`runs`]: a run or a comparison of runs (also zram's `mm_stat` line and the kernel's
+//!   debugfs `classes` table);
+//! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
+//! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
+//! - [`cost`]: the cost study (`zsmalloc cost`).
+//!
+//! A report's JSON is its data structures serialised; its CSV columns are read out of that
+//! JSON by key ([`csv::Column`]), so a CSV header is the JSON key it comes from and cannot
+//! drift from it; its text table is laid out by [`grid`] (or fixed widths where the layout is
+//! a published one, like the RFC's class table).
 
+pub mod block_table;
+pub mod classes;
+pub mod cost;
 pub mod csv;
-pub mod debugfs;
-pub mod json;
-pub mod mm_stat;
-pub mod table;
+pub mod grid;
+pub mod runs;
 
 use std::path::Path;
 
-use crate::compare::Comparison;
+use serde::Serialize;
+
 use crate::error::{LabError, LabResult};
-use crate::result::RunResult;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -42,6 +54,40 @@ impl Format {
     }
 }
 
+/// A report in every format it has.
+pub trait Render {
+    /// The command printing it, to word the refusal of a format it does not have.
+    const COMMAND: &'static str;
+
+    fn table(&self) -> String;
+    fn json(&self) -> LabResult<String>;
+    fn csv(&self) -> String;
+
+    /// zram's `mm_stat` and the kernel's debugfs table: runs only.
+    fn kernel_format(&self, _format: Format) -> Option<String> {
+        None
+    }
+
+    /// The report in `format`.
+    fn render(&self, format: Format) -> LabResult<String> {
+        match format {
+            Format::Table => Ok(self.table()),
+            Format::Json => self.json(),
+            Format::Csv => Ok(self.csv()),
+            Format::MmStat | Format::Debugfs => self.kernel_format(format).ok_or_else(|| {
+                LabError::usage(format!("{} prints --format table, json or csv", Self::COMMAND))
+            }),
+        }
+    }
+}
+
+/// `value` as pretty JSON with a final newline: the one JSON writer of every report.
+pub fn json<T: Serialize + ?Sized>(value: &T) -> LabResult<String> {
+    serde_json::to_string_pretty(value)
+        .map(|s| s + "\n")
+        .map_err(|e| LabError::runtime(format!("json: {e}")))
+}
+
 /// Fails now, naming `flag`, if `path` cannot be written: outputs (`--plot`, `--timeline`,
 /// `--record`) are written after a run, which a bad path must not waste. A file that does not
 /// exist yet is created and removed again; an existing one is opened for appending, untouched.
@@ -56,53 +102,4 @@ pub fn check_writable(flag: &str, path: &Path) -> LabResult<()> {
         }
         Err(e) => Err(LabError::usage(format!("{flag}: {}", LabError::io("write", path, &e)))),
     }
-}
-
-/// One run in `format`.
-pub fn render_run(r: &RunResult, format: Format) -> LabResult<String> {
-    Ok(match format {
-        Format::Table => table::run(r),
-        Format::Json => json::run(r)?,
-        Format::Csv => {
-            if r.classes.is_some() {
-                csv::class_rows(std::slice::from_ref(r))
-            } else {
-                csv::runs(std::slice::from_ref(r), None)
-            }
-        }
-        Format::MmStat => mm_stat::line(r) + "\n",
-        Format::Debugfs => debugfs::table(r),
-    })
-}
-
-/// A comparison in `format`.
-pub fn render_comparison(c: &Comparison, format: Format) -> LabResult<String> {
-    Ok(match format {
-        Format::Table => table::comparison(c),
-        Format::Json => json::comparison(c)?,
-        Format::Csv => {
-            if c.runs.iter().any(|r| r.classes.is_some()) {
-                csv::class_rows(&c.runs)
-            } else {
-                csv::runs(&c.runs, c.runs.first())
-            }
-        }
-        Format::MmStat => {
-            let mut s = String::new();
-            for r in &c.runs {
-                s += &format!("# {}\n{}\n", r.label, mm_stat::line(r));
-            }
-            s
-        }
-        Format::Debugfs => {
-            let mut s = String::new();
-            for (i, r) in c.runs.iter().enumerate() {
-                if i > 0 {
-                    s += "\n";
-                }
-                s += &format!("# {}\n{}", r.label, debugfs::table(r));
-            }
-            s
-        }
-    })
 }

@@ -1,27 +1,24 @@
 //! Pool configurations as the lab names them: flags (`--page-size 16K`), `--config` specs
-//! (`chain-policy=heuristic,chain-size=10`) and sweep points, all validated by the core.
+//! (`chain-policy=heuristic,chain-size=10`) and sweep points. Each is parsed once into the
+//! core's [`PoolConfig`] (typed: backend, read mode and chain policy are the core's own types),
+//! and validated by the core.
+//!
+//! - [`flags`]: the configuration flags every command shares, and `--config`/`--sweep`;
+//! - [`assemble`]: the one place that turns those flags into the configurations a command runs.
+
+pub mod assemble;
+pub mod flags;
 
 use crate::error::{LabError, LabResult};
-use serde::Serialize;
+use serde::{Serialize, Serializer};
 use zsmalloc_core::{BackendKind, PolicyRef, PoolConfig, ReadMode};
 
 /// One configuration to run, with the label it is reported under.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone)]
 pub struct ConfigSpec {
-    #[serde(skip)]
     pub label: String,
-    pub page_size: u32,
-    pub chain_size: u32,
-    /// As given: 0 means `page_size >> 8`.
-    #[serde(skip)]
-    pub class_delta: u32,
-    pub chain_policy: String,
-    pub read_mode: String,
-    pub mem_limit_pages: u64,
-    /// Class merging (mainline since 2014); off for older kernels.
-    pub merge: bool,
-    /// zsmalloc, zblock or malloc.
-    pub backend: String,
+    /// Every setting, as the core takes it (`class_delta` as given: 0 means `page_size >> 8`).
+    pub config: PoolConfig,
 }
 
 /// The configuration keys, as flags (`--page-size`) and as spec keys (`page-size=`).
@@ -44,18 +41,9 @@ pub const KEYS: [&str; 9] = [
 pub const PROFILES: &str = "2012";
 
 impl Default for ConfigSpec {
+    /// Mainline zsmalloc on 4K pages (the core's defaults), unlabelled.
     fn default() -> Self {
-        ConfigSpec {
-            label: String::new(),
-            page_size: 4096,
-            chain_size: PoolConfig::default().chain_size,
-            class_delta: 0,
-            chain_policy: "classic".into(),
-            read_mode: "copy".into(),
-            mem_limit_pages: 0,
-            merge: true,
-            backend: "zsmalloc".into(),
-        }
+        ConfigSpec { label: String::new(), config: PoolConfig::default() }
     }
 }
 
@@ -90,46 +78,73 @@ fn to_u32(key: &str, v: u64) -> LabResult<u32> {
     u32::try_from(v).map_err(|_| LabError::usage(format!("invalid {key}: {v} is too large")))
 }
 
+/// A configuration error of the core, worded with the lab's key (`read-mode`, not
+/// `read_mode`).
+fn config_error(e: zsmalloc_core::Error) -> LabError {
+    match e {
+        zsmalloc_core::Error::Config { setting, message } => {
+            LabError::usage(format!("invalid {}: {message}", setting.replace('_', "-")))
+        }
+        other => LabError::from(other),
+    }
+}
+
+/// Parses a backend name (`zsmalloc`, `zblock`, `malloc`).
+pub fn parse_backend(name: &str) -> LabResult<BackendKind> {
+    BackendKind::parse(name.trim()).map_err(config_error)
+}
+
 impl ConfigSpec {
     /// The class delta in effect (`page_size >> 8` when unset).
     pub fn effective_delta(&self) -> u32 {
-        if self.class_delta == 0 {
-            self.page_size >> 8
+        self.config.effective_delta()
+    }
+
+    /// Whether this is a zsmalloc pool (the other backends have no classes or chains).
+    pub fn is_zsmalloc(&self) -> bool {
+        self.config.backend == BackendKind::Zsmalloc
+    }
+
+    /// The label a configuration given by flags alone is reported under: its chain policy for
+    /// zsmalloc, else the backend's name.
+    pub fn default_label(&self) -> String {
+        if self.is_zsmalloc() {
+            self.config.chain_policy.name()
         } else {
-            self.class_delta
+            self.config.backend.name().to_string()
         }
     }
 
     /// Sets one key (`page-size`, `chain-size`, `class-delta`, `chain-policy`, `read-mode`,
-    /// `mem-limit-pages`, `label`; `_` may replace `-`; `policy`, `chain`, `delta`, `page` are
-    /// short forms).
+    /// `mem-limit-pages`, `merge`, `profile`, `backend`, `label`; `_` may replace `-`;
+    /// `policy`, `chain`, `delta`, `page` are short forms).
     pub fn set(&mut self, key: &str, value: &str) -> LabResult<()> {
         let k = key.trim().replace('_', "-");
+        let c = &mut self.config;
         match k.as_str() {
             "page-size" | "page" => {
-                self.page_size = to_u32("page-size", parse_bytes("page-size", value)?)?
+                c.page_size = to_u32("page-size", parse_bytes("page-size", value)?)?
             }
             "chain-size" | "chain" => {
-                self.chain_size = to_u32("chain-size", parse_uint("chain-size", value)?)?
+                c.chain_size = to_u32("chain-size", parse_uint("chain-size", value)?)?
             }
             "class-delta" | "delta" => {
-                self.class_delta = to_u32("class-delta", parse_bytes("class-delta", value)?)?
+                c.class_delta = to_u32("class-delta", parse_bytes("class-delta", value)?)?
             }
             "chain-policy" | "policy" => {
                 let v = value.trim();
-                if PolicyRef::by_name(v).is_none() {
-                    return Err(LabError::usage(format!(
+                c.chain_policy = PolicyRef::by_name(v).ok_or_else(|| {
+                    LabError::usage(format!(
                         "invalid chain-policy: '{v}' (accepted: classic, heuristic, fixed-N with N in 1..=16)"
-                    )));
-                }
-                self.chain_policy = v.to_string();
+                    ))
+                })?;
             }
-            "read-mode" => self.read_mode = value.trim().to_string(),
+            "read-mode" => c.read_mode = ReadMode::parse(value.trim()).map_err(config_error)?,
             "mem-limit-pages" | "mem-limit" => {
-                self.mem_limit_pages = parse_uint("mem-limit-pages", value)?
+                c.mem_limit_pages = parse_uint("mem-limit-pages", value)?
             }
             "merge" => {
-                self.merge = match value.trim() {
+                c.merge_classes = match value.trim() {
                     "on" | "true" | "yes" | "1" => true,
                     "off" | "false" | "no" | "0" => false,
                     v => {
@@ -141,9 +156,9 @@ impl ConfigSpec {
             }
             "profile" => match value.trim() {
                 "2012" => {
-                    self.chain_size = 4;
-                    self.class_delta = 16;
-                    self.merge = false;
+                    c.chain_size = 4;
+                    c.class_delta = 16;
+                    c.merge_classes = false;
                 }
                 v => {
                     return Err(LabError::usage(format!(
@@ -151,16 +166,7 @@ impl ConfigSpec {
                     )))
                 }
             },
-            "backend" => {
-                let v = value.trim();
-                BackendKind::parse(v).map_err(|e| match e {
-                    zsmalloc_core::Error::Config { message, .. } => {
-                        LabError::usage(format!("invalid backend: {message}"))
-                    }
-                    other => LabError::from(other),
-                })?;
-                self.backend = v.to_string();
-            }
+            "backend" => c.backend = parse_backend(value)?,
             "label" | "name" => self.label = value.trim().to_string(),
             _ => {
                 return Err(LabError::usage(format!(
@@ -192,68 +198,42 @@ impl ConfigSpec {
         Ok(c)
     }
 
-    /// The core's configuration; errors name the setting.
+    /// The core's configuration, validated; errors name the setting.
     pub fn pool_config(&self) -> LabResult<PoolConfig> {
-        let chain_policy = PolicyRef::by_name(&self.chain_policy).ok_or_else(|| {
-            LabError::usage(format!("invalid chain-policy: '{}'", self.chain_policy))
-        })?;
-        let read_mode = ReadMode::parse(&self.read_mode).map_err(|e| match e {
-            zsmalloc_core::Error::Config { message, .. } => {
-                LabError::usage(format!("invalid read-mode: {message}"))
-            }
-            other => LabError::from(other),
-        })?;
-        let backend = BackendKind::parse(&self.backend)
-            .map_err(|_| LabError::usage(format!("invalid backend: '{}'", self.backend)))?;
-        let cfg = PoolConfig {
-            backend,
-            page_size: self.page_size,
-            chain_size: self.chain_size,
-            class_delta: self.class_delta,
-            chain_policy,
-            read_mode,
-            mem_limit_pages: self.mem_limit_pages,
-            merge_classes: self.merge,
-            ..PoolConfig::default()
-        };
-        cfg.validate().map_err(|e| match e {
-            zsmalloc_core::Error::Config { setting, message } => {
-                LabError::usage(format!("invalid {}: {message}", setting.replace('_', "-")))
-            }
-            other => LabError::from(other),
-        })?;
-        Ok(cfg)
+        self.validate()?;
+        Ok(self.config.clone())
     }
 
-    /// Checks every setting (as [`Self::pool_config`]).
+    /// Checks every setting (the core's rules); errors name the setting.
     pub fn validate(&self) -> LabResult<()> {
-        self.pool_config().map(|_| ())
+        self.config.validate().map_err(config_error)
     }
 
     /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default);
     /// `zblock, page 4096` for the other backends.
     pub fn describe(&self) -> String {
-        if self.backend != "zsmalloc" {
-            let mut s = format!("{}, page {}", self.backend, self.page_size);
-            if self.mem_limit_pages != 0 {
-                s += &format!(", limit {} pages", self.mem_limit_pages);
+        let c = &self.config;
+        if !self.is_zsmalloc() {
+            let mut s = format!("{}, page {}", c.backend.name(), c.page_size);
+            if c.mem_limit_pages != 0 {
+                s += &format!(", limit {} pages", c.mem_limit_pages);
             }
             return s;
         }
         let mut s = format!(
             "page {}, chain {}, delta {}, {}",
-            self.page_size,
-            self.chain_size,
-            self.effective_delta(),
-            self.chain_policy
+            c.page_size,
+            c.chain_size,
+            c.effective_delta(),
+            c.chain_policy.name()
         );
-        if self.read_mode != "copy" {
-            s += &format!(", read {}", self.read_mode);
+        if c.read_mode != ReadMode::Copy {
+            s += &format!(", read {}", c.read_mode.name());
         }
-        if self.mem_limit_pages != 0 {
-            s += &format!(", limit {} pages", self.mem_limit_pages);
+        if c.mem_limit_pages != 0 {
+            s += &format!(", limit {} pages", c.mem_limit_pages);
         }
-        if !self.merge {
+        if !c.merge_classes {
             s += ", no merging";
         }
         s
@@ -261,44 +241,57 @@ impl ConfigSpec {
 
     /// The value of a key as text (for sweep plots and CSV).
     pub fn get(&self, key: &str) -> Option<String> {
+        let c = &self.config;
         Some(match key.replace('_', "-").as_str() {
-            "page-size" | "page" => self.page_size.to_string(),
-            "chain-size" | "chain" => self.chain_size.to_string(),
-            "class-delta" | "delta" => self.effective_delta().to_string(),
-            "chain-policy" | "policy" => self.chain_policy.clone(),
-            "read-mode" => self.read_mode.clone(),
-            "mem-limit-pages" | "mem-limit" => self.mem_limit_pages.to_string(),
-            "merge" => if self.merge { "on" } else { "off" }.to_string(),
-            "backend" => self.backend.clone(),
+            "page-size" | "page" => c.page_size.to_string(),
+            "chain-size" | "chain" => c.chain_size.to_string(),
+            "class-delta" | "delta" => c.effective_delta().to_string(),
+            "chain-policy" | "policy" => c.chain_policy.name(),
+            "read-mode" => c.read_mode.name().to_string(),
+            "mem-limit-pages" | "mem-limit" => c.mem_limit_pages.to_string(),
+            "merge" => if c.merge_classes { "on" } else { "off" }.to_string(),
+            "backend" => c.backend.name().to_string(),
             _ => return None,
         })
     }
 }
 
-/// The configuration as reported (JSON `config` object).
+/// The configuration as reported (JSON `config` object): the class delta in effect, the
+/// policy by name; backend and read mode serialize as their names.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct ConfigDesc {
     pub page_size: u32,
     pub chain_size: u32,
     pub class_delta: u32,
     pub chain_policy: String,
-    pub read_mode: String,
+    #[serde(serialize_with = "read_mode_name")]
+    pub read_mode: ReadMode,
     pub mem_limit_pages: u64,
     pub merge: bool,
-    pub backend: String,
+    #[serde(serialize_with = "backend_name")]
+    pub backend: BackendKind,
+}
+
+fn read_mode_name<S: Serializer>(m: &ReadMode, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(m.name())
+}
+
+fn backend_name<S: Serializer>(b: &BackendKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(b.name())
 }
 
 impl From<&ConfigSpec> for ConfigDesc {
-    fn from(c: &ConfigSpec) -> Self {
+    fn from(spec: &ConfigSpec) -> Self {
+        let c = &spec.config;
         ConfigDesc {
             page_size: c.page_size,
             chain_size: c.chain_size,
             class_delta: c.effective_delta(),
-            chain_policy: c.chain_policy.clone(),
-            read_mode: c.read_mode.clone(),
+            chain_policy: c.chain_policy.name(),
+            read_mode: c.read_mode,
             mem_limit_pages: c.mem_limit_pages,
-            merge: c.merge,
-            backend: c.backend.clone(),
+            merge: c.merge_classes,
+            backend: c.backend,
         }
     }
 }
@@ -309,17 +302,24 @@ mod tests {
 
     #[test]
     fn specs_override_the_base() {
-        let base = ConfigSpec { page_size: 16384, ..Default::default() };
+        let mut base = ConfigSpec::default();
+        base.config.page_size = 16384;
         let c = ConfigSpec::with_overrides(&base, "heuristic").unwrap();
         assert_eq!(
-            (c.page_size, c.chain_policy.as_str(), c.label.as_str()),
+            (c.config.page_size, c.config.chain_policy.name().as_str(), c.label.as_str()),
             (16384, "heuristic", "heuristic")
         );
         let c =
             ConfigSpec::with_overrides(&base, "class-delta=16, chain_size=4,label=d16").unwrap();
-        assert_eq!((c.effective_delta(), c.chain_size, c.label.as_str()), (16, 4, "d16"));
+        assert_eq!((c.effective_delta(), c.config.chain_size, c.label.as_str()), (16, 4, "d16"));
         let c = ConfigSpec::with_overrides(&base, "page-size=64K").unwrap();
-        assert_eq!(c.page_size, 65536);
+        assert_eq!(c.config.page_size, 65536);
+        let c = ConfigSpec::with_overrides(&base, "read-mode=contiguous,backend=zblock").unwrap();
+        assert_eq!(
+            (c.config.read_mode, c.config.backend),
+            (ReadMode::Contiguous, BackendKind::Zblock)
+        );
+        assert_eq!(c.get("backend").as_deref(), Some("zblock"));
     }
 
     #[test]
@@ -334,9 +334,26 @@ mod tests {
             ",",
             "read-mode=mmap",
             "chain-size=x",
+            "backend=slab",
         ] {
             let e = ConfigSpec::with_overrides(&base, bad).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}: {e}");
         }
+        let e = ConfigSpec::with_overrides(&base, "read-mode=sg").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "invalid read-mode: 'sg' is unknown; accepted: copy, map, contiguous"
+        );
+    }
+
+    #[test]
+    fn the_report_names_backend_and_mode() {
+        let c = ConfigSpec::with_overrides(&ConfigSpec::default(), "read-mode=contiguous").unwrap();
+        let v = serde_json::to_value(ConfigDesc::from(&c)).unwrap();
+        assert_eq!(
+            (v["read_mode"].as_str(), v["backend"].as_str()),
+            (Some("contiguous"), Some("zsmalloc"))
+        );
+        assert_eq!(v["class_delta"], 16);
     }
 }

@@ -3,34 +3,9 @@
 //! configuration, and the deltas against the first.
 
 use crate::compare::Comparison;
+use crate::report::grid::with_head as grid;
 use crate::result::{delta_str, density_str, per_class, permille_str, RunResult};
 use crate::timing::Samples;
-
-/// Aligns `rows` under `head`: the first `left` columns left-aligned, the rest right-aligned.
-pub fn grid(head: &[&str], rows: &[Vec<String>], left: usize) -> String {
-    let n = head.len();
-    let mut w: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(n) {
-            w[i] = w[i].max(c.len());
-        }
-    }
-    let line = |cells: Vec<&str>| {
-        let s: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(
-                |(i, c)| if i < left { format!("{c:<0$}", w[i]) } else { format!("{c:>0$}", w[i]) },
-            )
-            .collect();
-        s.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(head.to_vec());
-    for r in rows {
-        out += &line(r.iter().map(String::as_str).collect());
-    }
-    out
-}
 
 fn config_line(r: &RunResult) -> String {
     let c = &r.config;
@@ -38,8 +13,8 @@ fn config_line(r: &RunResult) -> String {
         "page {}, chain {}, delta {}, {}",
         c.page_size, c.chain_size, c.class_delta, c.chain_policy
     );
-    if c.read_mode != "copy" {
-        s += &format!(", read {}", c.read_mode);
+    if c.read_mode != zsmalloc_core::ReadMode::Copy {
+        s += &format!(", read {}", c.read_mode.name());
     }
     if c.mem_limit_pages != 0 {
         s += &format!(", limit {} pages", c.mem_limit_pages);

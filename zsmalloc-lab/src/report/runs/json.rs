@@ -6,13 +6,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::compare::Comparison;
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
+use crate::report::json;
 use crate::result::{delta_value, RunResult, WorkloadDesc};
 
 pub fn run(r: &RunResult) -> LabResult<String> {
-    serde_json::to_string_pretty(r)
-        .map(|s| s + "\n")
-        .map_err(|e| LabError::runtime(format!("json: {e}")))
+    json(r)
 }
 
 /// A run with its deltas against the reference, fields in declaration order.
@@ -54,7 +53,5 @@ pub fn comparison(c: &Comparison) -> LabResult<String> {
         sweep: &c.sweep_keys,
         runs,
     };
-    serde_json::to_string_pretty(&doc)
-        .map(|s| s + "\n")
-        .map_err(|e| LabError::runtime(format!("json: {e}")))
+    json(&doc)
 }

@@ -1,0 +1,169 @@
+//! `zsmalloc kernel capture`: the kernel's exact outcome per page as a trace the lab replays
+//! (docs/LAB.md, "Trace format"). Page `i` is handle id `i`: a compressed page is
+//! `store i <len>` with the length zram gave `zs_malloc`, a huge page `store i <PAGE_SIZE>`
+//! (zram stores it whole); a same-filled page stores nothing in the pool, so it has no line
+//! (the header counts them). With `--free-share`, the discards (`free i`) and the compaction
+//! follow. Replayed at the kernel's page size and chain, the pool holds the kernel's pages.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::check::{KernelFacts, StoredFacts};
+use super::corpus::{CorpusArgs, CorpusFacts};
+use super::host::Host;
+use super::steps::{self, KernelSteps, Op, Phase, Plan, Stored};
+use crate::error::{LabError, LabResult};
+use crate::report::check_writable;
+use crate::trace_format::{TraceOp, TraceWriter};
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct CaptureArgs {
+    #[command(flatten)]
+    pub corpus: CorpusArgs,
+    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
+    #[arg(long, value_name = "ALG")]
+    pub compressor: Option<String>,
+    /// Compression level, through algorithm_params
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+    /// The trace file to write
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Also discard this share of the pages after the fill, then compact (0: the fill only)
+    #[arg(long, value_name = "F", default_value_t = 0.0)]
+    pub free_share: f64,
+    /// Seeds the built-in corpus and the discards
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    pub seed: u64,
+    /// table or json
+    #[arg(long, value_name = "FORMAT", default_value = "table")]
+    pub format: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureReport {
+    pub file: String,
+    pub kernel: KernelFacts,
+    pub corpus: CorpusFacts,
+    pub stored: StoredFacts,
+    /// The kernel's pool pages after the fill, and at the end.
+    pub kernel_pages_after_fill: u64,
+    pub kernel_pages_at_end: u64,
+    /// Operations written.
+    pub operations: u64,
+}
+
+/// Writes `k` as a trace to `path`; returns the operations written.
+pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> LabResult<u64> {
+    let s = StoredFacts::of(k);
+    let page = k.host.page_size;
+    let level = k.level.map(|l| format!(" level {l}")).unwrap_or_default();
+    let header = [
+        format!(
+            "captured from the kernel: {} (page {page}), zram {}{level}",
+            k.host.release, k.compressor
+        ),
+        format!("corpus: {source}"),
+        format!(
+            "pages: {} same-filled (kept by zram, no line), {} huge (stored whole, {page} bytes), \
+             {} compressed",
+            s.same_filled, s.huge, s.compressed
+        ),
+        format!(
+            "kernel pool pages after the fill: {}; at the end: {}",
+            k.after(Phase::Fill).pool_pages(page),
+            k.after(Phase::Compact).pool_pages(page)
+        ),
+    ];
+    let mut w = TraceWriter::create(path, &header)?;
+    let mut holds = vec![false; k.phase(Phase::Fill).count()];
+    let mut ops = 0;
+    for step in &k.steps {
+        let op = match step.op {
+            Op::Store { stored: Stored::Same, .. } => None,
+            Op::Store { page: p, len, .. } => {
+                holds[p as usize] = true;
+                Some(TraceOp::Store { id: u64::from(p), len: len as usize })
+            }
+            Op::Free { page: p } => {
+                std::mem::take(&mut holds[p as usize]).then_some(TraceOp::Free { id: u64::from(p) })
+            }
+            Op::Compact => Some(TraceOp::Compact),
+        };
+        if let Some(op) = op {
+            w.op(&op)?;
+            ops += 1;
+        }
+        if step.shrinker_compacted {
+            w.op(&TraceOp::Compact)?;
+            ops += 1;
+        }
+    }
+    w.finish()?;
+    Ok(ops)
+}
+
+pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
+    if !matches!(a.format.as_str(), "table" | "json") {
+        return Err(LabError::usage(format!(
+            "invalid --format '{}' (accepted: table, json)",
+            a.format
+        )));
+    }
+    check_writable("-o", &a.output)?;
+    let host = Host::probe()?;
+    super::leftover::sweep_and_report();
+    let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
+    let plan = Plan {
+        compressor: a.compressor.clone(),
+        level: a.level,
+        free_share: a.free_share,
+        seed: a.seed,
+        compact: a.free_share > 0.0,
+    };
+    let k = steps::run(&host, &corpus, &plan)?;
+    drop(corpus);
+    let operations = write_trace(&k, &facts.source, &a.output)?;
+    Ok(CaptureReport {
+        file: a.output.display().to_string(),
+        kernel: KernelFacts::of(&k),
+        stored: StoredFacts::of(&k),
+        kernel_pages_after_fill: k.after(Phase::Fill).pool_pages(host.page_size),
+        kernel_pages_at_end: k.after(Phase::Compact).pool_pages(host.page_size),
+        corpus: facts,
+        operations,
+    })
+}
+
+impl CaptureReport {
+    pub fn render(&self, format: &str) -> LabResult<String> {
+        if format == "json" {
+            return serde_json::to_string_pretty(self)
+                .map(|s| s + "\n")
+                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+        }
+        let k = &self.kernel;
+        let s = &self.stored;
+        Ok(format!(
+            "wrote {} ({} operations): kernel {} (page {}), zram {}\n\
+             corpus: {} — {} pages: {} same-filled, {} huge, {} compressed\n\
+             kernel pool pages after the fill: {}; at the end: {}\n\
+             replay it: zsmalloc replay {} --page-size {} --chain-size 8 --format mm_stat\n",
+            self.file,
+            self.operations,
+            k.release,
+            k.page_size,
+            k.compressor,
+            self.corpus.source,
+            self.corpus.pages,
+            s.same_filled,
+            s.huge,
+            s.compressed,
+            self.kernel_pages_after_fill,
+            self.kernel_pages_at_end,
+            self.file,
+            k.page_size
+        ))
+    }
+}

@@ -1,0 +1,81 @@
+//! The corpus flags the kernel commands share, as `pages` and `cost` take them: files or
+//! directories, `--pid`, or the built-in synthetic corpus — loaded through the cost study's
+//! [`Source`], in pages of the host's size.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::host;
+use crate::cost::corpus::Source;
+use crate::error::{LabError, LabResult};
+
+/// Pages of the built-in corpus by default.
+pub const DEFAULT_SYNTHETIC_PAGES: usize = 16384;
+/// Pages read at most from files or a process by default.
+pub const DEFAULT_MAX_PAGES: usize = 65536;
+
+#[derive(clap::Args, Debug, Clone, Default, PartialEq, Eq)]
+pub struct CorpusArgs {
+    /// Files or directories to take pages from (walked recursively) [default: the built-in
+    /// corpus]
+    pub paths: Vec<PathBuf>,
+    /// Take pages from the anonymous memory of a live process (resident or swapped pages)
+    #[arg(long, value_name = "PID", conflicts_with = "paths")]
+    pub pid: Option<u32>,
+    /// Pages of the built-in corpus [default: 16384]
+    #[arg(long, value_name = "N")]
+    pub synthetic_pages: Option<usize>,
+    /// Pages read at most (from files or a process: 65536 unless given)
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<usize>,
+}
+
+/// What the corpus was.
+#[derive(Debug, Clone, Serialize)]
+pub struct CorpusFacts {
+    pub source: String,
+    pub pages: u64,
+}
+
+impl CorpusArgs {
+    pub fn source(&self, seed: u64) -> Source {
+        match (self.pid, self.paths.is_empty()) {
+            (Some(pid), _) => Source::Pid(pid),
+            (None, false) => Source::Files(self.paths.clone()),
+            (None, true) => Source::Builtin {
+                pages: self.synthetic_pages.unwrap_or(DEFAULT_SYNTHETIC_PAGES),
+                seed,
+            },
+        }
+    }
+
+    /// Pages at most (before reading anything).
+    pub fn page_bound(&self) -> usize {
+        match (self.pid, self.paths.is_empty()) {
+            (None, true) => self
+                .synthetic_pages
+                .unwrap_or(DEFAULT_SYNTHETIC_PAGES)
+                .min(self.max_pages.unwrap_or(usize::MAX)),
+            _ => self.max_pages.unwrap_or(DEFAULT_MAX_PAGES),
+        }
+    }
+
+    /// Checks the flags and that the corpus, the device and a pool of the same pages fit in
+    /// memory; then reads the corpus in pages of `page` bytes.
+    pub fn load(&self, seed: u64, page: usize) -> LabResult<(Vec<u8>, CorpusFacts)> {
+        if self.max_pages == Some(0) || self.synthetic_pages == Some(0) {
+            return Err(LabError::usage("--max-pages and --synthetic-pages must be at least 1"));
+        }
+        let src = self.source(seed);
+        src.check()?;
+        // The corpus, the device and the project's pool, each at worst a page per page.
+        host::check_memory(self.page_bound() as u64 * page as u64 * 3, "this corpus")?;
+        let data = src.load(page, self.page_bound())?;
+        if data.is_empty() {
+            return Err(LabError::usage(format!("{}: no page to write", src.describe())));
+        }
+        let pages = (data.len() / page) as u64;
+        Ok((data, CorpusFacts { source: src.describe(), pages }))
+    }
+}

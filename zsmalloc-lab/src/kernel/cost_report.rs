@@ -1,0 +1,354 @@
+//! The figures of `zsmalloc kernel cost`: per condition and length band, the read times of
+//! spanning and in-place objects (count, median, min, max of the pages' medians), the spanning
+//! extra (difference of the medians) with a seeded bootstrap 95% confidence interval, and what
+//! the heuristic's fewer spanning objects would save on this kernel.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+
+use super::corpus::CorpusFacts;
+use super::host::Host;
+use crate::error::{LabError, LabResult};
+
+/// What the project's placement says about a page's object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Group {
+    Same,
+    Huge,
+    Spanning,
+    InPlace,
+}
+
+/// One page's measurements.
+#[derive(Debug, Clone)]
+pub struct PageCost {
+    pub len: u32,
+    pub group: Group,
+    pub write_ns: u64,
+    /// One per round.
+    pub read_ns: Vec<u64>,
+}
+
+/// Width of a length band in bytes.
+pub const BAND: u32 = 512;
+/// Bootstrap resamples for the confidence interval.
+const RESAMPLES: usize = 1000;
+
+/// The first length of `len`'s band.
+pub fn band_of(len: u32) -> u32 {
+    len / BAND * BAND
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Count, median, min and max of per-page times (ns).
+#[derive(Debug, Clone, Serialize)]
+pub struct Figures {
+    pub count: usize,
+    pub median_ns: f64,
+    pub min_ns: f64,
+    pub max_ns: f64,
+}
+
+impl Figures {
+    fn of(v: &[f64]) -> Option<Figures> {
+        if v.is_empty() {
+            return None;
+        }
+        let mut s = v.to_vec();
+        let median_ns = median(&mut s);
+        Some(Figures { count: v.len(), median_ns, min_ns: s[0], max_ns: s[s.len() - 1] })
+    }
+}
+
+/// The spanning extra: median(spanning) - median(in place), with its 95% interval.
+#[derive(Debug, Clone, Serialize)]
+pub struct Extra {
+    pub median_ns: f64,
+    pub ci_low_ns: f64,
+    pub ci_high_ns: f64,
+    /// As a share of the in-place median.
+    pub share: f64,
+}
+
+fn bootstrap(span: &[f64], in_place: &[f64], seed: u64) -> (f64, f64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut diffs = Vec::with_capacity(RESAMPLES);
+    let (mut a, mut b) = (vec![0.0; span.len()], vec![0.0; in_place.len()]);
+    for _ in 0..RESAMPLES {
+        a.iter_mut().for_each(|x| *x = span[rng.gen_range(0..span.len())]);
+        b.iter_mut().for_each(|x| *x = in_place[rng.gen_range(0..in_place.len())]);
+        diffs.push(median(&mut a) - median(&mut b));
+    }
+    diffs.sort_by(f64::total_cmp);
+    (diffs[RESAMPLES * 25 / 1000], diffs[RESAMPLES * 975 / 1000])
+}
+
+/// One row: a condition and a band (or the same-filled / huge pages).
+#[derive(Debug, Clone, Serialize)]
+pub struct BandRow {
+    pub condition: String,
+    /// `512-1023`, `huge` or `same-filled`.
+    pub band: String,
+    pub spanning: Option<Figures>,
+    pub in_place: Option<Figures>,
+    pub spanning_extra: Option<Extra>,
+    /// Median write time of the same pages (the fill's one write each).
+    pub spanning_write_median_ns: Option<f64>,
+    pub in_place_write_median_ns: Option<f64>,
+    /// Spanning objects of the band under the heuristic chain policy (same lengths).
+    pub heuristic_spanning: u64,
+}
+
+/// One condition.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConditionRow {
+    pub condition: String,
+    pub ran: bool,
+    /// Why it did not run.
+    pub not_run: Option<String>,
+    pub pool_bytes: u64,
+    pub pages: u64,
+    /// Sum of the pages' median read times: one read of every page.
+    pub read_time_ns: f64,
+    pub spanning_objects: u64,
+    pub heuristic_spanning_objects: u64,
+    /// (spanning - heuristic spanning) x the band's measured extra, summed over bands.
+    pub heuristic_saving_ns: f64,
+    pub heuristic_saving_share: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CostReport {
+    pub kernel_release: String,
+    pub page_size: usize,
+    pub compressor: String,
+    pub corpus: CorpusFacts,
+    pub llc_bytes: Option<u64>,
+    pub rounds: usize,
+    pub seed: u64,
+    pub conditions: Vec<ConditionRow>,
+    pub rows: Vec<BandRow>,
+}
+
+impl CostReport {
+    pub fn new(
+        host: &Host,
+        corpus: CorpusFacts,
+        llc: Option<u64>,
+        rounds: usize,
+        seed: u64,
+    ) -> Self {
+        CostReport {
+            kernel_release: host.release.clone(),
+            page_size: host.page_size,
+            compressor: String::new(),
+            corpus,
+            llc_bytes: llc,
+            rounds,
+            seed,
+            conditions: Vec::new(),
+            rows: Vec::new(),
+        }
+    }
+
+    pub fn skip(&mut self, condition: &str, why: &str) {
+        self.conditions.push(ConditionRow {
+            condition: condition.into(),
+            ran: false,
+            not_run: Some(why.into()),
+            pool_bytes: 0,
+            pages: 0,
+            read_time_ns: 0.0,
+            spanning_objects: 0,
+            heuristic_spanning_objects: 0,
+            heuristic_saving_ns: 0.0,
+            heuristic_saving_share: 0.0,
+        });
+    }
+
+    /// Adds one condition's pages; `heuristic`: spanning objects per band under the heuristic.
+    pub fn add(
+        &mut self,
+        condition: &str,
+        pool_bytes: u64,
+        pages: &[PageCost],
+        heuristic: &[(u32, u64)],
+        seed: u64,
+    ) {
+        let med = |p: &PageCost| {
+            let mut v: Vec<f64> = p.read_ns.iter().map(|&n| n as f64).collect();
+            median(&mut v)
+        };
+        let read_time_ns: f64 = pages.iter().map(med).sum();
+        let row = |band: String, span: Vec<&PageCost>, inp: Vec<&PageCost>, heur: u64| {
+            let s: Vec<f64> = span.iter().map(|p| med(p)).collect();
+            let i: Vec<f64> = inp.iter().map(|p| med(p)).collect();
+            let w = |v: &[&PageCost]| {
+                let mut w: Vec<f64> = v.iter().map(|p| p.write_ns as f64).collect();
+                (!w.is_empty()).then(|| median(&mut w))
+            };
+            let (sf, inf) = (Figures::of(&s), Figures::of(&i));
+            let extra = sf.as_ref().zip(inf.as_ref()).map(|(a, b)| {
+                let (lo, hi) = bootstrap(&s, &i, seed);
+                let m = a.median_ns - b.median_ns;
+                Extra { median_ns: m, ci_low_ns: lo, ci_high_ns: hi, share: m / b.median_ns }
+            });
+            BandRow {
+                condition: condition.into(),
+                band,
+                spanning: sf,
+                in_place: inf,
+                spanning_extra: extra,
+                spanning_write_median_ns: w(&span),
+                in_place_write_median_ns: w(&inp),
+                heuristic_spanning: heur,
+            }
+        };
+        let mut rows = Vec::new();
+        let mut bands: Vec<u32> = pages
+            .iter()
+            .filter(|p| matches!(p.group, Group::Spanning | Group::InPlace))
+            .map(|p| band_of(p.len))
+            .collect();
+        bands.sort_unstable();
+        bands.dedup();
+        for b in bands {
+            let of = |g: Group| -> Vec<&PageCost> {
+                pages.iter().filter(|p| p.group == g && band_of(p.len) == b).collect()
+            };
+            let heur = heuristic.iter().find(|(hb, _)| *hb == b).map_or(0, |h| h.1);
+            rows.push(row(
+                format!("{b}-{}", b + BAND - 1),
+                of(Group::Spanning),
+                of(Group::InPlace),
+                heur,
+            ));
+        }
+        for (g, name) in [(Group::Huge, "huge"), (Group::Same, "same-filled")] {
+            let v: Vec<&PageCost> = pages.iter().filter(|p| p.group == g).collect();
+            if !v.is_empty() {
+                rows.push(row(name.into(), Vec::new(), v, 0));
+            }
+        }
+        let spanning = pages.iter().filter(|p| p.group == Group::Spanning).count() as u64;
+        let heur_total: u64 = heuristic.iter().map(|h| h.1).sum();
+        let saving: f64 = rows
+            .iter()
+            .filter_map(|r| {
+                let e = r.spanning_extra.as_ref()?;
+                let n = r.spanning.as_ref()?.count as f64 - r.heuristic_spanning as f64;
+                Some(n * e.median_ns)
+            })
+            .sum();
+        self.conditions.push(ConditionRow {
+            condition: condition.into(),
+            ran: true,
+            not_run: None,
+            pool_bytes,
+            pages: pages.len() as u64,
+            read_time_ns,
+            spanning_objects: spanning,
+            heuristic_spanning_objects: heur_total,
+            heuristic_saving_ns: saving,
+            heuristic_saving_share: if read_time_ns > 0.0 { saving / read_time_ns } else { 0.0 },
+        });
+        self.rows.extend(rows);
+    }
+
+    pub fn render(&self, format: &str) -> LabResult<String> {
+        if format == "json" {
+            return serde_json::to_string_pretty(self)
+                .map(|s| s + "\n")
+                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+        }
+        let mut out = format!(
+            "kernel {} (page {}), zram {}; corpus: {} ({} pages); last-level cache {}; {} \
+             rounds, seed {}\nO_DIRECT reads of every page in a seeded random order; a page's \
+             time is its median over the rounds; grouped by the project's placement\n",
+            self.kernel_release,
+            self.page_size,
+            self.compressor,
+            self.corpus.source,
+            self.corpus.pages,
+            self.llc_bytes.map_or("unknown".into(), |b| format!("{} MiB", b >> 20)),
+            self.rounds,
+            self.seed
+        );
+        let f = |x: &Option<Figures>| {
+            x.as_ref().map_or("-".to_string(), |f| {
+                format!("{} {:.0} [{:.0}..{:.0}]", f.count, f.median_ns, f.min_ns, f.max_ns)
+            })
+        };
+        for c in &self.conditions {
+            out += &format!("\n{}: ", c.condition);
+            if let Some(why) = &c.not_run {
+                out += &format!("not run: {why}\n");
+                continue;
+            }
+            out += &format!(
+                "pool {:.1} MiB, {} pages; {} spanning objects (heuristic: {}); the heuristic \
+                 would save {:.0} ns per read of every page, {:.2}% of the read time\n",
+                c.pool_bytes as f64 / (1 << 20) as f64,
+                c.pages,
+                c.spanning_objects,
+                c.heuristic_spanning_objects,
+                c.heuristic_saving_ns,
+                c.heuristic_saving_share * 100.0
+            );
+            out += &format!(
+                "  {:<11} {:>28} {:>28} {:>30}\n",
+                "band",
+                "spanning n med [min..max]",
+                "in place n med [min..max]",
+                "extra ns (95% CI)"
+            );
+            for r in self.rows.iter().filter(|r| r.condition == c.condition) {
+                let extra = r.spanning_extra.as_ref().map_or("-".to_string(), |e| {
+                    format!(
+                        "{:+.0} ({:+.0}..{:+.0}) {:+.1}%",
+                        e.median_ns,
+                        e.ci_low_ns,
+                        e.ci_high_ns,
+                        e.share * 100.0
+                    )
+                });
+                out += &format!(
+                    "  {:<11} {:>28} {:>28} {:>30}\n",
+                    r.band,
+                    f(&r.spanning),
+                    f(&r.in_place),
+                    extra
+                );
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians_and_intervals() {
+        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        let span: Vec<f64> = (0..200).map(|i| 1100.0 + (i % 7) as f64).collect();
+        let inp: Vec<f64> = (0..200).map(|i| 1000.0 + (i % 5) as f64).collect();
+        let (lo, hi) = bootstrap(&span, &inp, 1);
+        assert!(lo <= 103.0 && hi >= 101.0 && lo > 90.0 && hi < 110.0, "{lo} {hi}");
+        assert_eq!(band_of(511), 0);
+        assert_eq!(band_of(512), 512);
+    }
+}

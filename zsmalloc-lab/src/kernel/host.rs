@@ -1,0 +1,116 @@
+//! Facts about the running machine the kernel commands need before touching anything: root,
+//! zram's control directory, the kernel release, the page size, free memory and the last-level
+//! cache. Each refusal is a usage error (exit 2, one line).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{LabError, LabResult};
+
+/// Where `hot_add` and `hot_remove` live.
+pub const ZRAM_CONTROL: &str = "/sys/class/zram-control";
+
+/// The machine the commands run on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Host {
+    /// `uname -r`.
+    pub release: String,
+    /// The kernel's page size (zram's page, the pool's page).
+    pub page_size: usize,
+}
+
+impl Host {
+    /// The host, or why the kernel commands cannot run here.
+    pub fn probe() -> LabResult<Host> {
+        // SAFETY: geteuid has no preconditions and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            return Err(LabError::usage(
+                "the kernel commands need root (they create and remove a zram device)",
+            ));
+        }
+        if !Path::new(ZRAM_CONTROL).join("hot_add").exists() {
+            return Err(LabError::usage(format!(
+                "this kernel has no zram control ({ZRAM_CONTROL}/hot_add is missing: zram not \
+                 built in or not loaded — try 'modprobe zram')"
+            )));
+        }
+        Ok(Host { release: release(), page_size: page_size() })
+    }
+}
+
+/// Why the kernel commands cannot run here, or `None` (for tests that skip with a reason).
+pub fn unavailable() -> Option<String> {
+    Host::probe().err().map(|e| e.to_string())
+}
+
+/// The kernel release (`uname -r`).
+pub fn release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The host's page size.
+pub fn page_size() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as usize
+    } else {
+        4096
+    }
+}
+
+/// `MemAvailable` in bytes.
+pub fn mem_available() -> LabResult<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo")
+        .map_err(|e| LabError::io("read", Path::new("/proc/meminfo"), &e))?;
+    text.lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))
+        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+        .map(|kib| kib << 10)
+        .ok_or_else(|| LabError::runtime("/proc/meminfo has no MemAvailable line"))
+}
+
+/// Refuses when `need` bytes would not fit in available memory (with a quarter kept free).
+pub fn check_memory(need: u64, what: &str) -> LabResult<()> {
+    let avail = mem_available()?;
+    if need > avail / 4 * 3 {
+        return Err(LabError::usage(format!(
+            "{what} needs about {} MiB, more than three quarters of the {} MiB available: \
+             use --max-pages",
+            need >> 20,
+            avail >> 20
+        )));
+    }
+    Ok(())
+}
+
+/// The boot's id: a leftover record from another boot names no device of this one.
+pub fn boot_id() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
+}
+
+/// When process `pid` started (clock ticks since boot, field 22 of `/proc/PID/stat`), or `None`
+/// when there is no such process: with the pid it names one process for the whole boot.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_has_a_start_time() {
+        assert!(process_start(std::process::id()).is_some());
+        assert!(page_size() >= 4096);
+        assert!(!release().is_empty());
+    }
+}

@@ -1,0 +1,3 @@
+//! `zsmalloc optimize`: the class tables that are best for a workload.
+
+pub mod frontier;

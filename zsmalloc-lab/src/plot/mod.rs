@@ -1,0 +1,35 @@
+//! `--plot FILE.svg`: one module per figure, drawn from shared parts.
+//!
+//! - [`runs`](runs()): per-class pages, slack, merge waste and spanning reads as step lines (a
+//!   class of size `s` serves the sizes above the previous class up to `s`), the huge classes in
+//!   their own panel so they cannot flatten the rest, and with two or more runs the difference
+//!   of each run minus the first;
+//! - [`sweep`](sweep()): pages, spanning reads and bytes copied against the swept key, and a
+//!   Pareto plot of pages against spanning reads;
+//! - [`classes`](classes()): class-table shapes, and the difference of two tables
+//!   (`classes --vs`); [`block_table`](block_table()): zblock's block types;
+//! - [`cost`](cost()): `zsmalloc cost`: read CPU per class and mode, and with several
+//!   configurations a Pareto plot of pages against read CPU, one colour per chain policy.
+//!
+//! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`](draw()) ([`mod@draw`]:
+//! axes, palette, legends beside the plot, never on the data). A new picture (say pages
+//! against read CPU time) is a new module whose function builds panels, e.g. with
+//! [`pareto_panel`].
+
+mod block_table;
+mod classes;
+mod cost;
+pub mod draw;
+pub mod figure;
+mod pareto;
+mod runs;
+mod sweep;
+
+pub use block_table::block_table;
+pub use classes::classes;
+pub use cost::cost;
+pub use draw::draw;
+pub use figure::{steps, Figure, Panel, Series, Style, GREY};
+pub use pareto::{pareto_panel, ParetoPoint};
+pub use runs::{class_difference, runs};
+pub use sweep::sweep;
