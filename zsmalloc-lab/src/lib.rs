@@ -20,7 +20,8 @@
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
-//! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`).
+//! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
+//! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
 //! ```no_run
 //! use zsmalloc_lab::{config::ConfigSpec, runner::{run_one, RunOptions}};
@@ -36,6 +37,7 @@ mod batch_arena;
 pub mod block_table;
 pub mod classes;
 pub mod codec;
+pub mod commands;
 pub mod compare;
 pub mod config;
 pub mod content;

@@ -12,51 +12,58 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
-use super::{Extra, SameFilled};
+use super::{Extra, SameFilled, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 
-#[derive(Debug, Clone, PartialEq)]
+/// The parameters, as `zsmalloc run dist` takes them.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct Dist {
-    /// Pages (objects and same-filled pages) written in the fill phase.
+    /// Pages (objects and same-filled pages) written in the fill phase
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub objects: usize,
+    /// Mean object length in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 694.0)]
     pub mean: f64,
+    /// Standard deviation of the object lengths in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 474.0)]
     pub sd: f64,
-    /// Shortest object stored: draws below it are raised to it (and counted).
+    /// Shortest object: smaller draws are stored at this length and counted (the default is
+    /// the shortest liblz4 output of a 4K page that is not same-filled)
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MIN_LEN)]
     pub min_len: usize,
-    /// Share of same-filled pages, 0..=1.
+    /// Share of same-filled pages, 0..=1
+    #[arg(long, value_name = "SHARE", default_value_t = 0.11)]
     pub same_share: f64,
+    /// skip (kept outside the pool, as modern zram does) or store (at --same-size bytes, as
+    /// in 2012)
+    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true, default_value_t = SameFilled::Skip)]
     pub same_filled: SameFilled,
-    /// Stored length of a same-filled page in `store` mode.
+    /// Bytes a same-filled page takes in the pool with `--same-filled store` (28 in the 2012
+    /// measurement)
+    #[arg(long, value_name = "BYTES", default_value_t = 28)]
     pub same_size: usize,
-    /// Free + re-store steps after the fill phase (`None`: as many as `objects`).
+    /// Random free + re-store steps after the fill phase [default: --objects]
+    #[arg(long, value_name = "N")]
     pub churn: Option<usize>,
     /// Share of the pages freed at random after the churn phase (the live set shrinks, as
-    /// when swapped-out pages come back in), 0..=1.
+    /// when swapped-out pages come back in), 0..=1
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
     pub shrink: f64,
-    /// Compact once after the churn (and shrink) phase.
+    /// Compact once after the churn (and shrink) phase
+    #[arg(long)]
     pub compact: bool,
-    /// Compact every N churn steps.
+    /// Compact every N churn steps
+    #[arg(long, value_name = "N")]
     pub compact_every: Option<usize>,
+    /// Seeds sizes and contents (`--seed`).
+    #[arg(skip = 1u64)]
     pub seed: u64,
 }
 
 impl Default for Dist {
     fn default() -> Self {
-        Dist {
-            objects: 100_000,
-            mean: 694.0,
-            sd: 474.0,
-            min_len: DEFAULT_MIN_LEN,
-            same_share: 0.11,
-            same_filled: SameFilled::Skip,
-            same_size: 28,
-            churn: None,
-            shrink: 0.0,
-            compact: false,
-            compact_every: None,
-            seed: 1,
-        }
+        super::defaults()
     }
 }
 
@@ -82,7 +89,20 @@ impl Dist {
         }
     }
 
-    pub fn params(&self) -> (serde_json::Value, String) {
+    fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
+        match (p, self.same_filled) {
+            (Page::Same, SameFilled::Skip) => d.keep_same(slot),
+            (Page::Same, SameFilled::Store) => {
+                d.note_same_stored();
+                d.store(slot, self.same_size).map(|_| ())
+            }
+            (Page::Object(len), _) => d.store(slot, len).map(|_| ()),
+        }
+    }
+}
+
+impl WorkloadKind for Dist {
+    fn params(&self) -> (serde_json::Value, String) {
         let churn = self.churn_steps();
         let params = json!({
             "objects": self.objects, "mean": self.mean, "sd": self.sd, "min_len": self.min_len,
@@ -117,7 +137,7 @@ impl Dist {
         (params, s)
     }
 
-    pub fn check(&self, page: usize) -> LabResult<()> {
+    fn check(&self, page: usize) -> LabResult<()> {
         let bad = |m: String| Err(LabError::usage(format!("dist: {m}")));
         // Lengths in bytes of a compressed page: the mean is one, the spread at most a page.
         let p = page as f64;
@@ -152,23 +172,20 @@ impl Dist {
         Ok(())
     }
 
-    pub fn estimated_ops(&self) -> u64 {
+    fn estimated_ops(&self) -> u64 {
         (2 * self.objects + 2 * self.churn_steps()) as u64
             + (self.shrink * self.objects as f64) as u64
     }
 
-    fn put(&self, d: &mut Driver<'_>, slot: usize, p: Page) -> LabResult<()> {
-        match (p, self.same_filled) {
-            (Page::Same, SameFilled::Skip) => d.keep_same(slot),
-            (Page::Same, SameFilled::Store) => {
-                d.note_same_stored();
-                d.store(slot, self.same_size).map(|_| ())
-            }
-            (Page::Object(len), _) => d.store(slot, len).map(|_| ()),
-        }
+    fn seed(&self) -> u64 {
+        self.seed
     }
 
-    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+    fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
         let page = d.page_size();
         let normal = Normal::new(self.mean, self.sd)
             .map_err(|e| LabError::usage(format!("dist: bad distribution: {e}")))?;

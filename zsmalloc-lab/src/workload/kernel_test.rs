@@ -6,24 +6,34 @@
 use serde_json::json;
 use zsmalloc_core::Backend;
 
-use super::Extra;
+use super::{Extra, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::result::{utilization_permille, KernelTestLines};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The parameters, as `zsmalloc run kernel-test` takes them.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct KernelTest {
+    /// Smallest object length in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 32)]
     pub lo: usize,
+    /// Largest object length in bytes (at most the page size)
+    #[arg(long, value_name = "BYTES", default_value_t = 4080)]
     pub hi: usize,
+    /// Length step in bytes
+    #[arg(long, value_name = "BYTES", default_value_t = 16)]
     pub step: usize,
+    /// Objects per size
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1337)]
     pub n: usize,
-    /// Seeds object contents only; placement does not depend on it.
+    /// Seeds object contents only; placement does not depend on it (`--seed`).
+    #[arg(skip = 1u64)]
     pub seed: u64,
 }
 
 impl Default for KernelTest {
     fn default() -> Self {
-        KernelTest { lo: 32, hi: 4080, step: 16, n: 1337, seed: 1 }
+        super::defaults()
     }
 }
 
@@ -37,8 +47,10 @@ impl KernelTest {
         }
         ((self.hi - self.lo) / self.step + 1) as u64 * self.n as u64
     }
+}
 
-    pub fn params(&self) -> (serde_json::Value, String) {
+impl WorkloadKind for KernelTest {
+    fn params(&self) -> (serde_json::Value, String) {
         (
             json!({"lo": self.lo, "hi": self.hi, "step": self.step, "n": self.n, "seed": self.seed}),
             format!(
@@ -48,7 +60,7 @@ impl KernelTest {
         )
     }
 
-    pub fn check(&self, page: usize) -> LabResult<()> {
+    fn check(&self, page: usize) -> LabResult<()> {
         let bad = |m: String| Err(LabError::usage(format!("kernel-test: {m}")));
         if self.lo == 0 {
             return bad("--lo must be at least 1".into());
@@ -74,11 +86,19 @@ impl KernelTest {
         Ok(())
     }
 
-    pub fn estimated_ops(&self) -> u64 {
+    fn estimated_ops(&self) -> u64 {
         2 * self.count()
     }
 
-    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
         d.phase("write")?;
         for size in (self.lo..=self.hi).step_by(self.step) {
             for _ in 0..self.n {

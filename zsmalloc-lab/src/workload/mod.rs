@@ -5,6 +5,12 @@
 //! - [`pages::Pages`]: real ([`files`]) or synthetic pages compressed with liblz4/libzstd,
 //!   verified on read;
 //! - [`trace::Trace`]: a recorded trace (docs/LAB.md, "Trace format").
+//!
+//! Each workload's parameters are one struct, which is also its command line: its flags,
+//! their descriptions and their defaults are the clap attributes on that struct, and its
+//! `Default` is what clap gives with no flag ([`defaults`]). Adding a workload: its module,
+//! with a struct deriving `clap::Args` and implementing [`WorkloadKind`], one variant of
+//! [`Workload`] and one arm in [`Workload::kind`] / [`Workload::kind_mut`].
 
 pub mod corpus;
 pub mod dist;
@@ -13,12 +19,14 @@ pub mod kernel_test;
 pub mod pages;
 pub mod trace;
 
+use clap::{Args, FromArgMatches, Subcommand, ValueEnum};
+
 use crate::driver::Driver;
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 use crate::result::{CorpusFacts, KernelTestLines, WorkloadDesc};
 
 /// How same-filled pages are handled (`dist`, `pages`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
 pub enum SameFilled {
     /// Kept outside the pool, as modern zram does (`same_pages` in `mm_stat`).
     #[default]
@@ -28,16 +36,6 @@ pub enum SameFilled {
 }
 
 impl SameFilled {
-    pub fn parse(s: &str) -> LabResult<Self> {
-        match s {
-            "skip" => Ok(SameFilled::Skip),
-            "store" => Ok(SameFilled::Store),
-            _ => Err(LabError::usage(format!(
-                "invalid same-filled mode '{s}' (accepted: skip, store)"
-            ))),
-        }
-    }
-
     pub fn name(self) -> &'static str {
         match self {
             SameFilled::Skip => "skip",
@@ -54,12 +52,38 @@ pub struct Extra {
     pub dist: Option<dist::DistFacts>,
 }
 
-/// One workload with its parameters.
-#[derive(Debug, Clone)]
+/// What every workload does; [`Workload`] hands each call to the workload it holds.
+pub trait WorkloadKind {
+    /// The parameters as JSON (`workload.params`) and as one line (`workload.summary`).
+    fn params(&self) -> (serde_json::Value, String);
+    /// Checks the parameters against a page size and that inputs are readable.
+    fn check(&self, page: usize) -> LabResult<()>;
+    /// Operations the workload will run (for the progress bar).
+    fn estimated_ops(&self) -> u64;
+    /// The seed contents (and sizes, where drawn) are derived from.
+    fn seed(&self) -> u64;
+    fn set_seed(&mut self, seed: u64);
+    /// Runs the operations; `timing`: the workload may time its own phases.
+    fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra>;
+}
+
+/// One workload with its parameters (as `zsmalloc run WORKLOAD`).
+#[derive(Debug, Clone, Subcommand)]
 pub enum Workload {
+    /// The zsmalloc_test module's pattern: for each size lo..=hi by step, n objects; then read
+    /// and verify all in store order [default: the RFC's 32..=4080 step 16, 1337 each]
+    #[command(allow_negative_numbers = true)]
     KernelTest(kernel_test::KernelTest),
+    /// Sizes from a normal distribution (mean 694, sd 474, as measured in the thread "zsmalloc
+    /// limitations and related topics") clipped to --min-len..=page, with same-filled pages, a
+    /// churn phase and optional compaction
+    #[command(allow_negative_numbers = true)]
     Dist(dist::Dist),
+    /// Files or directories split into pages, compressed with lz4 or zstd, stored as zram does
+    /// and verified on read; a synthetic corpus when no path is given
+    #[command(allow_negative_numbers = true)]
     Pages(pages::Pages),
+    /// Replay a trace file
     Trace(trace::Trace),
 }
 
@@ -67,6 +91,22 @@ impl Default for Workload {
     /// The RFC's benchmark: `kernel-test` 32..=4080 step 16, 1337 objects per size.
     fn default() -> Self {
         Workload::KernelTest(kernel_test::KernelTest::default())
+    }
+}
+
+/// A workload's parameters with every flag at its default, as clap parses an empty command
+/// line: so each default is written once, on its flag.
+pub fn defaults<T: Args + FromArgMatches>() -> T {
+    let cmd = T::augment_args(clap::Command::new("defaults"));
+    let parsed = cmd
+        .try_get_matches_from(["defaults"])
+        .and_then(|m| T::from_arg_matches(&m))
+        .map_err(|e| e.to_string());
+    match parsed {
+        Ok(t) => t,
+        // Only a required argument without a default fails here: a programming error that the
+        // `every_default_parses` test catches.
+        Err(e) => unreachable!("a workload flag without a default: {e}"),
     }
 }
 
@@ -80,34 +120,38 @@ impl Workload {
         }
     }
 
+    /// The workload it holds.
+    pub fn kind(&self) -> &dyn WorkloadKind {
+        match self {
+            Workload::KernelTest(w) => w,
+            Workload::Dist(w) => w,
+            Workload::Pages(w) => w,
+            Workload::Trace(w) => w,
+        }
+    }
+
+    pub fn kind_mut(&mut self) -> &mut dyn WorkloadKind {
+        match self {
+            Workload::KernelTest(w) => w,
+            Workload::Dist(w) => w,
+            Workload::Pages(w) => w,
+            Workload::Trace(w) => w,
+        }
+    }
+
     pub fn desc(&self) -> WorkloadDesc {
-        let (params, summary) = match self {
-            Workload::KernelTest(w) => w.params(),
-            Workload::Dist(w) => w.params(),
-            Workload::Pages(w) => w.params(),
-            Workload::Trace(w) => w.params(),
-        };
+        let (params, summary) = self.kind().params();
         WorkloadDesc { name: self.name().to_string(), params, summary }
     }
 
     /// Checks the parameters against a page size and that inputs are readable.
     pub fn check(&self, page: usize) -> LabResult<()> {
-        match self {
-            Workload::KernelTest(w) => w.check(page),
-            Workload::Dist(w) => w.check(page),
-            Workload::Pages(w) => w.check(page),
-            Workload::Trace(w) => w.check(page),
-        }
+        self.kind().check(page)
     }
 
     /// Operations the workload will run (for the progress bar).
     pub fn estimated_ops(&self) -> u64 {
-        match self {
-            Workload::KernelTest(w) => w.estimated_ops(),
-            Workload::Dist(w) => w.estimated_ops(),
-            Workload::Pages(w) => w.estimated_ops(),
-            Workload::Trace(w) => w.estimated_ops(),
-        }
+        self.kind().estimated_ops()
     }
 
     /// Generated workloads treat any refusal but a full pool as a bug; a trace replays what a
@@ -118,20 +162,32 @@ impl Workload {
 
     /// The seed contents are derived from.
     pub fn seed(&self) -> u64 {
-        match self {
-            Workload::KernelTest(w) => w.seed,
-            Workload::Dist(w) => w.seed,
-            Workload::Pages(w) => w.seed,
-            Workload::Trace(w) => w.seed,
-        }
+        self.kind().seed()
+    }
+
+    /// The workload with its seed set (`--seed` is a flag of the command, not of the workload).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.kind_mut().set_seed(seed);
+        self
     }
 
     pub fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra> {
-        match self {
-            Workload::KernelTest(w) => w.run(d),
-            Workload::Dist(w) => w.run(d),
-            Workload::Pages(w) => w.run(d, timing),
-            Workload::Trace(w) => w.run(d),
-        }
+        self.kind().run(d, timing)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_default_parses() {
+        assert_eq!(kernel_test::KernelTest::default().n, 1337);
+        let d = dist::Dist::default();
+        assert_eq!((d.mean, d.sd, d.same_share, d.same_size), (694.0, 474.0, 0.11, 28));
+        assert_eq!((d.min_len, d.seed, d.churn), (dist::DEFAULT_MIN_LEN, 1, None));
+        let p = pages::Pages::default();
+        assert_eq!((p.synthetic_pages, p.compressor, p.seed), (16384, pages::Compressor::Lz4, 1));
+        assert_eq!(Workload::default().with_seed(7).seed(), 7);
     }
 }

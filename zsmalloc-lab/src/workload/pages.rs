@@ -16,7 +16,7 @@ use serde_json::json;
 use zsmalloc_core::Backend;
 
 use super::files::{self, FilePages, Walk};
-use super::{corpus, Extra, SameFilled};
+use super::{corpus, Extra, SameFilled, WorkloadKind};
 pub use crate::codec::Algo as Compressor;
 use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
 use crate::driver::Driver;
@@ -25,36 +25,43 @@ use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
 use crate::zram_page::ZramPage;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The parameters, as `zsmalloc run pages` takes them.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct Pages {
-    /// Files or directories (walked recursively in name order); empty: the synthetic corpus.
+    /// Files or directories, walked recursively in name order [default: the synthetic corpus]
     pub paths: Vec<PathBuf>,
+    /// lz4 or zstd
+    #[arg(long, value_name = "NAME", default_value = "lz4", value_parser = parse_compressor)]
     pub compressor: Compressor,
-    /// zstd level (1..=22; `None`: zram's default, 3). Refused with lz4, which takes none.
+    /// zstd level, 1..=22 (refused with lz4, which takes none) [default: 3, zram's]
+    #[arg(long, value_name = "N")]
     pub level: Option<i32>,
-    /// Pages of the synthetic corpus.
+    /// Pages of the synthetic corpus (without a path)
+    #[arg(long, value_name = "N", default_value_t = 16384)]
     pub synthetic_pages: usize,
-    /// Stop after this many pages.
+    /// Stop after this many pages
+    #[arg(long, value_name = "N")]
     pub max_pages: Option<usize>,
+    /// skip (kept outside the pool, as modern zram does) or store (at --same-size bytes)
+    #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true, default_value_t = SameFilled::Skip)]
     pub same_filled: SameFilled,
+    /// Bytes a same-filled page takes in the pool with `--same-filled store`
+    #[arg(long, value_name = "BYTES", default_value_t = 28)]
     pub same_size: usize,
-    /// Seeds the synthetic corpus.
+    /// Seeds the synthetic corpus (`--seed`).
+    #[arg(skip = 1u64)]
     pub seed: u64,
 }
 
 impl Default for Pages {
     fn default() -> Self {
-        Pages {
-            paths: Vec::new(),
-            compressor: Compressor::Lz4,
-            level: None,
-            synthetic_pages: 16384,
-            max_pages: None,
-            same_filled: SameFilled::Skip,
-            same_size: 28,
-            seed: 1,
-        }
+        super::defaults()
     }
+}
+
+/// `--compressor`; clap's message names the value and the flag, this adds what is accepted.
+fn parse_compressor(name: &str) -> Result<Compressor, String> {
+    Compressor::parse(name).map_err(|_| format!("accepted: {}", crate::codec::ACCEPTED))
 }
 
 /// Most pages of the synthetic corpus.
@@ -119,7 +126,13 @@ impl Pages {
         }
     }
 
-    pub fn params(&self) -> (serde_json::Value, String) {
+    fn zstd_level(&self) -> i32 {
+        self.level.unwrap_or(DEFAULT_ZSTD_LEVEL)
+    }
+}
+
+impl WorkloadKind for Pages {
+    fn params(&self) -> (serde_json::Value, String) {
         let paths: Vec<String> = self.paths.iter().map(|p| p.display().to_string()).collect();
         let params = json!({
             "paths": paths, "compressor": self.compressor.name(),
@@ -139,11 +152,7 @@ impl Pages {
         (params, s)
     }
 
-    fn zstd_level(&self) -> i32 {
-        self.level.unwrap_or(DEFAULT_ZSTD_LEVEL)
-    }
-
-    pub fn check(&self, page: usize) -> LabResult<()> {
+    fn check(&self, page: usize) -> LabResult<()> {
         let bad = |m: String| Err(LabError::usage(format!("pages: {m}")));
         match (self.compressor, self.level) {
             (Compressor::Lz4, Some(_)) => return bad(codec::LZ4_TAKES_NO_LEVEL.into()),
@@ -167,7 +176,7 @@ impl Pages {
         Walk::check(&self.paths)
     }
 
-    pub fn estimated_ops(&self) -> u64 {
+    fn estimated_ops(&self) -> u64 {
         let max = self.max_pages.map(|m| m as u64);
         let pages = if self.paths.is_empty() {
             max.map_or(self.synthetic_pages as u64, |m| m.min(self.synthetic_pages as u64))
@@ -178,7 +187,15 @@ impl Pages {
         2 * pages
     }
 
-    pub fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra> {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra> {
         let page = d.page_size();
         let huge = d.pool().huge_class_size();
         let mut codec = Codec::new(self.compressor, self.zstd_level())?;
@@ -225,6 +242,14 @@ impl Pages {
                 }
             };
             stored.push(if ok { kind } else { Stored::Failed });
+        }
+        if facts.input_pages == 0 {
+            // Empty files or directories: there is nothing to measure, and ratios of nothing
+            // would print as figures.
+            return Err(LabError::usage(format!(
+                "pages: no input: no page to read in {}",
+                self.source_name()
+            )));
         }
         d.phase("read")?;
         let mut read_cpu = CpuTimer::new();

@@ -8,33 +8,44 @@ use std::path::PathBuf;
 
 use serde_json::json;
 
-use super::Extra;
+use super::{Extra, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::LabResult;
 use crate::trace_format::{TraceOp, TraceReader};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The parameters, as `zsmalloc run trace` and `zsmalloc replay` take them.
+#[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct Trace {
+    /// The trace file (format: docs/LAB.md)
     pub file: PathBuf,
-    /// Seeds object contents only.
+    /// Seeds object contents only (`--seed`).
+    #[arg(skip = 1u64)]
     pub seed: u64,
 }
 
-impl Trace {
-    pub fn params(&self) -> (serde_json::Value, String) {
+impl WorkloadKind for Trace {
+    fn params(&self) -> (serde_json::Value, String) {
         (json!({"file": self.file.display().to_string()}), format!("trace {}", self.file.display()))
     }
 
     /// Opens and parses the whole file, so a bad line fails before anything runs.
-    pub fn check(&self, _page: usize) -> LabResult<()> {
+    fn check(&self, _page: usize) -> LabResult<()> {
         TraceReader::count_ops(&self.file).map(|_| ())
     }
 
-    pub fn estimated_ops(&self) -> u64 {
+    fn estimated_ops(&self) -> u64 {
         TraceReader::count_ops(&self.file).unwrap_or(0)
     }
 
-    pub fn run(&self, d: &mut Driver<'_>) -> LabResult<Extra> {
+    fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
         let mut reader = TraceReader::open(&self.file)?;
         let mut slots: HashMap<u64, usize> = HashMap::new();
         let mut slot_of =

@@ -1,0 +1,177 @@
+//! `zsmalloc cost`: what reads cost in CPU time, decompression included, per configuration and
+//! read mode (the study itself is [`crate::cost`]).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::callgrind;
+use super::output::{emit, table_json_or_csv};
+use crate::config::assemble::{assemble, Defaults};
+use crate::config::flags::{ConfigFlags, ConfigList};
+use crate::config::ConfigSpec;
+use crate::cost::{self, codec::Algo, corpus::Source};
+use crate::error::{LabError, LabResult};
+use crate::progress::ProgressSink;
+use crate::report::Render;
+use crate::{codec, plot, report};
+
+/// The command's help after the flags.
+pub const HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
+(4096 pages of the page size, seed 1: text, heap-like words, sparse, random, zero and same-filled pages), \
+compressed with liblz4 and libzstd (level 3); configurations `classic`, `heuristic` and, when the base \
+class delta is not 16, `delta-16` (classic with class-delta=16), on the base flags (page 4096, chain 8 \
+unless given); modes copy, map, contiguous and sg (a mode the core refuses is reported as skipped); \
+each pool filled to twice the last-level cache with the corpus repeated; 3 interleaved rounds, \
+batches of 10000 reads per clock read.
+
+Examples:
+  zsmalloc cost                                          # the default run, as a table
+  zsmalloc cost --page-size 16384 --chain-size 8 --format json
+  zsmalloc cost /usr/lib/x86_64-linux-gnu --max-pages 4096 --compressor zstd
+  zsmalloc cost --pid 1234 --modes copy,sg
+  zsmalloc cost --sweep chain-size=4..12:2 --sweep chain-policy=classic,heuristic --plot cost.svg
+  zsmalloc cost --instructions                           # instruction counts under callgrind
+
+See docs/LAB.md (cost) and docs/STUDY.md for the figures and what they mean.";
+
+#[derive(Args, Debug)]
+pub struct CostArgs {
+    /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
+    pub paths: Vec<PathBuf>,
+    /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
+    #[arg(long, value_name = "PID", conflicts_with = "paths")]
+    pub pid: Option<u32>,
+    /// lz4, zstd or both, comma-separated [default: lz4,zstd]
+    #[arg(long, value_name = "LIST")]
+    pub compressor: Option<String>,
+    /// zstd level, 1..=22 (lz4 takes none) [default: 3, zram's]
+    #[arg(long, value_name = "N")]
+    pub level: Option<i32>,
+    /// Read modes, comma-separated: copy, map, contiguous, sg [default: all four; --read-mode
+    /// gives one]
+    #[arg(long, value_name = "LIST")]
+    pub modes: Option<String>,
+    /// Interleaved rounds; figures are min/median/max over them [default: 3]
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Seed of the built-in corpus and of the visiting order [default: 1]
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Pages of the built-in corpus [default: 4096]
+    #[arg(long, value_name = "N")]
+    pub synthetic_pages: Option<usize>,
+    /// Input pages read at most from files or a process [default: 16384]
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<usize>,
+    /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level
+    /// cache, at most 256 MiB]
+    #[arg(long, value_name = "MIB")]
+    pub pool_mib: Option<u64>,
+    /// Operations per clock read, at least 10000 [default: 10000]
+    #[arg(long, value_name = "N")]
+    pub batch: Option<usize>,
+    /// Refuse to run when the memory plan (printed before the run) needs more at its peak,
+    /// e.g. 6G [default: what the machine has available]
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<String>,
+    /// Also count user-space instructions: re-run under valgrind --tool=callgrind
+    #[arg(long)]
+    pub instructions: bool,
+    /// The --instructions child's output directory (set by the parent, not by users)
+    #[arg(long, hide = true, value_name = "DIR")]
+    pub callgrind_child: Option<PathBuf>,
+    #[command(flatten)]
+    pub pool: ConfigFlags,
+    #[command(flatten)]
+    pub list: ConfigList,
+    /// table, json or csv [default: table]
+    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
+    pub format: Option<String>,
+    /// Draw an SVG: read cost by class and mode; with several configurations, a Pareto plot
+    /// of pages against read CPU
+    #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
+    pub plot: Option<PathBuf>,
+}
+
+/// The study's configurations when none is named: classic, heuristic and delta-16 for
+/// zsmalloc; another backend alone is its one configuration.
+fn study_set(base: &ConfigSpec) -> LabResult<Vec<ConfigSpec>> {
+    if base.is_zsmalloc() {
+        cost::default_specs(base)
+    } else {
+        Ok(vec![base.clone()])
+    }
+}
+
+/// The study's options from the flags (configurations assembled by the common rule).
+fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
+    // `--read-mode` names a read mode to measure (sg too): not a setting of the
+    // configurations, whose pools each mode sets itself.
+    let read_modes = a.pool.read_mode.take();
+    let defaults = Defaults { alone: &study_set, in_list: &cost::default_specs };
+    let assembly = assemble(&a.pool, &a.list, &defaults)?;
+    let mut opts = cost::CostOptions::new(assembly.specs);
+    let seed = a.seed.unwrap_or(1);
+    opts.seed = seed;
+    opts.source = match (a.pid, a.paths.is_empty()) {
+        (Some(pid), _) => Source::Pid(pid),
+        (None, false) => Source::Files(a.paths.clone()),
+        (None, true) => Source::Builtin {
+            pages: a.synthetic_pages.unwrap_or(cost::DEFAULT_SYNTHETIC_PAGES),
+            seed,
+        },
+    };
+    opts.compressors = Algo::parse_list(a.compressor.as_deref().unwrap_or("lz4,zstd"))?;
+    if let Some(level) = a.level {
+        if !opts.compressors.contains(&Algo::Zstd) {
+            return Err(LabError::usage(codec::LZ4_TAKES_NO_LEVEL));
+        }
+        if opts.compressors.contains(&Algo::Lz4) {
+            eprintln!("zsmalloc: warning: --level {level} applies to zstd only; lz4 takes none");
+        }
+        opts.level = level;
+    }
+    if let Some(m) = a.modes.clone().or(read_modes) {
+        opts.modes = cost::parse_modes(&m)?;
+    }
+    if let Some(r) = a.repeat {
+        opts.repeat = r;
+    }
+    if let Some(m) = a.max_pages {
+        opts.max_pages = m;
+    }
+    if let Some(mib) = a.pool_mib {
+        opts.pool_bytes = mib.max(1) << 20;
+    }
+    if let Some(b) = a.batch {
+        opts.batch = b;
+    }
+    if let Some(m) = &a.max_memory {
+        opts.max_memory = Some(cost::parse_memory(m)?);
+    }
+    Ok((opts, assembly.sweep_keys))
+}
+
+pub fn run(mut a: CostArgs) -> LabResult<()> {
+    let format = table_json_or_csv(a.format.as_deref(), "cost")?;
+    let (mut opts, sweep_keys) = options(&mut a)?;
+    if let Some(dir) = &a.callgrind_child {
+        return callgrind::run_child(&mut opts, dir);
+    }
+    opts.check()?;
+    if let Some(p) = &a.plot {
+        report::check_writable("--plot", p)?;
+    }
+    let sink = ProgressSink::auto();
+    let mut r = cost::run(&opts, &sink)?;
+    sink.clear();
+    if a.instructions {
+        let counts = callgrind::rerun_under_callgrind()?;
+        cost::instructions::apply(&mut r, &counts);
+    }
+    if let Some(p) = &a.plot {
+        plot::cost(p, &r, &sweep_keys)?;
+    }
+    emit(&r.render(format)?)
+}

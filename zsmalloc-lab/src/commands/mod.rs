@@ -1,0 +1,18 @@
+//! The `zsmalloc` command's subcommands, one module each: its clap arguments and its `run`.
+//! The binary parses and dispatches; shared flag groups are [`crate::config::flags`] (the
+//! configuration) and [`output`] (formats, plots, timelines, repeats, seed).
+//!
+//! - [`run`]: one workload on one configuration; [`replay`]: a trace file;
+//! - [`compare`]: one workload on several configurations;
+//! - [`classes`]: class tables (and zblock's block table);
+//! - [`cost`]: the cost study, with [`callgrind`] for `--instructions`;
+//! - [`kernel`]: the running kernel's zram beside the project.
+
+pub mod callgrind;
+pub mod classes;
+pub mod compare;
+pub mod cost;
+pub mod kernel;
+pub mod output;
+pub mod replay;
+pub mod run;

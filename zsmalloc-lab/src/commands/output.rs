@@ -1,0 +1,108 @@
+//! What the run commands (`run`, `replay`, `compare`) share besides the configuration: the
+//! output flags, and writing the report.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::error::{LabError, LabResult};
+use crate::report::{self, Format};
+use crate::runner::RunOptions;
+use crate::workload::Workload;
+
+/// Output flags of the run commands.
+#[derive(Args, Debug, Clone, Default)]
+#[command(next_help_heading = "Output")]
+pub struct OutputFlags {
+    /// table, json, csv, mm_stat or debugfs [default: table]
+    #[arg(long, global = true, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Draw an SVG: per-class steps, huge classes apart, differences between configurations;
+    /// with --sweep, curves and a Pareto plot of pages against spanning reads
+    #[arg(long, global = true, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
+    /// Include per-class rows
+    #[arg(long, global = true)]
+    pub per_class: bool,
+    /// Leave times out (CPU and wall), so the output of a seeded run is identical byte for
+    /// byte; configurations then run in parallel
+    #[arg(long, global = true)]
+    pub no_time: bool,
+    /// Write pages and utilization over the run's operations to a CSV file
+    #[arg(long, global = true, value_name = "FILE.csv")]
+    pub timeline: Option<PathBuf>,
+    /// Timeline sample interval in operations [default: about 500 samples per run]
+    #[arg(long, global = true, value_name = "OPS")]
+    pub timeline_every: Option<u64>,
+    /// Timed runs of each configuration, interleaved (A B A B); CPU times are reported as
+    /// min/median/max over them [default: 1]
+    #[arg(long, global = true, value_name = "N")]
+    pub repeat: Option<usize>,
+    /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
+    #[arg(long, global = true, value_name = "N")]
+    pub seed: Option<u64>,
+}
+
+impl OutputFlags {
+    /// `--format`, table when absent.
+    pub fn format(&self) -> LabResult<Format> {
+        self.format.as_deref().map_or(Ok(Format::Table), Format::parse)
+    }
+
+    /// `--seed`, 1 when absent.
+    pub fn seed(&self) -> u64 {
+        self.seed.unwrap_or(1)
+    }
+
+    /// The workload given (kernel-test when none) with the seed of `--seed`.
+    pub fn workload(&self, w: Option<Workload>) -> Workload {
+        w.unwrap_or_default().with_seed(self.seed())
+    }
+
+    /// How to run `w`; outputs written after the run are checked before it.
+    pub fn run_options(&self, w: &Workload, record: Option<PathBuf>) -> LabResult<RunOptions> {
+        for (flag, path) in
+            [("--plot", &self.plot), ("--timeline", &self.timeline), ("--record", &record)]
+        {
+            if let Some(p) = path {
+                report::check_writable(flag, p)?;
+            }
+        }
+        let timeline_every = match (&self.timeline, self.timeline_every) {
+            (_, Some(0)) => return Err(LabError::usage("--timeline-every must be at least 1")),
+            (None, _) => 0,
+            (Some(_), Some(n)) => n,
+            (Some(_), None) => (w.estimated_ops() / 500).max(1),
+        };
+        let repeat = self.repeat.unwrap_or(1);
+        if !(1..=1000).contains(&repeat) {
+            return Err(LabError::usage(format!("invalid --repeat {repeat}: 1..=1000")));
+        }
+        Ok(RunOptions {
+            per_class: self.per_class,
+            timing: !self.no_time,
+            record,
+            timeline_every,
+            repeat,
+        })
+    }
+}
+
+/// `--format` of a command that prints tables, JSON or CSV only (`classes`, `cost`).
+pub fn table_json_or_csv(format: Option<&str>, command: &str) -> LabResult<Format> {
+    match format.map_or(Ok(Format::Table), Format::parse)? {
+        f @ (Format::Table | Format::Json | Format::Csv) => Ok(f),
+        _ => Err(LabError::usage(format!("{command} prints --format table, json or csv"))),
+    }
+}
+
+/// Writes the report to stdout; a closed pipe (`| head`) is not an error.
+pub fn emit(text: &str) -> LabResult<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(LabError::usage(format!("cannot write the report: {e}"))),
+    }
+}

@@ -1,0 +1,29 @@
+//! `zsmalloc replay FILE`: a trace file replayed (the same as `zsmalloc run trace FILE`).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::output::OutputFlags;
+use super::run::run_workload;
+use crate::config::flags::ConfigFlags;
+use crate::error::LabResult;
+use crate::workload::{trace::Trace, Workload};
+
+#[derive(Args, Debug)]
+pub struct ReplayArgs {
+    #[command(flatten)]
+    pub trace: Trace,
+    #[command(flatten)]
+    pub pool: ConfigFlags,
+    #[command(flatten)]
+    pub out: OutputFlags,
+    /// Record the replayed operations again
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub record: Option<PathBuf>,
+}
+
+pub fn run(a: ReplayArgs) -> LabResult<()> {
+    let w = a.out.workload(Some(Workload::Trace(a.trace)));
+    run_workload("replay", &a.pool, &a.out, w, a.record)
+}

@@ -1,0 +1,379 @@
+//! The driver: every workload's operations go through it. It owns the handle words (raw layer,
+//! as zram keeps them), writes and verifies object contents, detects spanning reads the kernel
+//! way (`returned pointer == local_copy + ZS_HANDLE_SIZE`), records traces, samples the
+//! timeline and ticks the progress bar.
+//!
+//! Timing: stores, frees and reads are queued and run in batches. A batch's pool calls run back to
+//! back on the thread CPU clock ([`crate::timing`]): generated store payloads are slices of the
+//! content pattern and caller-supplied ones are staged before the batch, and each read copies its
+//! object out (as any reader consumes it) to be verified after the batch. So the timed phase is the
+//! pool calls, not the lab's payload generation and verification. Other operations (malloc, write,
+//! scatter-gather reads, moves, compaction) are rare and timed one by one. Under a memory limit
+//! every operation is its own batch, so a refused store is known at once.
+//!
+//! By job: this file holds the driver's state, phases, timeline samples and the outcome;
+//! [`ops`] the operations workloads call; [`batch`] the queue and its timed runs;
+//! [`outcome`] what a finished run hands back.
+
+mod batch;
+mod ops;
+mod outcome;
+
+pub use outcome::{Counters, Outcome, Peak};
+
+use batch::{Answer, Op};
+
+use crate::batch_arena::BatchArena;
+use crate::content::Content;
+use crate::error::{LabError, LabResult};
+use crate::handles::HandleWords;
+use crate::progress::Progress;
+use crate::timeline::Sample;
+use crate::timing::CpuTimer;
+use crate::trace_format::{TraceOp, TraceWriter};
+use zsmalloc_core::{AnyPool, Backend, ClassTable, HANDLE_SIZE};
+
+/// Operations per batch, and payload bytes a batch may hold before it runs.
+const BATCH_OPS: usize = 256;
+const BATCH_BYTES: usize = 1 << 20;
+/// The kernel's `ZS_MIN_ALLOC_SIZE`: the smallest class.
+const MIN_ALLOC: u32 = 32;
+
+/// What a slot (one handle word) holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Empty,
+    /// An object whose bytes the driver generated and verifies.
+    Pattern,
+    /// Allocated by `malloc`, not yet written.
+    Unwritten,
+    /// An object whose bytes the workload supplied (and verifies itself).
+    Bytes,
+    /// A same-filled page kept outside the pool (as modern zram does).
+    Same,
+}
+
+impl State {
+    fn holds_object(self) -> bool {
+        matches!(self, State::Pattern | State::Unwritten | State::Bytes)
+    }
+}
+
+/// Runs operations on one pool.
+pub struct Driver<'p> {
+    pool: &'p AnyPool,
+    /// zsmalloc's class table, for the per-class figures (none for the other backends).
+    table: Option<&'p ClassTable>,
+    page: usize,
+    huge_len: usize,
+    words: HandleWords,
+    state: Vec<State>,
+    lens: Vec<u32>,
+    keys: Vec<u64>,
+    content: Content,
+    scratch: Vec<u8>,
+    local: Vec<u8>,
+    counters: Counters,
+    next_key: u64,
+    live_objects: u64,
+    live_bytes: u64,
+    same_pages: u64,
+    strict: bool,
+    recorder: Option<TraceWriter>,
+    timeline_every: u64,
+    samples: Vec<Sample>,
+    phase: String,
+    progress: Progress,
+    ops: u64,
+    queue: Vec<Op>,
+    answers: Vec<Answer>,
+    /// Caller-supplied store payloads and read copies of the queued operations.
+    arena: BatchArena,
+    batch_ops: usize,
+    cpu: CpuTimer,
+    peak: Peak,
+    /// Spanning reads per class position.
+    class_spanning: Vec<u64>,
+    /// A queued store may be refused by its length: run the queue after this operation.
+    must_flush: bool,
+}
+
+type Visitor<'a> = &'a mut dyn FnMut(usize, &[u8]) -> LabResult<()>;
+
+impl<'p> Driver<'p> {
+    /// `strict`: any refusal other than a full pool is an error (generated workloads);
+    /// otherwise refusals are counted (`op_errors`), as a C program would see them (traces).
+    /// `timeline_every`: sample every N operations (0 = no timeline).
+    pub fn new(
+        pool: &'p AnyPool,
+        seed: u64,
+        strict: bool,
+        recorder: Option<TraceWriter>,
+        timeline_every: u64,
+        progress: Progress,
+    ) -> Self {
+        let page = pool.config().page_size as usize;
+        let limited = pool.config().mem_limit_pages != 0;
+        let table = pool.as_zsmalloc().map(|z| z.class_table());
+        Driver {
+            pool,
+            table,
+            page,
+            huge_len: pool.huge_class_size(),
+            words: HandleWords::new(),
+            state: Vec::new(),
+            lens: Vec::new(),
+            keys: Vec::new(),
+            content: Content::new(seed, page),
+            scratch: Vec::with_capacity(page),
+            local: vec![0u8; page + HANDLE_SIZE],
+            counters: Counters::default(),
+            next_key: 0,
+            live_objects: 0,
+            live_bytes: 0,
+            same_pages: 0,
+            strict,
+            recorder,
+            timeline_every,
+            samples: Vec::new(),
+            phase: "start".into(),
+            progress,
+            ops: 0,
+            queue: Vec::with_capacity(BATCH_OPS),
+            answers: Vec::with_capacity(BATCH_OPS),
+            arena: BatchArena::with_capacity(BATCH_BYTES + page),
+            batch_ops: if limited { 1 } else { BATCH_OPS },
+            cpu: CpuTimer::new(),
+            peak: Peak::default(),
+            class_spanning: vec![0; table.map_or(0, |t| t.classes().len())],
+            must_flush: false,
+        }
+    }
+
+    pub fn pool(&self) -> &'p AnyPool {
+        self.pool
+    }
+
+    pub fn page_size(&self) -> usize {
+        self.page
+    }
+
+    /// Counters of the operations run so far (call [`Self::sync`] first for exact figures).
+    pub fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// Live objects in the pool (as the driver counts them).
+    pub fn live_objects(&self) -> u64 {
+        self.live_objects
+    }
+
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// A new, empty slot.
+    pub fn new_slot(&mut self) -> usize {
+        let i = self.words.push();
+        self.state.push(State::Empty);
+        self.lens.push(0);
+        self.keys.push(0);
+        i
+    }
+
+    pub fn slots(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Whether `slot` holds an object in the pool.
+    pub fn holds(&self, slot: usize) -> bool {
+        self.state.get(slot).is_some_and(|s| s.holds_object())
+    }
+
+    /// Whether `slot` holds a same-filled page kept outside the pool.
+    pub fn is_same(&self, slot: usize) -> bool {
+        self.state.get(slot) == Some(&State::Same)
+    }
+
+    /// Runs the queued operations, so the pool is up to date (before reading its figures).
+    pub fn sync(&mut self) -> LabResult<()> {
+        self.flush(None)
+    }
+
+    /// Starts a named phase (a timeline sample is taken).
+    pub fn phase(&mut self, name: &str) -> LabResult<()> {
+        self.flush(None)?;
+        self.phase = name.to_string();
+        if self.timeline_every > 0 {
+            self.sample();
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self) {
+        let pages = self.pool.total_pages();
+        self.samples.push(Sample {
+            op: self.ops,
+            phase: self.phase.clone(),
+            objects: self.live_objects,
+            bytes_stored: self.live_bytes,
+            pages,
+            utilization_permille: crate::result::utilization_permille(
+                self.live_bytes,
+                pages,
+                self.page as u64,
+            ),
+        });
+    }
+
+    /// Counts an operation; runs the batch when it is full or a timeline sample is due.
+    #[inline]
+    fn op_done(&mut self) -> LabResult<()> {
+        self.ops += 1;
+        let sample = self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every);
+        if sample
+            || self.must_flush
+            || self.queue.len() >= self.batch_ops
+            || self.arena.len() >= BATCH_BYTES
+        {
+            self.must_flush = false;
+            self.flush(None)?;
+        }
+        if sample {
+            self.sample();
+        }
+        self.progress.tick(self.ops);
+        Ok(())
+    }
+
+    fn note_pages(&mut self) {
+        let p = self.pool.total_pages();
+        if p >= self.peak.pages {
+            self.peak = Peak { pages: p, objects: self.live_objects, bytes: self.live_bytes };
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, op: TraceOp) -> LabResult<()> {
+        match &mut self.recorder {
+            Some(r) => r.op(&op),
+            None => Ok(()),
+        }
+    }
+
+    fn check_slot(&self, slot: usize) -> LabResult<()> {
+        if slot < self.words.len() {
+            Ok(())
+        } else {
+            Err(LabError::runtime(format!("slot {slot} does not exist")))
+        }
+    }
+
+    /// A refusal by the pool: an error for generated workloads, a counted event for traces.
+    fn refused(&mut self, what: &str, slot: usize, why: &dyn std::fmt::Display) -> LabResult<()> {
+        if self.strict {
+            Err(LabError::runtime(format!("{what} of object {slot} was refused: {why}")))
+        } else {
+            self.counters.op_errors += 1;
+            Ok(())
+        }
+    }
+
+    /// Bytes the live objects lose to class merging, per class index.
+    fn merge_waste(&self) -> Vec<(u32, u64)> {
+        let Some(table) = self.table else { return Vec::new() };
+        let classes = table.classes();
+        let mut waste = vec![0u64; classes.len()];
+        let page = self.page as u32;
+        for slot in 0..self.words.len() {
+            if !self.holds(slot) {
+                continue;
+            }
+            let size = self.lens[slot] as usize + HANDLE_SIZE;
+            let pos = table.position(size);
+            let own = (MIN_ALLOC + table.raw_index(size) * table.delta()).min(page);
+            waste[pos] += u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
+        }
+        classes.iter().zip(waste).map(|(c, w)| (c.index, w)).collect()
+    }
+
+    /// Ends the run: runs what is queued, flushes the trace, takes the last sample, removes
+    /// the progress bar.
+    pub fn finish(mut self) -> LabResult<Outcome> {
+        self.flush(None)?;
+        if self.timeline_every > 0 {
+            self.phase = "end".into();
+            self.sample();
+        }
+        self.progress.finish();
+        if let Some(r) = self.recorder.take() {
+            r.finish()?;
+        }
+        let classes = self.table.map_or(&[][..], |t| t.classes());
+        let spanning_reads =
+            classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
+        let huge_pages = (0..self.words.len())
+            .filter(|&s| self.holds(s) && self.lens[s] as usize >= self.huge_len)
+            .count() as u64;
+        Ok(Outcome {
+            huge_pages,
+            merge_waste: self.merge_waste(),
+            spanning_reads,
+            counters: std::mem::take(&mut self.counters),
+            samples: std::mem::take(&mut self.samples),
+            same_pages: self.same_pages,
+            cpu: self.cpu,
+            peak: self.peak,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::progress::{Progress, ProgressSink};
+    use zsmalloc_core::PoolConfig;
+
+    fn driver(pool: &AnyPool, strict: bool) -> Driver<'_> {
+        Driver::new(pool, 1, strict, None, 0, Progress::new(&ProgressSink::silent(), "t"))
+    }
+
+    #[test]
+    fn queued_operations_answer_as_the_pool_would() {
+        let pool = AnyPool::with_name("t", PoolConfig::default()).unwrap();
+        let mut d = driver(&pool, false);
+        let (a, b) = (d.new_slot(), d.new_slot());
+        assert!(d.store(a, 100).unwrap());
+        assert!(!d.store(a, 200).unwrap(), "a handle holding an object refuses a store");
+        assert!(!d.store(b, 0).unwrap(), "zero length");
+        assert!(d.read(a, Some(100)).unwrap());
+        assert!(!d.read(a, Some(99)).unwrap(), "wrong length");
+        assert!(d.store(b, 3000).unwrap());
+        d.free(a).unwrap();
+        d.sync().unwrap();
+        let c = d.counters().clone();
+        assert_eq!((c.stores, c.frees, c.reads, c.op_errors, c.store_failures), (2, 1, 1, 2, 1));
+        assert_eq!(pool.stats().objs_inuse, 1);
+        let out = d.finish().unwrap();
+        assert!(out.peak.pages > 0 && out.peak.objects == 2, "{:?}", out.peak);
+        assert!(out.cpu.sections() > 0);
+    }
+
+    #[test]
+    fn a_full_pool_is_known_at_once() {
+        let cfg = PoolConfig { mem_limit_pages: 2, ..PoolConfig::default() };
+        let pool = AnyPool::with_name("t", cfg).unwrap();
+        let mut d = driver(&pool, true);
+        let mut refused = 0;
+        for _ in 0..20 {
+            let s = d.new_slot();
+            if !d.store(s, 1000).unwrap() {
+                refused += 1;
+                assert!(!d.holds(s));
+            }
+        }
+        assert!(refused > 0);
+        assert_eq!(d.counters().store_failures, refused);
+        assert_eq!(d.live_objects(), pool.stats().objs_inuse);
+    }
+}

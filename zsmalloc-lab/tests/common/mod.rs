@@ -1,0 +1,58 @@
+//! Helpers of the `zsmalloc` command's tests: run the binary as a user runs it.
+
+#![allow(dead_code)] // each test file uses some of them
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+/// Runs the binary with `args` (the ZSMALLOC_* environment does not reach the lab, but a
+/// chain size in the test's environment is removed all the same).
+pub fn zsmalloc(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
+        .args(args)
+        .env_remove("ZSMALLOC_CHAIN_SIZE")
+        .output()
+        .expect("run the zsmalloc binary")
+}
+
+/// Runs and expects success; returns stdout.
+pub fn ok(args: &[&str]) -> String {
+    let out = zsmalloc(args);
+    assert!(
+        out.status.success(),
+        "zsmalloc {args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("utf-8 output")
+}
+
+pub fn json(args: &[&str]) -> Value {
+    let text = ok(args);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
+}
+
+/// A fresh scratch path for this test process.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("zsmalloc-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+pub fn s(p: &std::path::Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Exits 2 with one line on stderr, `zsmalloc: ...`, and nothing on stdout; returns the line.
+pub fn usage_error(args: &[&str]) -> String {
+    let out = zsmalloc(args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line, got: {err}");
+    assert!(err.starts_with("zsmalloc: "), "{args:?}: {err}");
+    assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
+    err
+}
