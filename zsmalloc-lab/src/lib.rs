@@ -57,5 +57,6 @@ pub mod timeline;
 pub mod timing;
 pub mod trace_format;
 pub mod workload;
+pub mod zram_page;
 
 pub use error::{LabError, LabResult};

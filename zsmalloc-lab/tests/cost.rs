@@ -307,3 +307,79 @@ fn the_study_uses_liblz4_whose_lengths_differ_from_lz4_flex() {
     }
     assert_eq!(shortest, 26);
 }
+
+/// The README's `zsmalloc cost --page-size 16K` needs a bounded, known amount of memory
+/// whatever last-level cache the machine reports: pools were sized from it (twice 480 MiB on
+/// one machine) and all held at once, and the run was killed by the out-of-memory killer at
+/// about 17 GB. Its plan, with a reported 480 MiB cache, stays under 6 GiB.
+#[test]
+fn the_readme_run_is_planned_under_6_gib_whatever_cache_is_reported() {
+    use zsmalloc_lab::config::ConfigSpec;
+    use zsmalloc_lab::cost;
+    let base = ConfigSpec::with_overrides(&ConfigSpec::default(), "page-size=16384").unwrap();
+    for llc in [32u64 << 20, 480 << 20, 4 << 30] {
+        let mut opts = cost::CostOptions::new(cost::default_specs(&base).unwrap());
+        opts.pool_bytes = cost::default_pool_bytes_for(Some(llc));
+        opts.evict_bytes = cost::evict_bytes_for(Some(llc));
+        let plan = cost::memory_plan(&opts).unwrap();
+        eprintln!("reported cache {} MiB: {}", llc >> 20, plan.describe());
+        assert!(plan.peak_bytes < 6 << 30, "cache {llc}: {}", plan.describe());
+        // One phase per compressor and pool read mode, three configurations each.
+        assert_eq!(plan.phases.len(), 2 * 3, "{}", plan.describe());
+        assert!(plan.phases.iter().all(|p| p.pools.len() == 3));
+    }
+}
+
+/// The plan is printed before the run; a run stays under the peak it announced, and the table
+/// says what the pools held.
+#[test]
+fn a_run_announces_its_memory_and_stays_under_it() {
+    let mut args = vec!["cost"];
+    args.extend_from_slice(&SMALL);
+    args.extend(["--compressor", "lz4", "--modes", "copy,map"]);
+    let out = zsmalloc(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("memory plan: peak about"), "{err}");
+    assert!(err.contains("phase 1 of 2") && err.contains("phase 2 of 2"), "{err}");
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let e = &d["environment"];
+    let estimate = e["memory_estimate_bytes"].as_u64().unwrap();
+    let peak = e["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak > 0 && peak <= estimate, "peak {peak} above the estimate {estimate}");
+    let held = e["pool_bytes_held"].as_array().unwrap();
+    let page_bytes = |p: &Value| p["pages"].as_u64().unwrap() * 4096;
+    let pools = d["pools"].as_array().unwrap();
+    assert_eq!(held[0].as_u64(), pools.iter().map(page_bytes).min());
+    assert_eq!(held[1].as_u64(), pools.iter().map(page_bytes).max());
+    // The table's method line states what the pools held, not only the target.
+    let table = ok(&[
+        "cost",
+        "--synthetic-pages",
+        "256",
+        "--pool-mib",
+        "4",
+        "--repeat",
+        "1",
+        "--compressor",
+        "lz4",
+        "--modes",
+        "copy",
+    ]);
+    let method = table.lines().find(|l| l.starts_with("method:")).unwrap();
+    assert!(method.contains("method: pools of ") && method.contains("at least 4 MiB"), "{method}");
+}
+
+#[test]
+fn a_plan_above_the_limit_is_refused_before_the_pools_are_filled() {
+    let mut args = vec!["cost", "--max-memory", "64M"];
+    args.extend_from_slice(&SMALL);
+    let out = zsmalloc(&args);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("memory plan") && err.contains("more than --max-memory 64 MiB"), "{err}");
+    assert!(out.stdout.is_empty());
+    let out = zsmalloc(&["cost", "--max-memory", "lots"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --max-memory 'lots'"));
+}

@@ -64,12 +64,17 @@ pub struct CostArgs {
     /// Input pages read at most from files or a process [default: 16384]
     #[arg(long, value_name = "N")]
     pub max_pages: Option<usize>,
-    /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level cache]
+    /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level
+    /// cache, at most 256 MiB]
     #[arg(long, value_name = "MIB")]
     pub pool_mib: Option<u64>,
     /// Operations per clock read, at least 10000 [default: 10000]
     #[arg(long, value_name = "N")]
     pub batch: Option<usize>,
+    /// Refuse to run when the memory plan (printed before the run) needs more at its peak,
+    /// e.g. 6G [default: what the machine has available]
+    #[arg(long, value_name = "BYTES")]
+    pub max_memory: Option<String>,
     /// Also count user-space instructions: re-run under valgrind --tool=callgrind
     #[arg(long)]
     pub instructions: bool,
@@ -141,6 +146,9 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
     }
     if let Some(b) = a.batch {
         opts.batch = b;
+    }
+    if let Some(m) = &a.max_memory {
+        opts.max_memory = Some(cost::parse_memory(m)?);
     }
     Ok((opts, assembly.sweep_keys))
 }

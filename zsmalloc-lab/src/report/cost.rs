@@ -122,8 +122,8 @@ fn table(r: &CostReport) -> String {
         );
     }
     out += &format!(
-        "method: pools filled to {} MiB (last-level cache {}), seeded random order, {} rounds interleaved, batches of {} per clock read; timer overhead {:.0} ns per batch (subtracted)\n",
-        e.pool_bytes_target >> 20,
+        "method: {} (last-level cache {}), seeded random order, {} rounds interleaved, batches of {} per clock read; timer overhead {:.0} ns per batch (subtracted)\n",
+        e.pools_held(),
         e.last_level_cache_bytes.map_or("unknown".into(), |b| format!("{} MiB", b >> 20)),
         e.rounds,
         e.batch,

@@ -1,6 +1,7 @@
 //! Real pages: files or directories split into pages (the last one zero-padded), each
 //! compressed with liblz4 or libzstd ([`crate::codec`], as in the cost study) and stored as zram
-//! does — same-filled pages kept outside the pool (or stored small), pages whose compressed size reaches `huge_class_size` stored raw — then
+//! does ([`crate::zram_page`]: same-filled pages kept outside the pool, or stored small here on
+//! request; pages whose compressed size reaches `huge_class_size` stored raw) — then
 //! every page read back, decompressed and checked against the original.
 //! With no path, a seeded synthetic corpus of mixed page types is used. Files are streamed
 //! ([`super::files`]): each file read once however many links lead to it, symlink loops not
@@ -22,6 +23,7 @@ use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
+use crate::zram_page::ZramPage;
 
 /// The parameters, as `zsmalloc run pages` takes them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -211,32 +213,33 @@ impl WorkloadKind for Pages {
         while self.max_pages.is_none_or(|m| stored.len() < m) && src.next_page(&mut buf)? {
             let slot = d.new_slot();
             facts.input_pages += 1;
-            let first = buf[0];
-            if buf.iter().all(|&b| b == first) {
-                facts.same_filled_pages += 1;
-                match self.same_filled {
-                    SameFilled::Skip => d.keep_same(slot)?,
-                    SameFilled::Store => {
-                        d.note_same_stored();
-                        let small = vec![first; self.same_size];
-                        if !d.store_bytes(slot, &small)? {
-                            stored.push(Stored::Failed);
-                            continue;
+            let decision =
+                ZramPage::of(&buf, huge, |p| compress_cpu.time(|| codec.compress(p, &mut out)))?;
+            let (ok, kind) = match decision {
+                ZramPage::Same(value) => {
+                    facts.same_filled_pages += 1;
+                    match self.same_filled {
+                        SameFilled::Skip => d.keep_same(slot)?,
+                        SameFilled::Store => {
+                            d.note_same_stored();
+                            let small = vec![value; self.same_size];
+                            if !d.store_bytes(slot, &small)? {
+                                stored.push(Stored::Failed);
+                                continue;
+                            }
                         }
                     }
+                    stored.push(Stored::Same(value));
+                    continue;
                 }
-                stored.push(Stored::Same(first));
-                continue;
-            }
-            let clen = compress_cpu.time(|| codec.compress(&buf, &mut out))?;
-            let hash = page_hash(&buf);
-            // zram: a page that does not compress below huge_class_size is stored as is.
-            let (ok, kind) = if clen >= huge {
-                facts.incompressible_pages += 1;
-                (d.store_bytes(slot, &buf)?, Stored::Raw(hash))
-            } else {
-                facts.compressed_pages += 1;
-                (d.store_bytes(slot, &out[..clen])?, Stored::Compressed(hash))
+                ZramPage::Raw => {
+                    facts.incompressible_pages += 1;
+                    (d.store_bytes(slot, &buf)?, Stored::Raw(page_hash(&buf)))
+                }
+                ZramPage::Compressed(clen) => {
+                    facts.compressed_pages += 1;
+                    (d.store_bytes(slot, &out[..clen])?, Stored::Compressed(page_hash(&buf)))
+                }
             };
             stored.push(if ok { kind } else { Stored::Failed });
         }
