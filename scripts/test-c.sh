@@ -8,8 +8,8 @@
 #      in zsmalloc.h and left to ported kernel code by zsmalloc_compat.h;
 #   4. examples and test programs build with -Wall -Wextra -Werror, plain and with ASan+UBSan;
 #      a program linked in the build tree runs after a plain cargo build (any CARGO_TARGET_DIR);
-#      static linking works; make install gives a stripped libzsmalloc.so.0 with its links and a
-#      zsmalloc.pc that a program builds and runs with;
+#      static linking works; make install gives a stripped libzsmalloc.so.0 with its links, a
+#      zsmalloc.pc that a program builds and runs with, and the zsmalloc command in bin/;
 #   5. under ASan+UBSan: the bad-input program, the reliability program (many sections of one
 #      object, moves onto themselves, refused reads, injected faults), the compat demo, zsmalloc_test printing the RFC's
 #      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
@@ -184,6 +184,13 @@ fi
 nm -D --defined-only "$prefix/lib/libzsmalloc.so" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
   | sort -u | diff -u "$tmp/declared" - || fail "installed library's exports differ from the header"
 ok "lib/libzsmalloc.so.$version: stripped, no debug sections, SONAME libzsmalloc.so.0; links .so.0, .so"
+[ -x "$prefix/bin/zsmalloc" ] || fail "bin/zsmalloc not installed"
+grep -q ', stripped' <<<"$(file "$prefix/bin/zsmalloc")" || fail "bin/zsmalloc not stripped"
+PATH="$prefix/bin:$PATH" zsmalloc classes --format csv >"$tmp/installed-classes.csv" \
+  || fail "the installed zsmalloc command does not run"
+"$tgt/release/zsmalloc" classes --format csv | cmp -s - "$tmp/installed-classes.csv" \
+  || fail "the installed zsmalloc command differs from the built one"
+ok "bin/zsmalloc: stripped, on PATH it runs as the built one"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 [ "$(pkg-config --modversion zsmalloc)" = "$version" ] || fail "zsmalloc.pc: version"
 [ "$(pkg-config --variable=libdir zsmalloc)" = "$prefix/lib" ] || fail "zsmalloc.pc: libdir"
