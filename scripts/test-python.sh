@@ -10,6 +10,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="${ZSMALLOC_VENV:-.venv-test}"
+# Not passed on: pools read ZSMALLOC_* (and warn about names they do not know), and the speed
+# harness refuses to run with any set.
+unset ZSMALLOC_VENV
 PYTHON="${PYTHON:-python3}"
 # Cargo's output directory: $CARGO_TARGET_DIR when set (relative to the repository), else target/.
 TARGET=$(realpath -m "${CARGO_TARGET_DIR:-target}")
