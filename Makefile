@@ -3,7 +3,8 @@
 #   make examples          C examples into build/examples (SAN=1: ASan+UBSan into build/examples-san)
 #   make c-tests           C test programs (tests/c) into build/tests (SAN=1: build/tests-san)
 #   make header            regenerate include/zsmalloc.h (pinned cbindgen, scripts/cbindgen.sh)
-#   make install PREFIX=…  stripped library (libzsmalloc.so.0 and its links), headers, zsmalloc.pc
+#   make install PREFIX=…  stripped library (libzsmalloc.so.0 and its links), headers, zsmalloc.pc,
+#                          the zsmalloc command ($(PREFIX)/bin/zsmalloc)
 #   make bench-abi         the steady-state step and read through the C ABI against glibc, timed
 #   make bench-abi-callgrind  the same sequence in instructions (scripts/bench-callgrind-capi.sh)
 # Cargo's output directory is $(CARGO_TARGET_DIR) when set (environment or command line).
@@ -60,6 +61,10 @@ $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a: FORCE
 	$(CARGO) build --release -p zsmalloc-capi
 	@ln -sfn libzsmalloc.so $(LIBDIR)/$(SONAME)
 
+# The lab's command, for install; as for the library, cargo decides whether it is stale.
+$(LIBDIR)/zsmalloc: FORCE
+	$(CARGO) build --release -p zsmalloc-lab --bin zsmalloc
+
 FORCE:
 
 examples: $(EX_BINS)
@@ -90,9 +95,10 @@ header:
 	scripts/cbindgen.sh include/zsmalloc.h
 
 # The library is installed stripped (no debug information) under its versioned name, with the
-# SONAME link and the development link; the static library without debug information.
-install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a
-	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+# SONAME link and the development link; the static library without debug information; the
+# zsmalloc command stripped, into bin/.
+install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a $(LIBDIR)/zsmalloc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	$(STRIP) --strip-unneeded -o $(DESTDIR)$(PREFIX)/lib/libzsmalloc.so.$(VERSION) $(LIBDIR)/libzsmalloc.so
 	chmod 755 $(DESTDIR)$(PREFIX)/lib/libzsmalloc.so.$(VERSION)
 	ln -sfn libzsmalloc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
@@ -102,6 +108,8 @@ install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a
 	install -m 644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' zsmalloc-capi/zsmalloc.pc.in \
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/zsmalloc.pc
+	$(STRIP) --strip-unneeded -o $(DESTDIR)$(PREFIX)/bin/zsmalloc $(LIBDIR)/zsmalloc
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/zsmalloc
 
 test:
 	./scripts/test-all.sh

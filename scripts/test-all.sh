@@ -23,7 +23,7 @@ scripts/test-loom.sh
 step "coverage-guided fuzzing of the C ABI (bounded: FUZZ_SECS, 60 s by default)"
 scripts/test-fuzz.sh
 
-for part in scripts/test-c.sh scripts/test-python.sh; do
+for part in scripts/test-c.sh scripts/test-python.sh scripts/test-readme.sh; do
   if [ -x "$part" ]; then
     step "$part"
     "$part"

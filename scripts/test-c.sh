@@ -8,8 +8,8 @@
 #      in zsmalloc.h and left to ported kernel code by zsmalloc_compat.h;
 #   4. examples and test programs build with -Wall -Wextra -Werror, plain and with ASan+UBSan;
 #      a program linked in the build tree runs after a plain cargo build (any CARGO_TARGET_DIR);
-#      static linking works; make install gives a stripped libzsmalloc.so.0 with its links and a
-#      zsmalloc.pc that a program builds and runs with;
+#      static linking works; make install gives a stripped libzsmalloc.so.0 with its links, a
+#      zsmalloc.pc that a program builds and runs with, and the zsmalloc command in bin/;
 #   5. under ASan+UBSan: the bad-input program, the reliability program (many sections of one
 #      object, moves onto themselves, refused reads, injected faults), the compat demo, zsmalloc_test printing the RFC's
 #      BASE (classic) and PATCHED (heuristic) lines exactly with ZSMALLOC_CHAIN_SIZE=10, a bad
@@ -17,11 +17,13 @@
 #      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
 #      `zsmalloc replay`) giving identical figures; the read modes (read_modes, and zram_store
 #      and mt_stress re-run under ZSMALLOC_READ_MODE=map and =contiguous: copy's figures, 0 bytes
-#      copied);
+#      copied; zsmalloc_test there: BASE's pages and spanning objects, 0 bytes copied);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
+# Cargo's output directory: $CARGO_TARGET_DIR when set (relative to the repository), else target/.
+tgt=$(realpath -m "${CARGO_TARGET_DIR:-target}")
 
 checks=0
 ok() {
@@ -58,8 +60,8 @@ ok "cc, c++, liblz4-dev, valgrind, pkg-config, nm"
 
 step "build libzsmalloc (and the zsmalloc command, for its replay)"
 cargo build --release
-lib=target/release/libzsmalloc.so
-[ -f "$lib" ] && [ -f target/release/libzsmalloc.a ] || fail "libzsmalloc.so/.a not built"
+lib=$tgt/release/libzsmalloc.so
+[ -f "$lib" ] && [ -f "$tgt/release/libzsmalloc.a" ] || fail "libzsmalloc.so/.a not built"
 ok "libzsmalloc.so and libzsmalloc.a"
 soname=$(readelf -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libzsmalloc.so.0 ] || fail "SONAME of $lib: '$soname'"
@@ -86,7 +88,7 @@ contract="zs_pool_config_init zs_pool_config_from_env zs_create_pool zs_create_p
 for f in $contract; do
   grep -qx "$f" "$tmp/exported" || fail "$f is not exported"
 done
-nm --defined-only target/release/libzsmalloc.a 2>/dev/null | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
+nm --defined-only "$tgt/release/libzsmalloc.a" 2>/dev/null | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
   | sort -u >"$tmp/static"
 diff -u "$tmp/declared" "$tmp/static" || fail "libzsmalloc.a does not define the header's functions"
 ok "$(wc -l <"$tmp/exported") functions exported, all of the contract among them; .a defines them too"
@@ -130,7 +132,7 @@ tplain=build/tests
 tsan=build/tests-san
 ok "built into $plain, $tplain and $san, $tsan"
 cc -O2 -std=gnu11 -Wall -Wextra -Werror -Iinclude examples/zsmalloc_test.c \
-  target/release/libzsmalloc.a -lpthread -ldl -lm -o "$tmp/zsmalloc_test_static"
+  "$tgt/release/libzsmalloc.a" -lpthread -ldl -lm -o "$tmp/zsmalloc_test_static"
 "$tmp/zsmalloc_test_static" 32 4080 16 3 >/dev/null
 ok "static linking against libzsmalloc.a"
 
@@ -153,9 +155,9 @@ link_tree() { # target dir: builds libzsmalloc there with plain cargo, links a p
   grep -q 'NEEDED.*\[libzsmalloc\.so\.0\]' <<<"$(readelf -d "$out")" || fail "$out does not need libzsmalloc.so.0"
   "$out" || fail "a program linked against $dir/release does not run"
 }
-link_tree "$PWD/target"
-ok "after cargo build --release -p zsmalloc-capi: linked against target/release, runs"
-alt="$PWD/target/test-c-target-dir"
+link_tree "$tgt"
+ok "after cargo build --release -p zsmalloc-capi: linked against $tgt/release, runs"
+alt="$tgt/test-c-target-dir"
 link_tree "$alt"
 ok "the same with CARGO_TARGET_DIR=$alt"
 make --no-print-directory CARGO_TARGET_DIR="$alt" BUILD="$tmp/build-alt" examples >/dev/null
@@ -182,6 +184,13 @@ fi
 nm -D --defined-only "$prefix/lib/libzsmalloc.so" | awk '$2 == "T" && $3 ~ /^zs_/ { print $3 }' \
   | sort -u | diff -u "$tmp/declared" - || fail "installed library's exports differ from the header"
 ok "lib/libzsmalloc.so.$version: stripped, no debug sections, SONAME libzsmalloc.so.0; links .so.0, .so"
+[ -x "$prefix/bin/zsmalloc" ] || fail "bin/zsmalloc not installed"
+grep -q ', stripped' <<<"$(file "$prefix/bin/zsmalloc")" || fail "bin/zsmalloc not stripped"
+PATH="$prefix/bin:$PATH" zsmalloc classes --format csv >"$tmp/installed-classes.csv" \
+  || fail "the installed zsmalloc command does not run"
+"$tgt/release/zsmalloc" classes --format csv | cmp -s - "$tmp/installed-classes.csv" \
+  || fail "the installed zsmalloc command differs from the built one"
+ok "bin/zsmalloc: stripped, on PATH it runs as the built one"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 [ "$(pkg-config --modversion zsmalloc)" = "$version" ] || fail "zsmalloc.pc: version"
 [ "$(pkg-config --variable=libdir zsmalloc)" = "$prefix/lib" ] || fail "zsmalloc.pc: libdir"
@@ -271,8 +280,8 @@ head -c 262144 /dev/urandom >"$corpus/random.bin"
 head -c 65536 /dev/zero >"$corpus/zero.bin"
 head -c 2097152 "$lib" >"$corpus/libzsmalloc.so.part"
 lab=
-if [ -x target/release/zsmalloc ] && target/release/zsmalloc replay --help >/dev/null 2>&1; then
-  lab=target/release/zsmalloc
+if [ -x "$tgt/release/zsmalloc" ] && "$tgt/release/zsmalloc" replay --help >/dev/null 2>&1; then
+  lab=$tgt/release/zsmalloc
 else
   echo "(the zsmalloc command has no replay here: only examples/replay is checked)"
 fi
@@ -316,6 +325,15 @@ for page in 4096 16384; do
     [ "$(strip "$fig")" = "$(strip "$copy_fig")" ] || fail "zram_store $mode: '$fig' vs copy '$copy_fig'"
   done
   ok "page $page: zram_store under map and contiguous: copy's figures, 0 bytes copied"
+done
+# The kernel test module's pattern (examples/zsmalloc_test) under ZSMALLOC_READ_MODE: the RFC's
+# BASE placement and spanning count, nothing copied.
+for mode in map contiguous; do
+  ZSMALLOC_READ_MODE=$mode ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=classic "$san/zsmalloc_test" \
+    >"$tmp/out.$mode" || fail "zsmalloc_test under ZSMALLOC_READ_MODE=$mode"
+  sed 's/total memcpy size: [0-9]*/total memcpy size: 0/' "$tmp/base" | diff -u - "$tmp/out.$mode" \
+    || fail "zsmalloc_test under ZSMALLOC_READ_MODE=$mode"
+  ok "zsmalloc_test under ZSMALLOC_READ_MODE=$mode: BASE's pages and spanning objects, 0 bytes copied"
 done
 for mode in map contiguous; do
   ZSMALLOC_READ_MODE=$mode "$tsan/mt_stress" 4 4096 1 | tee "$tmp/mt.$mode"

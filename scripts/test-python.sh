@@ -10,8 +10,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 VENV="${ZSMALLOC_VENV:-.venv-test}"
+# Not passed on: pools read ZSMALLOC_* (and warn about names they do not know), and the speed
+# harness refuses to run with any set.
+unset ZSMALLOC_VENV
 PYTHON="${PYTHON:-python3}"
-WHEELS=target/wheels-py
+# Cargo's output directory: $CARGO_TARGET_DIR when set (relative to the repository), else target/.
+TARGET=$(realpath -m "${CARGO_TARGET_DIR:-target}")
+WHEELS=$TARGET/wheels-py
 
 step() { printf '\n--> %s\n' "$*"; }
 
@@ -34,9 +39,10 @@ SO="$("$PY" -c 'import zsmalloc; print(zsmalloc.library_path())')"
 echo "$SO: $(nm -D --defined-only "$SO" | grep -c ' T zs_') zs_* functions"
 
 step "type stubs match the built module (stubtest)"
-# Run from target/ (outside the sources; mypy leaves its cache there) so that the installed
-# package, compiled module and stubs, is what is checked.
-(cd target && "$PY" -m mypy.stubtest zsmalloc --allowlist ../zsmalloc-py/stubtest-allowlist.txt)
+# Run from Cargo's output directory (outside the sources; mypy leaves its cache there) so that the
+# installed package, compiled module and stubs, is what is checked.
+ALLOWLIST="$PWD/zsmalloc-py/stubtest-allowlist.txt"
+(cd "$TARGET" && "$PY" -m mypy.stubtest zsmalloc --allowlist "$ALLOWLIST")
 
 step "pytest"
 cd zsmalloc-py

@@ -4,6 +4,7 @@
 //! Modules, bottom up (each uses only those above it):
 //!
 //! - [`errors`], [`buffers`]: exceptions; bytes-like arguments and new `bytes`;
+//! - [`int_keywords`]: the integer keywords, a value out of range a `ValueError` naming it;
 //! - [`config`]: keywords to a `PoolConfig`, statistics and class tables as dicts;
 //! - [`raw`]: handle words at addresses (the core's raw layer);
 //! - [`gate`]: the per-object gate and when calls release the GIL;
@@ -27,6 +28,7 @@ mod errors;
 mod gate;
 mod handle;
 mod handles;
+mod int_keywords;
 mod pool;
 mod pool_api;
 mod raw;
@@ -46,12 +48,12 @@ zsmalloc::export_c_abi!();
 #[allow(clippy::too_many_arguments)]
 fn class_table<'py>(
     py: Python<'py>,
-    page_size: u32,
-    chain_size: u32,
-    class_delta: u32,
+    #[pyo3(from_py_with = "int_keywords::page_size")] page_size: u32,
+    #[pyo3(from_py_with = "int_keywords::chain_size")] chain_size: u32,
+    #[pyo3(from_py_with = "int_keywords::class_delta")] class_delta: u32,
     chain_policy: Option<&Bound<'py, PyAny>>,
     read_mode: &str,
-    mem_limit_pages: u64,
+    #[pyo3(from_py_with = "int_keywords::mem_limit_pages")] mem_limit_pages: u64,
     backing: &str,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;

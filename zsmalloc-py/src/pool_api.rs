@@ -14,6 +14,7 @@ use crate::errors::PyRes;
 use crate::gate::GIL_RELEASE_BYTES;
 use crate::handle::{read_handles, read_handles_into, Handle};
 use crate::handles::Handles;
+use crate::int_keywords;
 use crate::pool::Pool;
 use crate::raw::{copy_object, handle_word};
 use crate::view::View;
@@ -31,12 +32,12 @@ impl Pool {
     #[allow(clippy::too_many_arguments)]
     fn new(
         name: &str,
-        page_size: u32,
-        chain_size: u32,
-        class_delta: u32,
+        #[pyo3(from_py_with = "int_keywords::page_size")] page_size: u32,
+        #[pyo3(from_py_with = "int_keywords::chain_size")] chain_size: u32,
+        #[pyo3(from_py_with = "int_keywords::class_delta")] class_delta: u32,
         chain_policy: Option<&Bound<'_, PyAny>>,
         read_mode: &str,
-        mem_limit_pages: u64,
+        #[pyo3(from_py_with = "int_keywords::mem_limit_pages")] mem_limit_pages: u64,
         backing: &str,
         backend: &str,
     ) -> PyResult<Self> {

@@ -83,6 +83,13 @@ def test_read_into_a_small_or_read_only_buffer(pool):
         ({"chain_policy": "greedy"}, "chain_policy"),
         ({"chain_policy": "fixed-0"}, "chain_policy"),
         ({"read_mode": "mmap"}, "read_mode"),
+        # Integers the field cannot hold: the same ValueError, not an anonymous OverflowError.
+        ({"chain_size": -1}, "chain_size"),
+        ({"page_size": 2**40}, "page_size"),
+        ({"page_size": -(2**200)}, "page_size"),
+        ({"class_delta": -8}, "class_delta"),
+        ({"mem_limit_pages": -1}, "mem_limit_pages"),
+        ({"mem_limit_pages": 2**64}, "mem_limit_pages"),
     ],
 )
 def test_bad_settings_are_value_errors_naming_the_setting(kwargs, setting):
@@ -93,13 +100,40 @@ def test_bad_settings_are_value_errors_naming_the_setting(kwargs, setting):
         zsmalloc.class_table(**kwargs)
 
 
+def test_an_integer_out_of_range_says_what_the_setting_accepts():
+    with pytest.raises(ValueError) as e:
+        zsmalloc.Pool(chain_size=-1)
+    assert str(e.value) == "invalid chain_size: -1 is out of range; expected 1..=16"
+    assert not isinstance(e.value, OverflowError)
+    with pytest.raises(ValueError, match=r"invalid page_size: 1099511627776 is out of range"):
+        zsmalloc.class_table(page_size=2**40)
+
+
 def test_settings_of_the_wrong_type():
     with pytest.raises(TypeError):
         zsmalloc.Pool(chain_policy=3)
-    with pytest.raises(OverflowError):
-        zsmalloc.Pool(page_size=-1)
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="page_size"):
         zsmalloc.Pool(page_size="4096")
+    with pytest.raises(TypeError, match="chain_size"):
+        zsmalloc.class_table(chain_size=10.0)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((100, 50), "lo 100 is larger than hi 50"),
+        ((0, 64), "lo must be at least 1"),
+        ((32, 4096 + 16), "hi 4112 exceeds the page size 4096"),
+        ((32, 64, 0), "step must be at least 1"),
+        ((32, 64, 16, 0), "n must be at least 1"),
+    ],
+)
+def test_kernel_test_refuses_what_the_command_refuses(args, message):
+    pool = zsmalloc.Pool()
+    with pytest.raises(ValueError, match=f"^kernel_test: {message}$"):
+        zsmalloc.kernel_test(pool, *args)
+    assert pool.stats()["reads"] == 0
+    assert_intact(pool)
 
 
 def test_a_failing_chain_policy_callable_is_raised():

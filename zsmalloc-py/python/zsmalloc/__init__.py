@@ -68,6 +68,22 @@ def utilization_pct(bytes_stored: int, pages: int, page_size: int = 4096) -> flo
     return (1000 * bytes_stored // (pages * page_size)) / 10
 
 
+def _check_kernel_test(lo: int, hi: int, step: int, n: int, page_size: int) -> None:
+    def bad(message: str) -> ValueError:
+        return ValueError(f"kernel_test: {message}")
+
+    if lo < 1:
+        raise bad("lo must be at least 1")
+    if lo > hi:
+        raise bad(f"lo {lo} is larger than hi {hi}")
+    if hi > page_size:
+        raise bad(f"hi {hi} exceeds the page size {page_size}")
+    if step < 1:
+        raise bad("step must be at least 1")
+    if n < 1:
+        raise bad("n must be at least 1")
+
+
 def kernel_test(
     pool: Pool,
     lo: int = 32,
@@ -84,7 +100,11 @@ def kernel_test(
     module's figures: ``objects``, ``bytes_stored``, ``pages``, ``utilization_pct``,
     ``reads_spanning``, ``read_copy_bytes`` (measured by the pool's counters). Objects are freed
     before returning.
+
+    Raises ``ValueError`` for what ``zsmalloc run kernel-test`` refuses: ``lo`` 0, ``lo``
+    above ``hi``, ``hi`` above the pool's page size, ``step`` or ``n`` 0.
     """
+    _check_kernel_test(lo, hi, step, n, pool.page_size)
     before = pool.stats()
     sizes = range(lo, hi + 1, step)
     arrays = []
