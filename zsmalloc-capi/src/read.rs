@@ -35,38 +35,10 @@ pub(crate) unsafe fn begin_on(
 ) -> Result<*mut c_void> {
     // SAFETY: `local_copy` is NULL or writable for mem_len + ZS_HANDLE_SIZE bytes (caller's
     // promise; the core checks mem_len against the stored length before copying, and serves a
-    // NULL one only where nothing needs copying).
-    // zsmalloc is called by its own methods here (not through `Backend`, which does the same
-    // checks): measured, this keeps the C ABI's read within the instructions it had before the
-    // other backends existed.
-    let ptr = match pool.0.zsmalloc() {
-        Some(z)
-            if local_copy.is_null() && z.config().read_mode == zsmalloc_core::ReadMode::Copy =>
-        {
-            // SAFETY: forwarded contract.
-            return unsafe { begin_in_place_only(z, word, mem_len) };
-        }
-        // SAFETY: forwarded contract.
-        Some(z) => unsafe { z.read_begin_raw(word, mem_len, local_copy.cast()) },
-        // SAFETY: forwarded contract.
-        None => unsafe { Backend::read_begin_raw(pool.0.pool(), word, mem_len, local_copy.cast()) },
-    }?;
-    Ok(ptr.cast_mut().cast())
-}
-
-/// [`begin_on`] in copy mode without a buffer: only objects whose payload lies in one page can be
-/// served; a refused read counts nothing. Out of line: the common read keeps a small frame.
-///
-/// # Safety
-/// As [`begin_on`].
-#[inline(never)]
-unsafe fn begin_in_place_only(
-    pool: &zsmalloc_core::Pool,
-    word: &AtomicUsize,
-    mem_len: usize,
-) -> Result<*mut c_void> {
-    // SAFETY: `word` is aligned and live; the core validates its contents.
-    let ptr = unsafe { pool.read_begin_in_one_page_raw(word, mem_len) }?;
+    // NULL one only where nothing needs copying), which is `Backend::read_begin_raw`'s contract.
+    let ptr = on_backend!(pool, b => unsafe {
+        Backend::read_begin_raw(b, word, mem_len, local_copy.cast())
+    })?;
     Ok(ptr.cast_mut().cast())
 }
 

@@ -9,14 +9,14 @@
 //! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
 //!   tables), `tid` (the thread registry: a small index per thread);
 //! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
-//! - [`announce`] (announced readers: one announce slot per thread), `counters` (sharded read and
-//!   write counters), `arena` (simulated pages, each keeping one role for life), [`pin`]
-//!   (zspage pins for huge objects' readers), [`header`] (object headers: owner, length, counted
+//! - `announce` (announced readers: one announce slot per thread), `counters` (sharded read and
+//!   write counters), `arena` (simulated pages, each keeping one role for life), `pin`
+//!   (zspage pins for huge objects' readers), `header` (object headers: owner, length, counted
 //!   readers, claims), `open_section` (what a raw section's begin proved, kept for its end);
 //!   `excess` (counted sections beyond a header's reader bits), `fault` (fault injection at the
 //!   arena's calls into the system, for tests);
-//!   `announce`, `header`, `excess`, `fault` and `pin` are public for the loom models and the
-//!   tests, not as an API;
+//!   `announce`, `header`, `excess`, `fault` and `pin` are reachable (hidden from the
+//!   documentation) for the loom models and the tests only: they are not part of the API;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists; `handle_slots`: the safe layer's
 //!   handle words;
 //! - [`pool`]: the pool's fields and rules; then its jobs: `layout` (where an object's bytes
@@ -35,6 +35,7 @@
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
+#[doc(hidden)]
 pub mod announce;
 pub mod any_pool;
 mod arena;
@@ -54,11 +55,13 @@ mod free;
 pub mod handle;
 mod handle_slots;
 mod handle_word;
+#[doc(hidden)]
 pub mod header;
 mod layout;
 pub mod malloc_pool;
 mod map_window;
 mod open_section;
+#[doc(hidden)]
 pub mod pin;
 mod placement;
 pub mod pool;

@@ -125,12 +125,6 @@ impl ZblockPool {
         &self.table
     }
 
-    /// The active list of block type `ty` (block entries, head first), for tests.
-    #[doc(hidden)]
-    pub fn active_list(&self, ty: usize) -> Vec<u32> {
-        self.lock(ty).active()
-    }
-
     fn lock(&self, ty: usize) -> MutexGuard<'_, TypeState> {
         self.types[ty].lock().unwrap_or_else(|e| e.into_inner())
     }
