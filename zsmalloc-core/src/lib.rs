@@ -67,6 +67,7 @@ mod placement;
 pub mod pool;
 mod read;
 mod size_class;
+mod slot_state;
 pub mod stats;
 mod store;
 mod sync;
