@@ -43,7 +43,7 @@ unsafe fn parts<'a>(p: *mut zs_pool, handle: c_ulong) -> Result<(&'a AnyPool, &'
 pub(crate) unsafe fn malloc(p: *mut zs_pool, size: usize) -> Result<ErrValueHandle> {
     // SAFETY: forwarded contract.
     let zp = unsafe { zs_pool::get(p) }?;
-    let word = zp.compat.take();
+    let word = zp.compat.take()?;
     let value = word as *const AtomicUsize as usize;
     // SAFETY: the word lives in the pool's slot table until the pool is destroyed.
     if let Err(e) = unsafe { zp.pool().malloc_raw(word, size) } {

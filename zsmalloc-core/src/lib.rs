@@ -54,6 +54,7 @@ pub mod fault;
 mod free;
 pub mod handle;
 mod handle_slots;
+pub mod handle_words;
 mod handle_word;
 #[doc(hidden)]
 pub mod header;
@@ -82,6 +83,7 @@ pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
+pub use handle_words::HandleWords;
 pub use pool::Pool;
 pub use read::{ReadSection, SgSection, SgSegments};
 pub use stats::{ClassStats, PoolStats};
