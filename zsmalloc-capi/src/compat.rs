@@ -111,7 +111,7 @@ pub(crate) unsafe fn read_begin(
     // SAFETY: forwarded contract (`p` was checked by `parts`).
     let zp = unsafe { zs_pool::get(p) }?;
     // SAFETY: a live slot word; forwarded contract on `local_copy`.
-    unsafe { read::begin_on(zp.backend(), word, len, local_copy) }
+    unsafe { read::begin_on(zp.pool(), word, len, local_copy) }
 }
 
 /// Ends a read section; `mem_len == ZS_COMPAT_LEN_UNKNOWN` skips the length check.

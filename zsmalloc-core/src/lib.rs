@@ -54,8 +54,8 @@ pub mod fault;
 mod free;
 pub mod handle;
 mod handle_slots;
-pub mod handle_words;
 mod handle_word;
+pub mod handle_words;
 #[doc(hidden)]
 pub mod header;
 mod layout;
