@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod kept;
+pub mod reference_model;
 
 /// Deterministic bytes for object number `seed` (xorshift; distinct seeds give distinct streams).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
