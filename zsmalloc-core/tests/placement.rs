@@ -25,9 +25,9 @@ mod common;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use common::reference_model::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
-use common::reference_model::*;
 use zsmalloc_core::{
     Classic, Fixed, Handle, Heuristic, ObjectLocation, PolicyRef, Pool, PoolConfig, SgSection,
 };

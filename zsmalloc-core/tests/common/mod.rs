@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod kept;
+pub mod model_ops;
 pub mod reference_model;
 
 /// Deterministic bytes for object number `seed` (xorshift; distinct seeds give distinct streams).
