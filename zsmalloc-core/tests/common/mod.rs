@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests (each test file uses a different subset).
 #![allow(dead_code)]
 
+pub mod backend_calls;
 pub mod kept;
 pub mod model_ops;
 pub mod reference_model;
