@@ -8,6 +8,8 @@
 //! list; `tests/module_graph.rs` checks that there is no cycle):
 //! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
 //!   tables), `tid` (the thread registry: a small index per thread);
+//! - [`handle_words`] (the public address-stable table of raw handle words), `slot_state` (the
+//!   safety state zblock and malloc share: handle-word frame, slot state words, reader counts);
 //! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
 //! - `announce` (announced readers: one announce slot per thread), `counters` (sharded read and
 //!   write counters), `arena` (simulated pages, each keeping one role for life), `pin`
@@ -27,8 +29,8 @@
 //!   [`zblock`], [`malloc_pool`]: the other backends; [`any_pool`]: a pool of any of them.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned handle slot, freed on drop) and the raw
-//! layer (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own
-//! records.
+//! layer (`*_raw` methods on [`Pool`], and [`Backend`] for every backend) for C callers that keep
+//! the handle word in their own records, or in a [`HandleWords`] table.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
