@@ -43,7 +43,7 @@ unsafe fn parts<'a>(p: *mut zs_pool, handle: c_ulong) -> Result<(&'a AnyPool, &'
 pub(crate) unsafe fn malloc(p: *mut zs_pool, size: usize) -> Result<ErrValueHandle> {
     // SAFETY: forwarded contract.
     let zp = unsafe { zs_pool::get(p) }?;
-    let word = zp.compat.take();
+    let word = zp.compat.take()?;
     let value = word as *const AtomicUsize as usize;
     // SAFETY: the word lives in the pool's slot table until the pool is destroyed.
     if let Err(e) = unsafe { zp.pool().malloc_raw(word, size) } {
@@ -111,7 +111,7 @@ pub(crate) unsafe fn read_begin(
     // SAFETY: forwarded contract (`p` was checked by `parts`).
     let zp = unsafe { zs_pool::get(p) }?;
     // SAFETY: a live slot word; forwarded contract on `local_copy`.
-    unsafe { read::begin_on(zp.backend(), word, len, local_copy) }
+    unsafe { read::begin_on(zp.pool(), word, len, local_copy) }
 }
 
 /// Ends a read section; `mem_len == ZS_COMPAT_LEN_UNKNOWN` skips the length check.

@@ -6,7 +6,7 @@ use std::ffi::c_void;
 use std::sync::atomic::AtomicUsize;
 
 use zsmalloc_core::config::MAX_PAGE_SIZE;
-use zsmalloc_core::{Error, Result};
+use zsmalloc_core::{AnyPool, Error, Result};
 
 use crate::errors::invalid;
 use crate::pool::{self, zs_pool};
@@ -53,7 +53,7 @@ fn misaligned(h: *mut zs_handle) -> Error {
 pub(crate) unsafe fn pool_and_word<'a>(
     p: *mut zs_pool,
     h: *mut zs_handle,
-) -> Result<(pool::PoolRef<'a>, &'a AtomicUsize)> {
+) -> Result<(&'a AnyPool, &'a AtomicUsize)> {
     // SAFETY: forwarded contract.
     let pool = unsafe { pool::core(p) }?;
     // SAFETY: forwarded contract.

@@ -6,7 +6,7 @@ use zsmalloc_core::{Backend, Error, Result};
 
 use crate::errors::invalid;
 use crate::handle::{self, zs_handle};
-use crate::pool::{on_backend, zs_pool};
+use crate::pool::zs_pool;
 
 /// Stores `len` bytes of `src` in a new object owned by the empty handle `*h`.
 ///
@@ -22,15 +22,12 @@ pub(crate) unsafe fn store(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    let too_long = || Error::TooLarge {
-        len,
-        max: on_backend!(pool, b => Backend::config(b).page_size as usize),
-    };
+    let too_long = || Error::TooLarge { len, max: Backend::config(pool).page_size as usize };
     // SAFETY: forwarded contract on `src`.
     let data = unsafe { handle::bytes(src, len, too_long) }?;
     // SAFETY: `word` is a live, aligned handle word that the caller keeps in place until the
     // object is freed or moved (the C contract, documented on `struct zs_handle`).
-    on_backend!(pool, b => unsafe { Backend::store_raw(b, word, data) })?;
+    unsafe { Backend::store_raw(pool, word, data) }?;
     Ok(0)
 }
 
@@ -42,7 +39,7 @@ pub(crate) unsafe fn malloc(p: *mut zs_pool, h: *mut zs_handle, size: usize) -> 
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
     // SAFETY: as in `store`.
-    on_backend!(pool, b => unsafe { Backend::malloc_raw(b, word, size) })?;
+    unsafe { Backend::malloc_raw(pool, word, size) }?;
     Ok(0)
 }
 
@@ -58,11 +55,11 @@ pub(crate) unsafe fn write(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    let page = on_backend!(pool, b => Backend::config(b).page_size as usize);
+    let page = Backend::config(pool).page_size as usize;
     // SAFETY: forwarded contract on `src`.
     let data = unsafe { handle::bytes(src, len, || too_long_write(len, page)) }?;
     // SAFETY: the caller promises no concurrent read of this object (C contract).
-    on_backend!(pool, b => unsafe { Backend::write_raw(b, word, data) })?;
+    unsafe { Backend::write_raw(pool, word, data) }?;
     Ok(0)
 }
 
@@ -80,7 +77,7 @@ pub(crate) unsafe fn free(p: *mut zs_pool, h: *mut zs_handle) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
     // SAFETY: an aligned live word; the core validates its contents before use.
-    on_backend!(pool, b => unsafe { Backend::free_raw(b, word) })?;
+    unsafe { Backend::free_raw(pool, word) }?;
     Ok(0)
 }
 
@@ -98,6 +95,6 @@ pub(crate) unsafe fn handle_move(
     // SAFETY: forwarded contract.
     let to = unsafe { handle::word(to) }?;
     // SAFETY: both words are aligned and live; the caller keeps `to` in place from now on.
-    on_backend!(pool, b => unsafe { Backend::handle_move_raw(b, from, to) })?;
+    unsafe { Backend::handle_move_raw(pool, from, to) }?;
     Ok(0)
 }

@@ -3,7 +3,7 @@
 use std::ffi::{c_char, c_uint, c_ulong, CStr};
 use std::sync::Arc;
 
-use zsmalloc_core::{AnyPool, Backend, Pool, PoolConfig, Result};
+use zsmalloc_core::{AnyPool, Backend, PoolConfig, Result};
 
 use crate::config::{self, zs_pool_config};
 use crate::errors::invalid;
@@ -17,10 +17,6 @@ use crate::slots::CompatSlots;
 // a Rust owner of the same allocator can live side by side.
 pub struct zs_pool {
     pool: Arc<AnyPool>,
-    /// `pool`'s zsmalloc pool when it is one (else NULL): the entry points reach it with one
-    /// load and one test, as they reached a zsmalloc-only pool, rather than through the enum's
-    /// tag (about 2% of the C-ABI step in instructions).
-    zsmalloc: *const Pool,
     /// Handle words of `zsmalloc_compat.h`'s `unsigned long` handles.
     pub(crate) compat: CompatSlots,
 }
@@ -29,26 +25,12 @@ impl zs_pool {
     /// Wraps a shared pool into a new `struct zs_pool *` (owned by the caller: release it with
     /// [`zs_pool::destroy`] or `zs_destroy_pool`, which drop this share of the pool only).
     pub fn from_arc(pool: Arc<AnyPool>) -> *mut zs_pool {
-        let zsmalloc = pool.as_zsmalloc().map_or(std::ptr::null(), |z| z as *const Pool);
-        Box::into_raw(Box::new(zs_pool { pool, zsmalloc, compat: CompatSlots::new() }))
+        Box::into_raw(Box::new(zs_pool { pool, compat: CompatSlots::new() }))
     }
 
-    /// The allocator behind this C pool, for `on_backend!`.
+    /// The allocator behind this C pool (every entry point calls its `Backend` methods: the
+    /// core's one dispatch on the backend).
     #[inline(always)]
-    pub(crate) fn backend(&self) -> PoolRef<'_> {
-        PoolRef(self)
-    }
-
-    /// The zsmalloc pool, if the allocator is one.
-    #[inline(always)]
-    pub(crate) fn zsmalloc(&self) -> Option<&Pool> {
-        // SAFETY: non-NULL only when it points at the zsmalloc pool inside `self.pool`, which
-        // `self` keeps alive and never replaces.
-        unsafe { self.zsmalloc.as_ref() }
-    }
-
-    /// The allocator behind this C pool.
-    #[inline]
     pub fn pool(&self) -> &AnyPool {
         &self.pool
     }
@@ -84,32 +66,6 @@ impl zs_pool {
         }
     }
 }
-
-// SAFETY: `zsmalloc` points into `pool`, an `Arc` of a `Send + Sync` allocator owned by this
-// struct; sharing or sending the struct shares or sends that allocator only.
-unsafe impl Send for zs_pool {}
-// SAFETY: as above.
-unsafe impl Sync for zs_pool {}
-
-/// A C pool's allocator as the entry points use it: `on_backend!` calls a `Backend` method on
-/// its zsmalloc pool directly (one test of a pointer), on any other through `AnyPool`.
-#[derive(Clone, Copy)]
-pub(crate) struct PoolRef<'a>(pub(crate) &'a zs_pool);
-
-/// Calls a `Backend` method (written `Backend::method(b, ..)`: zsmalloc's inherent methods of the
-/// same names differ for some arguments) on a [`PoolRef`].
-macro_rules! on_backend {
-    ($pool:expr, $b:ident => $call:expr) => {
-        match $pool.0.zsmalloc() {
-            Some($b) => $call,
-            None => {
-                let $b = $pool.0.pool();
-                $call
-            }
-        }
-    };
-}
-pub(crate) use on_backend;
 
 /// `zs_destroy_pool` for Rust callers (kept for the Python extension); see [`zs_pool::destroy`].
 ///
@@ -165,9 +121,9 @@ pub(crate) unsafe fn create_with_config(
 /// # Safety
 /// As [`zs_pool::get`].
 #[inline(always)]
-pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<PoolRef<'a>> {
+pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<&'a AnyPool> {
     // SAFETY: forwarded contract.
-    Ok(unsafe { zs_pool::get(p) }?.backend())
+    Ok(unsafe { zs_pool::get(p) }?.pool())
 }
 
 /// Pages held by zspages.
@@ -176,7 +132,7 @@ pub(crate) unsafe fn core<'a>(p: *mut zs_pool) -> Result<PoolRef<'a>> {
 /// As [`zs_pool::get`].
 pub(crate) unsafe fn total_pages(p: *mut zs_pool) -> Result<c_ulong> {
     // SAFETY: forwarded contract.
-    Ok(on_backend!(unsafe { core(p) }?, b => Backend::total_pages(b)) as c_ulong)
+    Ok(Backend::total_pages(unsafe { core(p) }?) as c_ulong)
 }
 
 /// Objects of this length or more go to huge classes.
@@ -185,7 +141,7 @@ pub(crate) unsafe fn total_pages(p: *mut zs_pool) -> Result<c_ulong> {
 /// As [`zs_pool::get`].
 pub(crate) unsafe fn huge_class_size(p: *mut zs_pool) -> Result<usize> {
     // SAFETY: forwarded contract.
-    Ok(on_backend!(unsafe { core(p) }?, b => Backend::huge_class_size(b)))
+    Ok(Backend::huge_class_size(unsafe { core(p) }?))
 }
 
 /// The class index serving `size` (no header added).
@@ -194,7 +150,7 @@ pub(crate) unsafe fn huge_class_size(p: *mut zs_pool) -> Result<usize> {
 /// As [`zs_pool::get`].
 pub(crate) unsafe fn lookup_class_index(p: *mut zs_pool, size: c_uint) -> Result<c_uint> {
     // SAFETY: forwarded contract.
-    Ok(on_backend!(unsafe { core(p) }?, b => Backend::lookup_class_index(b, size as usize)))
+    Ok(Backend::lookup_class_index(unsafe { core(p) }?, size as usize))
 }
 
 /// Compacts every class; the pages freed.
@@ -203,5 +159,5 @@ pub(crate) unsafe fn lookup_class_index(p: *mut zs_pool, size: c_uint) -> Result
 /// As [`zs_pool::get`].
 pub(crate) unsafe fn compact(p: *mut zs_pool) -> Result<c_ulong> {
     // SAFETY: forwarded contract.
-    Ok(on_backend!(unsafe { core(p) }?, b => Backend::compact(b)) as c_ulong)
+    Ok(Backend::compact(unsafe { core(p) }?) as c_ulong)
 }

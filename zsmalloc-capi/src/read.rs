@@ -3,11 +3,11 @@
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::AtomicUsize;
 
-use zsmalloc_core::{Backend, Result};
+use zsmalloc_core::{AnyPool, Backend, Result};
 
 use crate::errors::invalid;
 use crate::handle::{self, zs_handle};
-use crate::pool::{on_backend, zs_pool, PoolRef};
+use crate::pool::zs_pool;
 use crate::types::size_t;
 
 /// One segment of a scatter-gather read.
@@ -28,45 +28,15 @@ pub struct zs_sg {
 /// bytes until the section ends.
 #[inline(always)]
 pub(crate) unsafe fn begin_on(
-    pool: PoolRef<'_>,
+    pool: &AnyPool,
     word: &AtomicUsize,
     mem_len: usize,
     local_copy: *mut c_void,
 ) -> Result<*mut c_void> {
     // SAFETY: `local_copy` is NULL or writable for mem_len + ZS_HANDLE_SIZE bytes (caller's
     // promise; the core checks mem_len against the stored length before copying, and serves a
-    // NULL one only where nothing needs copying).
-    // zsmalloc is called by its own methods here (not through `Backend`, which does the same
-    // checks): measured, this keeps the C ABI's read within the instructions it had before the
-    // other backends existed.
-    let ptr = match pool.0.zsmalloc() {
-        Some(z)
-            if local_copy.is_null() && z.config().read_mode == zsmalloc_core::ReadMode::Copy =>
-        {
-            // SAFETY: forwarded contract.
-            return unsafe { begin_in_place_only(z, word, mem_len) };
-        }
-        // SAFETY: forwarded contract.
-        Some(z) => unsafe { z.read_begin_raw(word, mem_len, local_copy.cast()) },
-        // SAFETY: forwarded contract.
-        None => unsafe { Backend::read_begin_raw(pool.0.pool(), word, mem_len, local_copy.cast()) },
-    }?;
-    Ok(ptr.cast_mut().cast())
-}
-
-/// [`begin_on`] in copy mode without a buffer: only objects whose payload lies in one page can be
-/// served; a refused read counts nothing. Out of line: the common read keeps a small frame.
-///
-/// # Safety
-/// As [`begin_on`].
-#[inline(never)]
-unsafe fn begin_in_place_only(
-    pool: &zsmalloc_core::Pool,
-    word: &AtomicUsize,
-    mem_len: usize,
-) -> Result<*mut c_void> {
-    // SAFETY: `word` is aligned and live; the core validates its contents.
-    let ptr = unsafe { pool.read_begin_in_one_page_raw(word, mem_len) }?;
+    // NULL one only where nothing needs copying), which is `Backend::read_begin_raw`'s contract.
+    let ptr = unsafe { Backend::read_begin_raw(pool, word, mem_len, local_copy.cast()) }?;
     Ok(ptr.cast_mut().cast())
 }
 
@@ -103,9 +73,7 @@ pub(crate) unsafe fn end(
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
     // SAFETY: `word` is aligned and live; the core checks a section is open on it (and, in map
     // mode, releases the map slot `handle_mem` lies in, if any).
-    on_backend!(pool, b => unsafe {
-        Backend::read_end_at_raw(b, word, Some(mem_len), handle_mem.cast_const().cast())
-    })?;
+    unsafe { Backend::read_end_at_raw(pool, word, Some(mem_len), handle_mem.cast_const().cast()) }?;
     Ok(0)
 }
 
@@ -125,10 +93,10 @@ pub(crate) unsafe fn sg_begin(
     if sg.is_null() {
         return Err(invalid("sg is NULL"));
     }
-    let (segs, n) = on_backend!(pool, b => {
+    let (segs, n) = {
         // SAFETY: `word` is aligned and live; the core validates its contents.
-        unsafe { Backend::read_sg_begin_raw(b, word, mem_len) }
-    })?;
+        unsafe { Backend::read_sg_begin_raw(pool, word, mem_len) }
+    }?;
     for (i, &(addr, len)) in segs.iter().enumerate() {
         let seg = if i < n {
             zs_sg { addr: addr.cast_mut().cast(), len }
@@ -149,8 +117,6 @@ pub(crate) unsafe fn sg_end(p: *mut zs_pool, h: *mut zs_handle) -> Result<c_int>
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
     // SAFETY: `word` is aligned and live; the core checks a section is open on it.
-    on_backend!(pool, b => unsafe {
-        Backend::read_end_at_raw(b, word, None, std::ptr::null())
-    })?;
+    unsafe { Backend::read_end_at_raw(pool, word, None, std::ptr::null()) }?;
     Ok(0)
 }

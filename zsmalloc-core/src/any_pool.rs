@@ -28,9 +28,8 @@ pub enum AnyPool {
     Malloc(MallocPool),
 }
 
-/// Calls the `Backend` method in `$call` on whichever backend `$pool` is (written
-/// `Backend::method(b, ..)`: a backend's inherent method of the same name may differ, as
-/// zsmalloc's `read_begin_raw` does for a NULL `local_copy`).
+/// Calls the `Backend` method in `$call` on whichever backend `$pool` is: the one dispatch on
+/// the backend, for every caller of an `AnyPool` (the C ABI, the Python package, the lab).
 macro_rules! on_backend {
     ($pool:expr, $b:ident => $call:expr) => {
         match $pool {

@@ -27,7 +27,6 @@
 //! (`memfd.rs`, released pages hole-punched) so two pages can be mapped side by side into a map
 //! slot (`map_window.rs`), which the arena owns. Neither changes a zspage or the pool.
 
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -37,103 +36,21 @@ use crate::error::{Error, Result};
 use crate::map_window::MapWindow;
 
 mod memfd;
+mod reservation;
 mod runs;
 
 use memfd::Memfd;
+use reservation::{Reservation, COMMIT_BYTES};
 
 /// Page number within one arena.
 pub type Pfn = u32;
 
-/// Address space reserved per pool (PROT_NONE until used): 64 GiB of simulated pages at most.
-const RESERVE_BYTES: usize = 1 << 36;
-/// Smallest reservation accepted when the address space is limited (`ulimit -v`).
-const MIN_RESERVE_BYTES: usize = 1 << 28;
-/// Reserved space is made accessible in steps of this many bytes.
-const COMMIT_BYTES: usize = 1 << 28;
 /// Released pages kept without `MADV_DONTNEED`, ready for reuse: 2 MiB worth (512 pages of
 /// 4 KiB), at least 16 pages. A page is reused only in its own role, so the cache must cover
 /// many roles at once: with 64 pages, a steady state of 10^4 objects faulted seven times as many
 /// discarded pages back in (and ran 11% slower) as with 512.
 const PAGE_CACHE_BYTES: usize = 2 << 20;
 const PAGE_CACHE_MIN: usize = 16;
-
-/// The reserved range, unmapped on drop.
-struct Reservation {
-    base: NonNull<u8>,
-    len: usize,
-    /// The memfd backing, if any: committed steps are its shared mappings.
-    memfd: Option<Memfd>,
-}
-
-// SAFETY: the range is plain memory owned by the arena; synchronisation of its contents is the
-// pool's protocol (atomic header words, owner-only payload copies).
-unsafe impl Send for Reservation {}
-// SAFETY: as above; `Reservation` itself is immutable after creation.
-unsafe impl Sync for Reservation {}
-
-impl Reservation {
-    /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
-    fn new(memfd: Option<Memfd>) -> Option<Reservation> {
-        if crate::fault::fails(crate::fault::Point::Reserve) {
-            return None;
-        }
-        let mut len = RESERVE_BYTES;
-        while len >= MIN_RESERVE_BYTES {
-            // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
-            // result is checked against MAP_FAILED before use.
-            let ptr = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    len,
-                    libc::PROT_NONE,
-                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-                    -1,
-                    0,
-                )
-            };
-            if ptr != libc::MAP_FAILED {
-                return NonNull::new(ptr.cast()).map(|base| Reservation { base, len, memfd });
-            }
-            len /= 2;
-        }
-        None
-    }
-
-    /// Makes `[offset, offset + len)` readable and writable.
-    fn commit(&self, offset: usize, len: usize) -> bool {
-        if crate::fault::fails(crate::fault::Point::Commit) {
-            return false;
-        }
-        debug_assert!(offset + len <= self.len);
-        if let Some(m) = &self.memfd {
-            // SAFETY: as below: our own reservation, aligned, not yet in use.
-            return unsafe { m.commit(self.base.as_ptr(), offset, len) };
-        }
-        // SAFETY: the range lies inside our own reservation and is page-aligned (offset and len
-        // are multiples of COMMIT_BYTES); nothing else maps it.
-        unsafe {
-            libc::mprotect(
-                self.base.as_ptr().add(offset).cast(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-            ) == 0
-        }
-    }
-}
-
-impl Drop for Reservation {
-    fn drop(&mut self) {
-        // A section left open on this pool (a broken contract) must not make a header at the
-        // same address in a later mapping look read forever.
-        let base = self.base.as_ptr() as usize;
-        crate::announce::retract_range(base, base + self.len);
-        // SAFETY: `base`/`len` are exactly what mmap returned; nothing references the range once
-        // the arena (its only owner) is dropped.
-        unsafe {
-            libc::munmap(self.base.as_ptr().cast(), self.len);
-        }
-    }
-}
 
 #[derive(Default)]
 struct FreePages {

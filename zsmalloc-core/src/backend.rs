@@ -163,8 +163,8 @@ impl Backend for Pool {
         // SAFETY: forwarded contract.
         unsafe { Pool::handle_move_raw(self, from, to) }
     }
-    /// A NULL `local_copy` in `copy` mode serves only objects that lie in one page (a
-    /// spanning one is refused with `EINVAL`, counting nothing).
+    /// [`Pool::read_begin_raw`]: a NULL `local_copy` in `copy` mode serves only objects that
+    /// lie in one page (a spanning one is refused with `EINVAL`, counting nothing).
     #[inline]
     unsafe fn read_begin_raw(
         &self,
@@ -172,11 +172,7 @@ impl Backend for Pool {
         mem_len: usize,
         local_copy: *mut u8,
     ) -> Result<*const u8> {
-        if local_copy.is_null() && self.config().read_mode == crate::config::ReadMode::Copy {
-            // SAFETY: forwarded contract.
-            return unsafe { in_one_page(self, h, mem_len) };
-        }
-        // SAFETY: forwarded contract; a non-NULL `local_copy` is writable for mem_len + 8.
+        // SAFETY: forwarded contract (the same as the trait's).
         unsafe { Pool::read_begin_raw(self, h, mem_len, local_copy) }
     }
     #[inline]
@@ -204,15 +200,4 @@ impl Backend for Pool {
         // SAFETY: forwarded contract.
         unsafe { Pool::object_len_raw(self, h) }
     }
-}
-
-/// `copy` mode without a buffer: out of the read path's line, as reads without one are rare.
-///
-/// # Safety
-/// As [`Pool::read_begin_in_one_page_raw`].
-#[cold]
-#[inline(never)]
-unsafe fn in_one_page(pool: &Pool, h: &AtomicUsize, mem_len: usize) -> Result<*const u8> {
-    // SAFETY: forwarded contract.
-    unsafe { pool.read_begin_in_one_page_raw(h, mem_len) }
 }

@@ -1,6 +1,7 @@
 //! An append-only table of address-stable entries, grown in fixed chunks.
 //!
-//! Used for zspage metadata, page roles and the safe layer's handle words: entries never move
+//! Used for zspage metadata, page roles, the safe layer's handle words and the raw layer's public
+//! table of handle words (`handle_words.rs`): entries never move
 //! (readers hold references without locks) and a lookup is one acquire load of the chunk pointer
 //! plus an index. Chunks are allocated when the first entry in them is taken, so memory follows the
 //! high-water mark in chunk steps.
@@ -84,6 +85,29 @@ impl<T: Default, const CHUNK_SHIFT: u32, const CHUNKS: usize> ChunkedTable<T, CH
             drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(fresh, Self::CHUNK)) });
         }
         self.get(idx)
+    }
+
+    /// Entries taken by `push` (or, for a table filled by `get_or_alloc`, 0).
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire).min(Self::capacity())
+    }
+
+    /// The index of the entry at address `entry`, if it is one of this table's entries in a
+    /// chunk below `chunks` (a scan of the directory: one compare per chunk).
+    pub fn index_of(&self, entry: *const T, chunks: usize) -> Option<usize> {
+        let size = std::mem::size_of::<T>().max(1);
+        let addr = entry as usize;
+        self.chunks.iter().take(chunks).enumerate().find_map(|(c, chunk)| {
+            let base = chunk.load(Ordering::Acquire) as usize;
+            let off = addr.checked_sub(base)?;
+            (base != 0 && off < Self::CHUNK * size && off % size == 0)
+                .then(|| (c << CHUNK_SHIFT) + off / size)
+        })
+    }
+
+    /// Chunks needed for `n` entries.
+    pub const fn chunks_for(n: usize) -> usize {
+        n.div_ceil(Self::CHUNK)
     }
 
     /// Heap bytes held by allocated chunks and the chunk directory.

@@ -298,8 +298,7 @@ pub fn check_announced(h: &impl HeaderWord, addr: usize, want: Option<usize>) ->
         return None;
     }
     let len = len(cur);
-    #[allow(clippy::unnecessary_map_or)] // `is_none_or` is newer than the MSRV
-    want.map_or(true, |w| w == len).then_some(len)
+    want.is_none_or(|w| w == len).then_some(len)
 }
 
 /// The announced reader's registration on header word `h` by the handle at `addr`: announces it in

@@ -8,15 +8,17 @@
 //! list; `tests/module_graph.rs` checks that there is no cycle):
 //! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
 //!   tables), `tid` (the thread registry: a small index per thread);
+//! - [`handle_words`] (the public address-stable table of raw handle words), `slot_state` (the
+//!   safety state zblock and malloc share: handle-word frame, slot state words, reader counts);
 //! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
-//! - [`announce`] (announced readers: one announce slot per thread), `counters` (sharded read and
-//!   write counters), `arena` (simulated pages, each keeping one role for life), [`pin`]
-//!   (zspage pins for huge objects' readers), [`header`] (object headers: owner, length, counted
+//! - `announce` (announced readers: one announce slot per thread), `counters` (sharded read and
+//!   write counters), `arena` (simulated pages, each keeping one role for life), `pin`
+//!   (zspage pins for huge objects' readers), `header` (object headers: owner, length, counted
 //!   readers, claims), `open_section` (what a raw section's begin proved, kept for its end);
 //!   `excess` (counted sections beyond a header's reader bits), `fault` (fault injection at the
 //!   arena's calls into the system, for tests);
-//!   `announce`, `header`, `excess`, `fault` and `pin` are public for the loom models and the
-//!   tests, not as an API;
+//!   `announce`, `header`, `excess`, `fault` and `pin` are reachable (hidden from the
+//!   documentation) for the loom models and the tests only: they are not part of the API;
 //! - `zspage`, `size_class`: zspages, fullness lists, freelists; `handle_slots`: the safe layer's
 //!   handle words;
 //! - [`pool`]: the pool's fields and rules; then its jobs: `layout` (where an object's bytes
@@ -27,14 +29,15 @@
 //!   [`zblock`], [`malloc_pool`]: the other backends; [`any_pool`]: a pool of any of them.
 //!
 //! Two handle layers: the safe [`Handle`] (pool-owned handle slot, freed on drop) and the raw
-//! layer (`*_raw` methods on [`Pool`]) for C callers that keep the handle word in their own
-//! records.
+//! layer (`*_raw` methods on [`Pool`], and [`Backend`] for every backend) for C callers that keep
+//! the handle word in their own records, or in a [`HandleWords`] table.
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 #[cfg(not(target_pointer_width = "64"))]
 compile_error!("zsmalloc-core encodes handles in 64-bit words");
 
+#[doc(hidden)]
 pub mod announce;
 pub mod any_pool;
 mod arena;
@@ -54,16 +57,20 @@ mod free;
 pub mod handle;
 mod handle_slots;
 mod handle_word;
+pub mod handle_words;
+#[doc(hidden)]
 pub mod header;
 mod layout;
 pub mod malloc_pool;
 mod map_window;
 mod open_section;
+#[doc(hidden)]
 pub mod pin;
 mod placement;
 pub mod pool;
 mod read;
 mod size_class;
+mod slot_state;
 pub mod stats;
 mod store;
 mod sync;
@@ -78,6 +85,7 @@ pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
+pub use handle_words::HandleWords;
 pub use pool::Pool;
 pub use read::{ReadSection, SgSection, SgSegments};
 pub use stats::{ClassStats, PoolStats};

@@ -9,16 +9,16 @@
 //!
 //! Handles go through a table: a word encodes (marker, pool id, entry index, sequence number),
 //! and the entry records the allocation, the owner (the handle word's address) and a state word
-//! (live, exact length, sequence number, open read sections), so a garbage, stale, empty or
-//! foreign word (zsmalloc's, zblock's, another malloc pool's) is refused with `InvalidHandle`
-//! and never dereferenced. Reads are in place (one segment, never copied) and take no lock: a
-//! reader counts itself in with a compare-and-swap of the state it validated, and a free or move
-//! swaps the state too, so a free or move of an object with an open read section is `Busy` (as
-//! zblock's slots, `zblock/slots.rs`). Writes and `read_into` count themselves in the same way
+//! (live, exact length, sequence number, open read sections), the record and protocol zblock's
+//! slots use too (`slot_state.rs`), so a garbage, stale, empty or foreign word (zsmalloc's,
+//! zblock's, another malloc pool's) is refused with `InvalidHandle` and never dereferenced.
+//! Reads are in place (one segment, never copied) and take no lock: a reader counts itself in
+//! with a compare-and-swap of the state it validated, and a free or move swaps the state too, so
+//! a free or move of an object with an open read section is `Busy`. Writes and `read_into` count themselves in the same way
 //! while they copy. Entries are taken and given back under one short lock; `malloc` and `free`
 //! are called outside it. There are no classes: `class_stats` is empty, `compact` frees 0.
 
-use std::sync::atomic::{AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::backend::Backend;
@@ -27,85 +27,35 @@ use crate::config::{BackendKind, PoolConfig};
 use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
 use crate::read::SgSegments;
+use crate::slot_state::{no_reader, wrong_len, Marker, WordFrame};
 use crate::stats::{ClassStats, PoolStats};
 
 /// Bytes counted per object besides its usable size: the handle an allocator keeps for it.
 pub const HANDLE_BYTES: u64 = 8;
 
-/// Most read sections open on one object at once (as zsmalloc's raw layer).
-const MAX_READERS: u32 = 65_535;
-
-// The handle word: bits 61..=63 are 0 (zsmalloc's tag field, never 0 there), 56..=60 the
-// marker (zblock's is another), 44..=55 the pool id, 12..=37 the entry index, 0..=11 the
-// entry's sequence number.
-const MARKER: usize = 0x16;
-const MARKER_SHIFT: u32 = 56;
-const POOL_SHIFT: u32 = 44;
+// The handle word's fields (below the frame of `slot_state.rs`): 12..=37 the entry index,
+// 0..=11 the entry's sequence number.
 const INDEX_SHIFT: u32 = 12;
-const POOL_ID_MASK: u16 = 0xfff;
-const SEQ_MASK: u16 = 0xfff;
+const SEQ_BITS: u32 = 12;
 
 /// Entries per chunk, and chunks: 2^26 objects at most.
 const CHUNK_SHIFT: u32 = 14;
 const CHUNKS: usize = 4096;
 const MAX_ENTRIES: usize = CHUNKS << CHUNK_SHIFT;
 
-// The state word: readers (bits 0..=15), live (16), length (17..=33), sequence (34..=45).
-const READERS_MASK: u64 = 0xffff;
-const LIVE: u64 = 1 << 16;
-const LEN_SHIFT: u32 = 17;
-const LEN_MASK: u64 = (1 << 17) - 1;
-const SEQ_SHIFT: u32 = 34;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct State(u64);
-
-impl State {
-    fn live(len: usize, seq: u16) -> State {
-        State(LIVE | (len as u64) << LEN_SHIFT | u64::from(seq & SEQ_MASK) << SEQ_SHIFT)
-    }
-    fn is_live(self) -> bool {
-        self.0 & LIVE != 0
-    }
-    fn len(self) -> usize {
-        ((self.0 >> LEN_SHIFT) & LEN_MASK) as usize
-    }
-    fn seq(self) -> u16 {
-        (self.0 >> SEQ_SHIFT) as u16 & SEQ_MASK
-    }
-    fn readers(self) -> u32 {
-        (self.0 & READERS_MASK) as u32
-    }
-    fn dead(self) -> State {
-        State(u64::from(self.seq()) << SEQ_SHIFT)
-    }
-    fn next_seq(self) -> u16 {
-        (self.seq() + 1) & SEQ_MASK
-    }
-}
-
-static NEXT_POOL_ID: AtomicU16 = AtomicU16::new(0);
+type State = crate::slot_state::State<SEQ_BITS>;
+type SlotRec = crate::slot_state::SlotRec<SEQ_BITS>;
 
 /// One table entry. Written only by the thread that took it (a store, under no lock: the entry
-/// is its alone until published) or through compare-and-swaps of `state`.
+/// is its alone until published) or through compare-and-swaps of its state.
 #[derive(Default)]
 struct Entry {
-    state: AtomicU64,
-    /// Address of the owning handle word (meaningful while live).
-    owner: AtomicUsize,
+    /// State word and owner.
+    slot: SlotRec,
     /// The allocation (meaningful while live).
     addr: AtomicUsize,
     /// `malloc_usable_size` of the allocation.
     usable: AtomicU32,
-}
-
-impl Entry {
-    fn load(&self) -> State {
-        State(self.state.load(Ordering::Acquire))
-    }
-    fn swap(&self, cur: State, new: State) -> bool {
-        self.state.compare_exchange(cur.0, new.0, Ordering::AcqRel, Ordering::Acquire).is_ok()
-    }
 }
 
 /// Entries not in use, and the first never used.
@@ -119,7 +69,8 @@ struct Vacant {
 pub struct MallocPool {
     name: String,
     config: PoolConfig,
-    id: u16,
+    /// This pool's handle words' marker and pool id.
+    frame: WordFrame,
     entries: ChunkedTable<Entry, CHUNK_SHIFT, CHUNKS>,
     vacant: Mutex<Vacant>,
     live: AtomicU64,
@@ -147,16 +98,10 @@ impl MallocPool {
             ));
         }
         config.validate()?;
-        let id = loop {
-            let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed) & POOL_ID_MASK;
-            if id != 0 {
-                break id;
-            }
-        };
         Ok(MallocPool {
             name: name.to_string(),
             config,
-            id,
+            frame: WordFrame::new(Marker::Malloc),
             entries: ChunkedTable::new(),
             vacant: Mutex::new(Vacant::default()),
             live: AtomicU64::new(0),
@@ -176,21 +121,7 @@ impl MallocPool {
     }
 
     fn encode(&self, index: usize, seq: u16) -> usize {
-        (MARKER << MARKER_SHIFT)
-            | ((self.id as usize) << POOL_SHIFT)
-            | (index << INDEX_SHIFT)
-            | (seq & SEQ_MASK) as usize
-    }
-
-    /// Whether `s` is the live object of `word`'s sequence number, owned by `addr`.
-    fn check(word: usize, e: &Entry, s: State, addr: usize) -> Result<()> {
-        if !s.is_live() || s.seq() != (word as u16) & SEQ_MASK {
-            return Err(Error::InvalidHandle("stale or freed handle"));
-        }
-        if e.owner.load(Ordering::Acquire) != addr {
-            return Err(Error::InvalidHandle("the object belongs to another handle word"));
-        }
-        Ok(())
+        self.frame.encode((index << INDEX_SHIFT) | (seq & State::SEQ_MASK) as usize)
     }
 
     /// The live object `h` holds, validated without a lock; `Ok(None)` for an empty word.
@@ -199,18 +130,11 @@ impl MallocPool {
         if word == 0 {
             return Ok(None);
         }
-        if word >> MARKER_SHIFT != MARKER {
-            return Err(Error::InvalidHandle(
-                "not a malloc handle (another backend's, or garbage)",
-            ));
-        }
-        if ((word >> POOL_SHIFT) as u16 & POOL_ID_MASK) != self.id {
-            return Err(Error::InvalidHandle("a handle of another malloc pool"));
-        }
-        let index = (word >> INDEX_SHIFT) & (MAX_ENTRIES - 1);
+        let fields = self.frame.decode(word).map_err(Error::InvalidHandle)?;
+        let index = (fields >> INDEX_SHIFT) & (MAX_ENTRIES - 1);
         let e = self.entries.get(index).ok_or(Error::InvalidHandle("no such object"))?;
-        let state = e.load();
-        Self::check(word, e, state, h as *const AtomicUsize as usize)?;
+        let state = e.slot.load();
+        e.slot.check(state, seq_of(word), h as *const AtomicUsize as usize)?;
         Ok(Some((word, Seen { index, e, state })))
     }
 
@@ -225,17 +149,11 @@ impl MallocPool {
         h: &AtomicUsize,
         ok: impl Fn(State) -> Result<()>,
         f: impl Fn(State) -> State,
-    ) -> Result<(usize, Seen<'_>)> {
+    ) -> Result<Seen<'_>> {
         let addr = h as *const AtomicUsize as usize;
         let (word, mut seen) = self.find_live(h)?;
-        loop {
-            ok(seen.state)?;
-            if seen.e.swap(seen.state, f(seen.state)) {
-                return Ok((word, seen));
-            }
-            seen.state = seen.e.load();
-            Self::check(word, seen.e, seen.state, addr)?;
-        }
+        seen.state = seen.e.slot.update(seen.state, seq_of(word), addr, ok, f)?;
+        Ok(seen)
     }
 
     fn alloc_publish(&self, h: &AtomicUsize, len: usize, data: Option<&[u8]>) -> Result<()> {
@@ -274,17 +192,17 @@ impl MallocPool {
             self.give_back(p as usize, cost);
             return Err(Error::OutOfMemory);
         };
-        let seq = e.load().next_seq();
+        let seq = e.slot.load().next_seq();
         e.addr.store(p as usize, Ordering::Relaxed);
         e.usable.store(usable as u32, Ordering::Relaxed);
-        e.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
+        e.slot.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
         // Publishes the entry's fields and the bytes to readers that see the live state.
-        e.state.store(State::live(len, seq).0, Ordering::Release);
+        e.slot.publish(State::live(len, seq));
         if h.compare_exchange(0, self.encode(index, seq), Ordering::AcqRel, Ordering::Acquire)
             .is_err()
         {
             // Another thread filled `h` meanwhile: nobody could name the entry; give it back.
-            e.state.store(State::live(len, seq).dead().0, Ordering::Release);
+            e.slot.publish(State::live(len, seq).dead());
             self.vacant().list.push(index as u32);
             self.give_back(p as usize, cost);
             return Err(Error::HandleInUse);
@@ -324,36 +242,24 @@ impl MallocPool {
 
     /// Counts a reader in on `h`'s object (`mem_len` its length, if given); its address.
     fn begin(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<(usize, *mut u8)> {
-        let ok = |s: State| {
-            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
-                return Err(wrong_len("read", m, s.len()));
-            }
-            if s.readers() >= MAX_READERS {
-                return Err(Error::TooManyReaders);
-            }
-            Ok(())
-        };
-        let (_, seen) = self.update(h, ok, |s| State(s.0 + 1))?;
-        Ok((seen.state.len(), seen.e.addr.load(Ordering::Acquire) as *mut u8))
+        let (word, seen) = self.find_live(h)?;
+        let addr = h as *const AtomicUsize as usize;
+        let s = seen.e.slot.count_in(seen.state, seq_of(word), addr, mem_len)?;
+        Ok((s.len(), seen.e.addr.load(Ordering::Acquire) as *mut u8))
     }
 
     /// Counts a reader out of `h`'s object.
     fn end(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
-        let ok = |s: State| {
-            if s.readers() == 0 {
-                return Err(Error::InvalidArgument("no read section in progress".into()));
-            }
-            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
-                return Err(wrong_len("read", m, s.len()));
-            }
-            Ok(())
-        };
-        self.update(h, ok, |s| State(s.0 - 1)).map(|_| ())
+        let (word, seen) = self.find_live(h)?;
+        let addr = h as *const AtomicUsize as usize;
+        seen.e.slot.count_out(seen.state, seq_of(word), addr, mem_len).map(|_| ())
     }
 }
 
-fn wrong_len(what: &str, given: usize, stored: usize) -> Error {
-    Error::InvalidArgument(format!("{what} length {given} differs from the stored length {stored}"))
+/// The sequence number a handle word holds.
+#[inline]
+fn seq_of(word: usize) -> u16 {
+    word as u16 & State::SEQ_MASK
 }
 
 impl Drop for MallocPool {
@@ -361,7 +267,7 @@ impl Drop for MallocPool {
         let next = self.vacant.get_mut().unwrap_or_else(|e| e.into_inner()).next as usize;
         for i in 0..next {
             let Some(e) = self.entries.get(i) else { continue };
-            if e.load().is_live() {
+            if e.slot.load().is_live() {
                 // SAFETY: a live entry's allocation came from `malloc` and dies with the pool.
                 unsafe { libc::free(e.addr.load(Ordering::Relaxed) as *mut libc::c_void) };
             }
@@ -436,8 +342,7 @@ impl Backend for MallocPool {
         if self.find(h)?.is_none() {
             return Ok(());
         }
-        let busy = |s: State| if s.readers() != 0 { Err(Error::Busy) } else { Ok(()) };
-        let (_, seen) = self.update(h, busy, State::dead)?;
+        let seen = self.update(h, no_reader, State::dead)?;
         h.store(0, Ordering::Release);
         let e = seen.e;
         let (addr, usable) = (e.addr.load(Ordering::Relaxed), e.usable.load(Ordering::Relaxed));
@@ -456,9 +361,8 @@ impl Backend for MallocPool {
             return self.find_live(from).map(|_| ());
         }
         // A new sequence number: readers of the old word fail their count-in from now on.
-        let busy = |s: State| if s.readers() != 0 { Err(Error::Busy) } else { Ok(()) };
-        let (_, seen) = self.update(from, busy, |s| State::live(s.len(), s.next_seq()))?;
-        seen.e.owner.store(to as *const AtomicUsize as usize, Ordering::Release);
+        let seen = self.update(from, no_reader, State::moved)?;
+        seen.e.slot.owner.store(to as *const AtomicUsize as usize, Ordering::Release);
         to.store(self.encode(seen.index, seen.state.next_seq()), Ordering::Release);
         from.store(0, Ordering::Release);
         Ok(())

@@ -1,28 +1,36 @@
-//! The core's structure: its top-level modules import each other without cycles, and no source
-//! file is one a reader has to scroll through for long.
+//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -lab) the top-level
+//! modules import each other without cycles, and no Rust file (sources, tests, benches, build
+//! scripts) is one a reader has to scroll through for long.
 //!
 //! The graph is read from the sources: a module is a file `src/x.rs` or a directory `src/x/`
 //! (with its files), and `x` depends on `y` when code of `x` names `crate::y` (in a `use` or a
 //! path) or, from a file directly under `src/`, `super::y`. Comments are ignored; the crate root
-//! (`lib.rs`, which only declares and re-exports) is not a module here. `src/lab` and `src/bin`
-//! are not the allocator and are skipped while they are still in this crate.
+//! (`lib.rs`, which declares and re-exports) and the binaries under `src/bin` are not modules
+//! here. The lab is checked by tests of its own, so that its state shows apart from the rest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// Longest core source file accepted, in lines.
-const MAX_LINES: usize = 800;
-/// Not part of the allocator's module graph.
-const SKIPPED: [&str; 2] = ["lab", "bin"];
+/// Longest Rust file accepted, in lines.
+const MAX_LINES: usize = 600;
+/// The library crates besides the lab, by directory.
+const CRATES: [&str; 3] = ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py"];
+const LAB: &str = "zsmalloc-lab";
+/// Not modules of a crate's graph: its root and its binaries.
+const NOT_MODULES: [&str; 3] = ["lib", "main", "bin"];
 
-fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+/// The directory of the workspace member `name`.
+fn crate_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(name);
+    assert!(dir.join("Cargo.toml").is_file(), "no crate at {}", dir.display());
+    dir
 }
 
-/// Every `.rs` file under `dir`, recursively.
+/// Every `.rs` file under `dir`, recursively (none if `dir` does not exist).
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in fs::read_dir(dir).expect("readable source directory") {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries {
         let path = entry.expect("directory entry").path();
         if path.is_dir() {
             rust_files(&path, out);
@@ -32,16 +40,16 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The core's source files by top-level module (lab, bin and the crate root left out).
-fn modules() -> BTreeMap<String, Vec<PathBuf>> {
+/// A crate's source files by top-level module (its root and binaries left out).
+fn modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files(src, &mut files);
     let mut by_module: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
     for f in files {
-        let rel = f.strip_prefix(src()).expect("under src");
+        let rel = f.strip_prefix(src).expect("under src");
         let first = rel.components().next().expect("a path").as_os_str().to_string_lossy();
         let name = first.trim_end_matches(".rs").to_string();
-        if name == "lib" || SKIPPED.contains(&name.as_str()) {
+        if NOT_MODULES.contains(&name.as_str()) {
             continue;
         }
         by_module.entry(name).or_default().push(f);
@@ -94,7 +102,10 @@ fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
 }
 
 /// Module -> the other modules its code names.
-fn graph(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<String, BTreeSet<String>> {
+fn graph(
+    src: &Path,
+    modules: &BTreeMap<String, Vec<PathBuf>>,
+) -> BTreeMap<String, BTreeSet<String>> {
     let mut g = BTreeMap::new();
     for (name, files) in modules {
         let mut deps = BTreeSet::new();
@@ -102,7 +113,7 @@ fn graph(modules: &BTreeMap<String, Vec<PathBuf>>) -> BTreeMap<String, BTreeSet<
             let code = code_of(&fs::read_to_string(f).expect("readable source"));
             let mut named = names_after(&code, "crate::");
             // `super::` names a sibling top-level module only from a file directly under src/.
-            if f.parent() == Some(src().as_path()) {
+            if f.parent() == Some(src) {
                 named.extend(names_after(&code, "super::"));
             }
             deps.extend(named.into_iter().filter(|d| d != name && modules.contains_key(d)));
@@ -188,30 +199,71 @@ fn the_cycle_finder_finds_cycles() {
     );
 }
 
-#[test]
-fn top_level_modules_import_each_other_without_cycles() {
-    let modules = modules();
-    assert!(modules.len() > 5, "found the core's modules: {:?}", modules.keys());
-    let g = graph(&modules);
-    if let Some(cycle) = find_cycle(&g) {
-        let edges: Vec<String> = g
-            .iter()
-            .map(|(m, d)| format!("  {m} -> {}", Vec::from_iter(d.clone()).join(", ")))
-            .collect();
-        panic!("import cycle: {}\nthe graph:\n{}", cycle.join(" -> "), edges.join("\n"));
+/// The import cycle of crate `name`, described, if it has one.
+fn cycle_in(name: &str) -> Option<String> {
+    let src = crate_dir(name).join("src");
+    let modules = modules(&src);
+    assert!(modules.len() > 2, "found {name}'s modules: {:?}", modules.keys());
+    let g = graph(&src, &modules);
+    let cycle = find_cycle(&g)?;
+    let edges: Vec<String> = g
+        .iter()
+        .map(|(m, d)| format!("  {m} -> {}", Vec::from_iter(d.clone()).join(", ")))
+        .collect();
+    Some(format!("{name}: import cycle {}\nthe graph:\n{}", cycle.join(" -> "), edges.join("\n")))
+}
+
+/// Crate `name`'s Rust files over `MAX_LINES` lines, with their lengths.
+fn long_files_in(name: &str) -> Vec<String> {
+    let dir = crate_dir(name);
+    let mut files = Vec::new();
+    for sub in ["src", "tests", "benches", "examples"] {
+        rust_files(&dir.join(sub), &mut files);
+    }
+    rust_files_at_top(&dir, &mut files);
+    assert!(!files.is_empty(), "found {name}'s files");
+    let mut long = Vec::new();
+    for f in files {
+        let lines = fs::read_to_string(&f).expect("readable source").lines().count();
+        if lines > MAX_LINES {
+            let rel = f.strip_prefix(&dir).expect("in the crate").display().to_string();
+            long.push(format!("{name}/{rel} ({lines} lines)"));
+        }
+    }
+    long
+}
+
+/// The `.rs` files directly in `dir` (a build script).
+fn rust_files_at_top(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).expect("readable crate directory") {
+        let path = entry.expect("directory entry").path();
+        if path.is_file() && path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
     }
 }
 
 #[test]
-fn no_core_source_file_is_over_the_limit() {
-    let mut long = Vec::new();
-    for files in modules().values() {
-        for f in files {
-            let lines = fs::read_to_string(f).expect("readable source").lines().count();
-            if lines > MAX_LINES {
-                long.push(format!("{} ({lines} lines)", f.display()));
-            }
-        }
+fn top_level_modules_import_each_other_without_cycles() {
+    let cycles: Vec<String> = CRATES.iter().filter_map(|c| cycle_in(c)).collect();
+    assert!(cycles.is_empty(), "{}", cycles.join("\n"));
+}
+
+#[test]
+fn no_rust_file_is_over_the_limit() {
+    let long: Vec<String> = CRATES.iter().flat_map(|c| long_files_in(c)).collect();
+    assert!(long.is_empty(), "over {MAX_LINES} lines: {}", long.join(", "));
+}
+
+#[test]
+fn the_lab_s_modules_import_each_other_without_cycles() {
+    if let Some(cycle) = cycle_in(LAB) {
+        panic!("{cycle}");
     }
+}
+
+#[test]
+fn no_rust_file_of_the_lab_is_over_the_limit() {
+    let long = long_files_in(LAB);
     assert!(long.is_empty(), "over {MAX_LINES} lines: {}", long.join(", "));
 }

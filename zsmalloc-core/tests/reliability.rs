@@ -49,12 +49,12 @@ fn a_refused_read_counts_nothing() {
             pool.store_raw(h, &[4; 3000]).unwrap(); // the second crosses a page
         }
         let before = pool.stats();
-        let e = pool.read_begin_in_one_page_raw(&hs[1], 3000).unwrap_err();
+        let e = pool.read_begin_raw(&hs[1], 3000, std::ptr::null_mut()).unwrap_err();
         assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
         let after = pool.stats();
         assert_eq!((after.reads, after.reads_spanning), (before.reads, before.reads_spanning));
         assert_eq!(pool.free_raw(&hs[1]), Ok(()), "nothing left registered");
-        let p = pool.read_begin_in_one_page_raw(&hs[0], 3000).unwrap();
+        let p = pool.read_begin_raw(&hs[0], 3000, std::ptr::null_mut()).unwrap();
         assert_eq!(*p, 4);
         assert_eq!(pool.stats().reads, before.reads + 1, "a section begun counts");
         pool.read_end_raw(&hs[0], Some(3000)).unwrap();

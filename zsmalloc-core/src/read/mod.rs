@@ -27,7 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::class_table::ClassInfo;
 use crate::config::ReadMode;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::open_section;
 use crate::pool::Pool;
@@ -94,6 +94,11 @@ impl Pool {
         copy: LocalCopy,
     ) -> Result<Begun<'a>> {
         match self.config.read_mode {
+            // Only the raw layer passes NULL (a slice's pointer never is).
+            ReadMode::Copy if copy.ptr.is_null() => match mem_len {
+                Some(mem_len) => self.in_one_page_begin(h, mem_len),
+                None => Err(Error::InvalidArgument("local copy is NULL".into())),
+            },
             ReadMode::Copy => self.copy_begin_slow(h, mem_len, copy),
             ReadMode::Map => self.map_begin_slow(h, mem_len),
             ReadMode::Contiguous => self.contiguous_begin(h, mem_len, known),
@@ -166,12 +171,18 @@ impl Pool {
     // ---------------------------------------------------------------- raw layer
 
     /// Begins a read section of `mem_len` bytes (must equal the stored length). Returns the
-    /// object's address: in place when contiguous, else `local_copy + 8` after copying the
-    /// header and the object into `local_copy`.
+    /// object's address: in place when it lies in one page (or the read mode reads it in place),
+    /// else, in `copy` mode, `local_copy + 8` after copying the header and the object into
+    /// `local_copy`. With `local_copy` NULL, `copy` mode serves only objects in one page: one
+    /// that crosses a page is refused (`InvalidArgument`) and nothing is counted; `map` and
+    /// `contiguous` never copy. The same contract as [`Backend::read_begin_raw`] for every
+    /// backend.
     ///
     /// # Safety
-    /// `local_copy` is writable for `mem_len + 8` bytes. The returned pointer is valid until the
-    /// matching [`Pool::read_end_raw`]; the bytes must not be written through it.
+    /// `local_copy` is NULL or writable for `mem_len + 8` bytes. The returned pointer is valid
+    /// until the matching [`Pool::read_end_raw`]; the bytes must not be written through it.
+    ///
+    /// [`Backend::read_begin_raw`]: crate::Backend::read_begin_raw
     #[inline]
     pub unsafe fn read_begin_raw(
         &self,
@@ -179,6 +190,8 @@ impl Pool {
         mem_len: usize,
         local_copy: *mut u8,
     ) -> Result<*const u8> {
+        // The caller promises `mem_len + 8` bytes, checked against the stored length before
+        // anything is copied; a NULL buffer is never written (`begin_slow`).
         let copy = LocalCopy { ptr: local_copy, len: usize::MAX };
         self.begin(Layer::Raw { word: h, mem_len }, copy).map(|b| b.ptr)
     }

@@ -25,6 +25,8 @@ use crate::sync::backoff;
 use crate::tid::Tid;
 use crate::zspage::Zspage;
 
+use super::Begun;
+
 /// A validated, pinned object: its registration is held until `release`, so ending a section
 /// needs no second lookup.
 pub(crate) struct Pinned<'a> {
@@ -293,16 +295,16 @@ impl Pool {
     }
 
     /// Begins a raw read section of `mem_len` bytes on an object that lies in one page, handing
-    /// it out in place (the C ABI's `zs_obj_read_begin` without a local copy). An object that
-    /// crosses a page is refused (`EINVAL`) and nothing is counted: only sections begun count.
-    ///
-    /// # Safety
-    /// As [`Pool::read_begin_raw`].
-    pub unsafe fn read_begin_in_one_page_raw(
-        &self,
-        h: &AtomicUsize,
+    /// it out in place (`copy` mode's `read_begin_raw` without a local copy, as the C ABI's
+    /// `zs_obj_read_begin` with `local_copy` NULL). An object that crosses a page is refused
+    /// (`EINVAL`) and nothing is counted: only sections begun count.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn in_one_page_begin<'a>(
+        &'a self,
+        h: &'a AtomicUsize,
         mem_len: usize,
-    ) -> Result<*const u8> {
+    ) -> Result<Begun<'a>> {
         let p = self.pin_object(h, Some(mem_len))?;
         let layout = self.pinned_layout(&p);
         if layout.spanning {
@@ -320,7 +322,8 @@ impl Pool {
         let first = layout.pieces[0];
         // SAFETY: the piece's offset lies inside its page, which the registration keeps mapped
         // and in place until the section ends.
-        Ok(unsafe { self.arena.page_ptr(first.pfn).add(first.offset) })
+        let ptr = unsafe { self.arena.page_ptr(first.pfn).add(first.offset) };
+        Ok(Begun { ptr, len: p.len, reg: p.reg })
     }
 
     /// Records a raw section begun by this thread, for `read_end_raw`.

@@ -6,9 +6,10 @@ use crate::backend::Backend;
 use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::read::SgSegments;
+use crate::slot_state::{no_reader, wrong_len};
 use crate::stats::{ClassStats, PoolStats};
 
-use super::{wrong_len, State, Word, ZblockPool};
+use super::{Word, ZblockPool};
 
 impl Backend for ZblockPool {
     fn name(&self) -> &str {
@@ -119,16 +120,8 @@ impl Backend for ZblockPool {
     }
     unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
         let Some(mut f) = self.find(h)? else { return Ok(()) };
-        let w = f.w;
-        let len = loop {
-            let s = f.rec.load();
-            if s.readers() != 0 {
-                return Err(Error::Busy);
-            }
-            if f.rec.swap(s, s.dead()) {
-                break s.len();
-            }
-        };
+        let (w, addr) = (f.w, h as *const AtomicUsize as usize);
+        let len = f.rec.update(f.rec.load(), w.seq, addr, no_reader, |s| s.dead())?.len();
         self.slot_freed(&mut f.st, w.ty as usize, w.block, w.slot, len);
         h.store(0, Ordering::Release);
         Ok(())
@@ -143,18 +136,10 @@ impl Backend for ZblockPool {
             return Ok(());
         }
         // A new sequence number: readers of the old word fail their count-in from now on.
-        let moved = loop {
-            let s = f.rec.load();
-            if s.readers() != 0 {
-                return Err(Error::Busy);
-            }
-            let moved = State::live(s.len(), s.next_seq());
-            if f.rec.swap(s, moved) {
-                break moved;
-            }
-        };
+        let addr = from as *const AtomicUsize as usize;
+        let moved = f.rec.update(f.rec.load(), f.w.seq, addr, no_reader, |s| s.moved())?.moved();
         f.rec.owner.store(to as *const AtomicUsize as usize, Ordering::Release);
-        to.store(Word { seq: moved.seq(), ..f.w }.encode(), Ordering::Release);
+        to.store(Word { seq: moved.seq(), ..f.w }.encode(self.frame), Ordering::Release);
         from.store(0, Ordering::Release);
         Ok(())
     }

@@ -169,7 +169,8 @@ impl TypeState {
             + self.vacant.capacity() * std::mem::size_of::<u32>()
     }
 
-    /// The active list, head first (for tests and diagnostics).
+    /// The active list, head first (for the tests of its order).
+    #[cfg(test)]
     pub fn active(&self) -> Vec<u32> {
         let mut out = Vec::new();
         let mut b = self.head;

@@ -14,9 +14,10 @@
 //! one segment. The block header's bytes are inside the block, so page counts are faithful;
 //! nothing is stored there.
 //!
-//! What the project adds for safety lives outside the pages (`slots.rs`): per slot, the owner
-//! (the handle word's address), the exact length, a sequence number and the open read sections.
-//! A handle word (`word.rs`) is checked field by field against the tables, the slot's sequence
+//! What the project adds for safety lives outside the pages (`slots.rs`, on the record and
+//! protocol it shares with the malloc backend, `slot_state.rs`): per slot, the owner (the handle
+//! word's address), the exact length, a sequence number and the open read sections. A handle
+//! word (`word.rs`) is checked field by field against the tables, the slot's sequence
 //! number and its owner before anything is dereferenced, so garbage, stale, empty and foreign
 //! words (zsmalloc's, another zblock pool's, a malloc pool's) are refused with `InvalidHandle`.
 //! A free or handle move of an object with an open read section is `Busy`, as in zsmalloc's raw
@@ -28,13 +29,14 @@
 //! lock. Not modelled: vmalloc's cost, RCU-deferred freeing of blocks, and that zblock's pages
 //! are unmovable (zsmalloc's are movable).
 
-use std::sync::atomic::{AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::arena::{PageArena, Pfn};
 use crate::config::{BackendKind, PoolConfig};
 use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
+use crate::slot_state::{Marker, WordFrame};
 
 mod backend_impl;
 mod block;
@@ -45,18 +47,14 @@ mod word;
 use block::{Freed, TypeState};
 use slots::{BlockRec, SlotRec, State, TypeRecs};
 pub use table::{BlockTable, BlockType};
-use word::{Word, POOL_ID_MASK};
-
-/// Most read sections open on one object at once (as zsmalloc's raw layer).
-const MAX_READERS: u32 = 65_535;
-
-static NEXT_POOL_ID: AtomicU16 = AtomicU16::new(0);
+use word::Word;
 
 /// A zblock pool.
 pub struct ZblockPool {
     name: String,
     config: PoolConfig,
-    id: u16,
+    /// This pool's handle words' marker and pool id.
+    frame: WordFrame,
     table: BlockTable,
     header: usize,
     /// Per type: placement state (locked) and slot records (read without the lock).
@@ -99,18 +97,12 @@ impl ZblockPool {
         let arena = PageArena::for_config(&config)?;
         let types = table.types().iter().map(|t| Mutex::new(TypeState::new(t.slots))).collect();
         let recs = table.types().iter().map(|t| TypeRecs::new(t.slots)).collect();
-        let id = loop {
-            let id = NEXT_POOL_ID.fetch_add(1, Ordering::Relaxed) & POOL_ID_MASK;
-            if id != 0 {
-                break id;
-            }
-        };
         Ok(ZblockPool {
             name: name.to_string(),
             header: table::header_size(config.page_size) as usize,
             access: AccessCounters::new(table.types().len()),
             config,
-            id,
+            frame: WordFrame::new(Marker::Zblock),
             table,
             types,
             recs,
@@ -123,12 +115,6 @@ impl ZblockPool {
     /// The block table of this pool's page size.
     pub fn table(&self) -> &BlockTable {
         &self.table
-    }
-
-    /// The active list of block type `ty` (block entries, head first), for tests.
-    #[doc(hidden)]
-    pub fn active_list(&self, ty: usize) -> Vec<u32> {
-        self.lock(ty).active()
     }
 
     fn lock(&self, ty: usize) -> MutexGuard<'_, TypeState> {
@@ -145,23 +131,11 @@ impl ZblockPool {
     /// Decodes `word` and finds its records (nothing is locked or proven live yet).
     #[inline]
     fn records(&self, word: usize) -> Result<(Word, &BlockRec, &SlotRec)> {
-        let w = Word::decode(word, self.id).map_err(Error::InvalidHandle)?;
+        let w = Word::decode(word, self.frame).map_err(Error::InvalidHandle)?;
         let recs =
             self.recs.get(w.ty as usize).ok_or(Error::InvalidHandle("no such block type"))?;
         let (blk, rec) = recs.get(w.block, w.slot).ok_or(Error::InvalidHandle("no such slot"))?;
         Ok((w, blk, rec))
-    }
-
-    /// Whether `s` is the live object `w` names, owned by the word at `addr`.
-    #[inline]
-    fn check(w: Word, rec: &SlotRec, s: State, addr: usize) -> Result<()> {
-        if !s.is_live() || s.seq() != w.seq {
-            return Err(Error::InvalidHandle("stale or freed handle"));
-        }
-        if rec.owner.load(Ordering::Acquire) != addr {
-            return Err(Error::InvalidHandle("the object belongs to another handle word"));
-        }
-        Ok(())
     }
 
     /// The live object `h` holds, without the lock (its state as loaded).
@@ -173,7 +147,7 @@ impl ZblockPool {
         }
         let (w, blk, rec) = self.records(word)?;
         let state = rec.load();
-        Self::check(w, rec, state, h as *const AtomicUsize as usize)?;
+        rec.check(state, w.seq, h as *const AtomicUsize as usize)?;
         Ok(Seen { w, blk, rec, state })
     }
 
@@ -191,7 +165,7 @@ impl ZblockPool {
         if !st.is_taken(w.block, w.slot) {
             return Err(Error::InvalidHandle("the handle's slot is free (stale or freed handle)"));
         }
-        Self::check(w, rec, rec.load(), h as *const AtomicUsize as usize)?;
+        rec.check(rec.load(), w.seq, h as *const AtomicUsize as usize)?;
         Ok(Some(Found { st, w, blk, rec }))
     }
 
@@ -241,13 +215,14 @@ impl ZblockPool {
             unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
         }
         // Publishes owner and bytes to readers that see the live state.
-        rec.state.store(State::live(len, seq).0, Ordering::Release);
+        rec.publish(State::live(len, seq));
         st.obj_used += 1;
         st.bytes_stored += len as u64;
-        let w = Word { pool: self.id, ty: ty as u32, block: b, slot, seq };
-        if h.compare_exchange(0, w.encode(), Ordering::AcqRel, Ordering::Acquire).is_err() {
+        let w = Word { ty: ty as u32, block: b, slot, seq };
+        if h.compare_exchange(0, w.encode(self.frame), Ordering::AcqRel, Ordering::Acquire).is_err()
+        {
             // Another thread filled `h` meanwhile: give the slot back (nobody could read it).
-            rec.state.store(State::live(len, seq).dead().0, Ordering::Release);
+            rec.publish(State::live(len, seq).dead());
             self.slot_freed(&mut st, ty, b, slot, len);
             return Err(Error::HandleInUse);
         }
@@ -297,22 +272,9 @@ impl ZblockPool {
     /// counts a reader in the slot's state; returns the object's address.
     #[inline]
     fn begin(&self, h: &AtomicUsize, mem_len: usize) -> Result<*mut u8> {
+        let seen = self.see(h)?;
         let addr = h as *const AtomicUsize as usize;
-        let mut seen = self.see(h)?;
-        loop {
-            let s = seen.state;
-            if s.len() != mem_len {
-                return Err(wrong_len("read", mem_len, s.len()));
-            }
-            if s.readers() >= MAX_READERS {
-                return Err(Error::TooManyReaders);
-            }
-            if seen.rec.swap(s, State(s.0 + 1)) {
-                break;
-            }
-            seen.state = seen.rec.load();
-            Self::check(seen.w, seen.rec, seen.state, addr)?;
-        }
+        seen.rec.count_in(seen.state, seen.w.seq, addr, Some(mem_len))?;
         self.access.record_read(seen.w.ty as usize, false, 0);
         // Counted in: the block stays (a free of this slot is refused) and its base is the one
         // published before the state this reader saw.
@@ -323,25 +285,8 @@ impl ZblockPool {
     /// Ends a read section on the object of `h`, without the lock.
     #[inline]
     fn end(&self, h: &AtomicUsize, mem_len: Option<usize>) -> Result<()> {
+        let seen = self.see(h)?;
         let addr = h as *const AtomicUsize as usize;
-        let mut seen = self.see(h)?;
-        loop {
-            let s = seen.state;
-            if s.readers() == 0 {
-                return Err(Error::InvalidArgument("no read section in progress".into()));
-            }
-            if let Some(m) = mem_len.filter(|&m| m != s.len()) {
-                return Err(wrong_len("read", m, s.len()));
-            }
-            if seen.rec.swap(s, State(s.0 - 1)) {
-                return Ok(());
-            }
-            seen.state = seen.rec.load();
-            Self::check(seen.w, seen.rec, seen.state, addr)?;
-        }
+        seen.rec.count_out(seen.state, seen.w.seq, addr, mem_len).map(|_| ())
     }
-}
-
-fn wrong_len(what: &str, given: usize, stored: usize) -> Error {
-    Error::InvalidArgument(format!("{what} length {given} differs from the stored length {stored}"))
 }

@@ -1,87 +1,19 @@
 //! Each slot's safety state, outside the simulated pages, readable without the type's lock: a
-//! state word (live, length, sequence number, open read sections) and the owner's address, in a
-//! record array per block entry; and the block's base address.
-//!
-//! Protocol. Everything that changes a slot (store, free, move) holds the type's lock; readers
-//! hold nothing. A store writes the owner, then the bytes, then publishes the state word
-//! (Release) with the next sequence number. A reader loads the state, checks it is live with the
-//! handle word's sequence number and that the owner is the handle word's address, then counts
-//! itself in with a compare-and-swap of that very state (Acquire: it sees the bytes). A free
-//! swaps a state with no reader for a dead one (same sequence), a move swaps it for the next
-//! sequence (then writes the new owner): either makes a reader's compare-and-swap on the old
-//! state fail, and a counted reader makes them fail (`Busy`). Records are never freed before the
-//! pool, so a reader's lookup never touches freed memory; a block entry keeps its records (and
-//! their sequence numbers) from one block to the next, so a stale word is refused.
+//! record per slot (state word and owner, `slot_state.rs`, whose protocol zblock follows with the
+//! type's lock as the one writer) in a record array per block entry; and the block's base
+//! address. A block entry keeps its records (and their sequence numbers) from one block to the
+//! next, so a stale word is refused.
 
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
 use crate::chunked::ChunkedTable;
 
-use super::word::{MAX_BLOCKS, SEQ_MASK};
-
-const READERS_MASK: u64 = 0xffff;
-const LIVE: u64 = 1 << 16;
-const LEN_SHIFT: u32 = 17;
-const LEN_MASK: u64 = (1 << 17) - 1;
-const SEQ_SHIFT: u32 = 34;
+use super::word::{MAX_BLOCKS, SEQ_BITS};
 
 /// A slot's state word.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct State(pub u64);
-
-impl State {
-    #[inline]
-    pub fn live(len: usize, seq: u16) -> State {
-        debug_assert!(len as u64 <= LEN_MASK);
-        State(LIVE | (len as u64) << LEN_SHIFT | u64::from(seq & SEQ_MASK) << SEQ_SHIFT)
-    }
-    #[inline]
-    pub fn is_live(self) -> bool {
-        self.0 & LIVE != 0
-    }
-    #[inline]
-    pub fn len(self) -> usize {
-        ((self.0 >> LEN_SHIFT) & LEN_MASK) as usize
-    }
-    #[inline]
-    pub fn seq(self) -> u16 {
-        (self.0 >> SEQ_SHIFT) as u16 & SEQ_MASK
-    }
-    #[inline]
-    pub fn readers(self) -> u32 {
-        (self.0 & READERS_MASK) as u32
-    }
-    /// The same slot, dead (the sequence number kept, so the next store moves past it).
-    #[inline]
-    pub fn dead(self) -> State {
-        State(u64::from(self.seq()) << SEQ_SHIFT)
-    }
-    /// The sequence number a new object (or a moved one) of this slot gets.
-    #[inline]
-    pub fn next_seq(self) -> u16 {
-        (self.seq() + 1) & SEQ_MASK
-    }
-}
-
+pub type State = crate::slot_state::State<SEQ_BITS>;
 /// One slot's record.
-#[derive(Default)]
-pub struct SlotRec {
-    pub state: AtomicU64,
-    /// Address of the owning handle word (meaningful while live).
-    pub owner: AtomicUsize,
-}
-
-impl SlotRec {
-    #[inline]
-    pub fn load(&self) -> State {
-        State(self.state.load(Ordering::Acquire))
-    }
-    /// Swaps `cur` for `new`; false if the state changed meanwhile.
-    #[inline]
-    pub fn swap(&self, cur: State, new: State) -> bool {
-        self.state.compare_exchange(cur.0, new.0, Ordering::AcqRel, Ordering::Acquire).is_ok()
-    }
-}
+pub type SlotRec = crate::slot_state::SlotRec<SEQ_BITS>;
 
 /// One block entry's records: the current block's base address and its slots' records.
 #[derive(Default)]
@@ -183,14 +115,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn state_fields() {
-        let s = State::live(65511, 1023);
-        assert!(s.is_live());
-        assert_eq!((s.len(), s.seq(), s.readers()), (65511, 1023, 0));
-        assert_eq!(State(s.0 + 3).readers(), 3);
-        assert!(!s.dead().is_live());
-        assert_eq!(s.dead().seq(), 1023);
-        assert_eq!(s.next_seq(), 0);
+    fn records_per_block_entry() {
         let r = TypeRecs::new(3);
         assert!(r.get(0, 0).is_none());
         let blk = r.prepare(0, 0x1000).unwrap();

@@ -1,4 +1,10 @@
-//! Helpers shared by the integration tests.
+//! Helpers shared by the integration tests (each test file uses a different subset).
+#![allow(dead_code)]
+
+pub mod backend_calls;
+pub mod kept;
+pub mod model_ops;
+pub mod reference_model;
 
 /// Deterministic bytes for object number `seed` (xorshift; distinct seeds give distinct streams).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
