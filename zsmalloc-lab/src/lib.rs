@@ -6,7 +6,7 @@
 //!   for every command; [`sweep`]: `--sweep`;
 //! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
-//!   ([`handles`]), with generated [`content`] verified on read, trace recording
+//!   ([`zsmalloc_core::HandleWords`]), with generated [`content`] verified on read, trace recording
 //!   ([`trace_format`]), the [`timeline`] and the [`progress`] bar;
 //! - [`runner`]: one workload on one configuration -> [`result::RunResult`]; timed repeats;
 //! - [`timing`]: the thread CPU clock, timed batches, `{min, median, max}`, interleaved repeats
@@ -44,7 +44,6 @@ pub mod content;
 pub mod cost;
 pub mod driver;
 pub mod error;
-pub mod handles;
 pub mod kernel;
 pub mod optimize;
 pub mod plot;

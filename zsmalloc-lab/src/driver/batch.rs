@@ -5,8 +5,8 @@
 use super::{Driver, Peak, State, Visitor};
 use crate::batch_arena::BatchArena;
 use crate::error::{LabError, LabResult};
-use crate::handles::HandleWords;
 use crate::timing::Clock;
+use zsmalloc_core::HandleWords;
 use zsmalloc_core::{AnyPool, Backend, HANDLE_SIZE};
 
 /// A queued operation. Lengths and arena offsets are fixed when it is queued.
@@ -59,7 +59,7 @@ impl<'p> Driver<'p> {
                     };
                     // SAFETY: handle words live in `self.words`, never moved or freed while
                     // they hold objects (the driver is dropped before the pool).
-                    match unsafe { pool.store_raw(words.get(slot), bytes) } {
+                    match unsafe { pool.store_raw(super::word(words, slot), bytes) } {
                         Ok(()) => {
                             // The last store that leaves the pool at its peak.
                             let p = pool.total_pages();
@@ -73,12 +73,12 @@ impl<'p> Driver<'p> {
                     }
                 }
                 // SAFETY: the word holds an object of this pool (checked when queued).
-                Op::Free { slot, .. } => match unsafe { pool.free_raw(words.get(slot)) } {
+                Op::Free { slot, .. } => match unsafe { pool.free_raw(super::word(words, slot)) } {
                     Ok(()) => Answer::Done,
                     Err(e) => Answer::Refused(e),
                 },
                 Op::Read { slot, off, len, .. } => {
-                    let word = words.get(slot);
+                    let word = super::word(words, slot);
                     // SAFETY: `local` holds page + HDR bytes; the word holds an object.
                     match unsafe { pool.read_begin_raw(word, len, local) } {
                         Ok(p) => {

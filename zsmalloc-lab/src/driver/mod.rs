@@ -26,12 +26,11 @@ use batch::{Answer, Op};
 use crate::batch_arena::BatchArena;
 use crate::content::Content;
 use crate::error::{LabError, LabResult};
-use crate::handles::HandleWords;
 use crate::progress::Progress;
 use crate::timeline::Sample;
 use crate::timing::CpuTimer;
 use crate::trace_format::{TraceOp, TraceWriter};
-use zsmalloc_core::{AnyPool, Backend, ClassTable, HANDLE_SIZE};
+use zsmalloc_core::{AnyPool, Backend, ClassTable, HandleWords, HANDLE_SIZE};
 
 /// Operations per batch, and payload bytes a batch may hold before it runs.
 const BATCH_OPS: usize = 256;
@@ -172,13 +171,19 @@ impl<'p> Driver<'p> {
         self.live_bytes
     }
 
-    /// A new, empty slot.
-    pub fn new_slot(&mut self) -> usize {
-        let i = self.words.push();
+    /// A new, empty slot; refused when the handle-word table is full
+    /// ([`HandleWords::capacity`] words).
+    pub fn new_slot(&mut self) -> LabResult<usize> {
+        let i = self.words.push().ok_or_else(|| {
+            LabError::usage(format!(
+                "more than {} objects: the lab's handle-word table is full",
+                HandleWords::capacity()
+            ))
+        })?;
         self.state.push(State::Empty);
         self.lens.push(0);
         self.keys.push(0);
-        i
+        Ok(i)
     }
 
     pub fn slots(&self) -> usize {
@@ -328,6 +333,12 @@ impl<'p> Driver<'p> {
     }
 }
 
+/// The handle word of `slot`: slots are checked before their operations are queued or run.
+#[inline]
+fn word(words: &HandleWords, slot: usize) -> &std::sync::atomic::AtomicUsize {
+    words.get(slot).expect("a checked slot has a handle word")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -342,7 +353,7 @@ mod tests {
     fn queued_operations_answer_as_the_pool_would() {
         let pool = AnyPool::with_name("t", PoolConfig::default()).unwrap();
         let mut d = driver(&pool, false);
-        let (a, b) = (d.new_slot(), d.new_slot());
+        let (a, b) = (d.new_slot().unwrap(), d.new_slot().unwrap());
         assert!(d.store(a, 100).unwrap());
         assert!(!d.store(a, 200).unwrap(), "a handle holding an object refuses a store");
         assert!(!d.store(b, 0).unwrap(), "zero length");
@@ -366,7 +377,7 @@ mod tests {
         let mut d = driver(&pool, true);
         let mut refused = 0;
         for _ in 0..20 {
-            let s = d.new_slot();
+            let s = d.new_slot().unwrap();
             if !d.store(s, 1000).unwrap() {
                 refused += 1;
                 assert!(!d.holds(s));

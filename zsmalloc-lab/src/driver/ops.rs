@@ -130,7 +130,7 @@ impl<'p> Driver<'p> {
             self.refused("malloc", slot, &zsmalloc_core::Error::HandleInUse).map(|_| false)
         } else {
             // SAFETY: as in `flush`.
-            match self.timed_now(|pool, w| unsafe { pool.malloc_raw(w.get(slot), len) })? {
+            match self.timed_now(|pool, w| unsafe { pool.malloc_raw(super::word(w, slot), len) })? {
                 Ok(()) => {
                     self.stored(slot, State::Unwritten, len, 0);
                     self.counters.stores += 1;
@@ -160,7 +160,8 @@ impl<'p> Driver<'p> {
             self.content.fill(key, len, &mut self.scratch);
             let data = std::mem::take(&mut self.scratch);
             // SAFETY: single-threaded: no read section of this object is open.
-            let r = self.timed_now(|pool, w| unsafe { pool.write_raw(w.get(slot), &data) });
+            let r =
+                self.timed_now(|pool, w| unsafe { pool.write_raw(super::word(w, slot), &data) });
             self.scratch = data;
             match r? {
                 Ok(()) => {
@@ -266,7 +267,7 @@ impl<'p> Driver<'p> {
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
             let answer = self.timed_now(|pool, w| {
-                let word = w.get(slot);
+                let word = super::word(w, slot);
                 // SAFETY: the word holds an object of this pool; segments are read before
                 // the section ends.
                 match unsafe { pool.read_sg_begin_raw(word, len) } {
@@ -314,8 +315,9 @@ impl<'p> Driver<'p> {
         } else {
             self.drop_same(to);
             // SAFETY: both words are ours and stay put; `to` is empty.
-            let r =
-                self.timed_now(|pool, w| unsafe { pool.handle_move_raw(w.get(from), w.get(to)) })?;
+            let r = self.timed_now(|pool, w| unsafe {
+                pool.handle_move_raw(super::word(w, from), super::word(w, to))
+            })?;
             match r {
                 Ok(()) => {
                     self.state[to] = self.state[from];

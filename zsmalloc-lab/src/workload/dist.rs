@@ -207,7 +207,7 @@ impl WorkloadKind for Dist {
         };
         d.phase("fill")?;
         for _ in 0..self.objects {
-            let slot = d.new_slot();
+            let slot = d.new_slot()?;
             let p = draw(&mut rng);
             self.put(d, slot, p)?;
         }

@@ -102,7 +102,7 @@ impl WorkloadKind for KernelTest {
         d.phase("write")?;
         for size in (self.lo..=self.hi).step_by(self.step) {
             for _ in 0..self.n {
-                let slot = d.new_slot();
+                let slot = d.new_slot()?;
                 d.store(slot, size)?;
             }
         }

@@ -211,7 +211,7 @@ impl WorkloadKind for Pages {
         let mut compress_cpu = CpuTimer::new();
         d.phase("write")?;
         while self.max_pages.is_none_or(|m| stored.len() < m) && src.next_page(&mut buf)? {
-            let slot = d.new_slot();
+            let slot = d.new_slot()?;
             facts.input_pages += 1;
             let decision =
                 ZramPage::of(&buf, huge, |p| compress_cpu.time(|| codec.compress(p, &mut out)))?;

@@ -48,40 +48,46 @@ impl WorkloadKind for Trace {
     fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
         let mut reader = TraceReader::open(&self.file)?;
         let mut slots: HashMap<u64, usize> = HashMap::new();
-        let mut slot_of =
-            |d: &mut Driver<'_>, id: u64| *slots.entry(id).or_insert_with(|| d.new_slot());
+        let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {
+            if let Some(&s) = slots.get(&id) {
+                return Ok(s);
+            }
+            let s = d.new_slot()?;
+            slots.insert(id, s);
+            Ok(s)
+        };
         d.phase("replay")?;
         while let Some(op) = reader.next_op()? {
             match op {
                 TraceOp::Store { id, len } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.store(s, len)?;
                 }
                 TraceOp::Free { id } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.free(s)?;
                 }
                 TraceOp::Read { id, len } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.read(s, Some(len))?;
                 }
                 TraceOp::Compact => {
                     d.compact()?;
                 }
                 TraceOp::Malloc { id, len } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.malloc(s, len)?;
                 }
                 TraceOp::Write { id, len } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.write(s, len)?;
                 }
                 TraceOp::ReadSg { id, len } => {
-                    let s = slot_of(d, id);
+                    let s = slot_of(d, id)?;
                     d.read_sg(s, len)?;
                 }
                 TraceOp::Move { from, to } => {
-                    let (f, t) = (slot_of(d, from), slot_of(d, to));
+                    let (f, t) = (slot_of(d, from)?, slot_of(d, to)?);
                     d.move_handle(f, t)?;
                 }
             }
