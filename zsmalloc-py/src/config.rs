@@ -104,10 +104,14 @@ fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<ClassSpec> {
     let number = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<u32> {
         let Ok(n) = v.extract::<i64>() else {
             let shown = v.repr()?;
-            return Err(PyTypeError::new_err(format!("class_table[{i}]: {what} {shown} is not an int")));
+            return Err(PyTypeError::new_err(format!(
+                "class_table[{i}]: {what} {shown} is not an int"
+            )));
         };
         u32::try_from(n).map_err(|_| {
-            PyValueError::new_err(format!("invalid class_table: class_table[{i}]: {what} {n} is out of range"))
+            PyValueError::new_err(format!(
+                "invalid class_table: class_table[{i}]: {what} {n} is out of range"
+            ))
         })
     };
     Ok(ClassSpec { size: number(&size, "size")?, chain: number(&chain, "chain")? })
@@ -188,9 +192,10 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
     d.set_item("mem_limit_pages", c.mem_limit_pages)?;
     d.set_item("backing", c.effective_backing().name())?;
     d.set_item("backend", c.backend.name())?;
-    let table = c.class_table.as_ref().map(|t| {
-        t.classes().iter().map(|c| (c.size, c.chain)).collect::<Vec<(u32, u32)>>()
-    });
+    let table = c
+        .class_table
+        .as_ref()
+        .map(|t| t.classes().iter().map(|c| (c.size, c.chain)).collect::<Vec<(u32, u32)>>());
     d.set_item("class_table", table)?;
     Ok(d)
 }
