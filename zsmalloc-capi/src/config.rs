@@ -12,6 +12,7 @@ use zsmalloc_core::{
 
 use crate::errors::invalid;
 use crate::sized::{read_in, write_out, Plain};
+use crate::types::size_t;
 
 /// Chain policy `classic`: mainline's least-waste chain size.
 pub const ZS_CHAIN_CLASSIC: u32 = 0;
@@ -98,7 +99,7 @@ pub struct zs_pool_config {
     /// `ZSMALLOC_CLASS_TABLE`, kept by the library for the life of the process.
     pub class_table: *const zs_class_spec,
     /// Entries of `class_table` (ABI version 5).
-    pub class_count: usize,
+    pub class_count: size_t,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
