@@ -358,6 +358,25 @@ mod tests {
     }
 
     #[test]
+    fn own_size_is_the_unmerged_class_and_explicit_tables_merge_nothing() {
+        let t = table(16384, 8, 0);
+        // 1072 is merged into 1120 (delta 64): its own class would be 1072.
+        assert_eq!(t.own_size(1060), 1072);
+        assert_eq!(t.classes()[t.position(1060)].size, 1120);
+        let explicit = ClassTable::new(&PoolConfig {
+            page_size: 16384,
+            class_table: Some(t.spec()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(explicit.is_explicit() && !t.is_explicit());
+        assert_eq!(explicit.own_size(1060), 1120, "nothing merges in an explicit table");
+        assert_eq!(explicit.lookup_class_index(1060), explicit.raw_index(1060));
+        assert!(explicit.classes().iter().all(|c| explicit.worst_merge_waste(c) == 0));
+        assert_eq!(explicit.index_count() as usize, explicit.classes().len());
+    }
+
+    #[test]
     fn without_merging_every_index_is_its_own_class() {
         let merged = table(4096, 4, 16);
         let cfg = PoolConfig {

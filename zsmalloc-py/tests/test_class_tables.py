@@ -127,3 +127,17 @@ def test_settings_the_table_replaces_must_stay_at_their_defaults():
         zsmalloc.Pool(chain_policy="heuristic", class_table=table)
     with pytest.raises(ValueError, match="the zblock backend has no size classes"):
         zsmalloc.Pool(backend="zblock", class_table=table)
+
+
+def test_from_env_reads_the_table_file_named_by_zsmalloc_class_table(tmp_path, monkeypatch):
+    path = tmp_path / "env.table"
+    path.write_text("page_size 16384\n32 1\n1024 1\n16384 1\n")
+    monkeypatch.setenv("ZSMALLOC_CLASS_TABLE", str(path))
+
+    pool = zsmalloc.Pool.from_env("env")
+    assert pool.page_size == 16384
+    assert pool.config["class_table"] == [(32, 1), (1024, 1), (16384, 1)]
+
+    path.write_text("page_size 16384\n32 1\n1024 1\n")
+    with pytest.raises(ValueError, match=r"ZSMALLOC_CLASS_TABLE: .*env\.table: line 3 .*no class stores a whole page"):
+        zsmalloc.Pool.from_env("env")
