@@ -360,9 +360,12 @@ mod tests {
     #[test]
     fn own_size_is_the_unmerged_class_and_explicit_tables_merge_nothing() {
         let t = table(16384, 8, 0);
-        // 1072 is merged into 1120 (delta 64): its own class would be 1072.
-        assert_eq!(t.own_size(1060), 1072);
-        assert_eq!(t.classes()[t.position(1060)].size, 1120);
+        // A merged index's own size is its grid size, below the class serving it.
+        let merged = t.classes().iter().find(|c| c.first_index < c.index).unwrap();
+        let own = MIN_ALLOC + merged.first_index * t.delta();
+        assert_eq!(t.own_size(own as usize), own);
+        assert_eq!(t.classes()[t.position(own as usize)].size, merged.size);
+        assert!(merged.size > own);
         let explicit = ClassTable::new(&PoolConfig {
             page_size: 16384,
             class_table: Some(t.spec()),
@@ -370,7 +373,7 @@ mod tests {
         })
         .unwrap();
         assert!(explicit.is_explicit() && !t.is_explicit());
-        assert_eq!(explicit.own_size(1060), 1120, "nothing merges in an explicit table");
+        assert_eq!(explicit.own_size(own as usize), merged.size, "nothing merges when explicit");
         assert_eq!(explicit.lookup_class_index(1060), explicit.raw_index(1060));
         assert!(explicit.classes().iter().all(|c| explicit.worst_merge_waste(c) == 0));
         assert_eq!(explicit.index_count() as usize, explicit.classes().len());
