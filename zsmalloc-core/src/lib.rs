@@ -10,7 +10,9 @@
 //!   tables), `tid` (the thread registry: a small index per thread);
 //! - [`handle_words`] (the public address-stable table of raw handle words), `slot_state` (the
 //!   safety state zblock and malloc share: handle-word frame, slot state words, reader counts);
-//! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
+//! - `limits` (page sizes, chain, smallest class); [`class_spec`] (explicit class tables and
+//!   their rules), [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage,
+//!   size classes; [`class_table_file`]: the class-table file format, read and written;
 //! - `announce` (announced readers: one announce slot per thread), `counters` (sharded read and
 //!   write counters), `arena` (simulated pages, each keeping one role for life), `pin`
 //!   (zspage pins for huge objects' readers), `header` (object headers: owner, length, counted
@@ -44,7 +46,9 @@ mod arena;
 pub mod backend;
 pub mod chain_policy;
 mod chunked;
+pub mod class_spec;
 pub mod class_table;
+pub mod class_table_file;
 mod compact;
 pub mod config;
 mod counters;
@@ -61,6 +65,7 @@ pub mod handle_words;
 #[doc(hidden)]
 pub mod header;
 mod layout;
+mod limits;
 pub mod malloc_pool;
 mod map_window;
 mod open_section;
@@ -81,6 +86,7 @@ mod zspage;
 pub use any_pool::AnyPool;
 pub use backend::Backend;
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
+pub use class_spec::{ClassSpec, ClassTableSpec};
 pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
