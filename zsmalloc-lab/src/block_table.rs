@@ -1,6 +1,6 @@
 //! zblock's block table for `zsmalloc classes --backend zblock`: one row per block type (slot
-//! size, slots, pages per block, tail waste). Printed by [`crate::report::block_table`], drawn
-//! by [`crate::plot::block_table`].
+//! size, slots, pages per block, tail waste). Printed by the report module's
+//! `block_table`, drawn by the plot module's.
 
 use serde::Serialize;
 
@@ -82,6 +82,5 @@ mod tests {
         assert_eq!(t.smallest_refused_len, 4080);
         assert_eq!(t.rows[1].min_len, 144, "a length equal to a slot size goes to the next type");
         assert!(block_table(8192).unwrap_err().to_string().contains("8192"));
-        assert!(crate::report::Render::csv(&t).lines().count() == 38);
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! One file per concept:
 //! - [`config`]: typed configurations from flags and `--config` specs, assembled in one place
-//!   for every command; [`sweep`]: `--sweep`;
+//!   for every command (`--sweep` in `config::sweep`);
 //! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
 //!   ([`zsmalloc_core::HandleWords`]), with generated [`content`] verified on read, trace recording
@@ -51,7 +51,6 @@ pub mod progress;
 pub mod report;
 pub mod result;
 pub mod runner;
-pub mod sweep;
 pub mod timeline;
 pub mod timing;
 pub mod trace_format;

@@ -12,9 +12,9 @@
 //!    configurations need zsmalloc in the list: they are zsmalloc's.
 
 use super::flags::{ConfigFlags, ConfigList};
+use super::sweep;
 use super::ConfigSpec;
 use crate::error::{LabError, LabResult};
-use crate::sweep;
 use zsmalloc_core::BackendKind;
 
 /// What a command runs where the user named no configuration.

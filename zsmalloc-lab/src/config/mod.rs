@@ -8,6 +8,7 @@
 
 pub mod assemble;
 pub mod flags;
+pub mod sweep;
 
 use crate::error::{LabError, LabResult};
 use serde::{Serialize, Serializer};

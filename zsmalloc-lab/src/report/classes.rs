@@ -147,6 +147,18 @@ mod tests {
     use crate::config::ConfigSpec;
 
     #[test]
+    fn a_merged_class_prints_its_row() {
+        let mut spec = ConfigSpec::default();
+        spec.config.page_size = 16384;
+        let t = class_table(&spec, 16, Some(1072), Some(1120)).unwrap();
+        let text = Render::table(&[t.clone(), t][..]);
+        assert!(
+            text.contains(" 1072 |  1120 |     8 |       117 |        32 |       5616 |"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn every_column_is_a_key_of_the_json() {
         let t = class_table(&ConfigSpec::default(), 16, Some(1000), Some(1100)).unwrap();
         let (tv, rv) = (to_value(&t), to_value(&t.rows[0]));

@@ -1,7 +1,7 @@
 //! `--sweep KEY=A..B[:STEP]` or `--sweep KEY=V1,V2,...`: configurations varying one key.
 //! Several sweeps multiply (the first varies slowest).
 
-use crate::config::ConfigSpec;
+use super::ConfigSpec;
 use crate::error::{LabError, LabResult};
 
 /// One swept key and its values (as text, applied with [`ConfigSpec::set`]).
