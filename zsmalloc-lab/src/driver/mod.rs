@@ -35,8 +35,6 @@ use zsmalloc_core::{AnyPool, Backend, ClassTable, HandleWords, HANDLE_SIZE};
 /// Operations per batch, and payload bytes a batch may hold before it runs.
 const BATCH_OPS: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
-/// The kernel's `ZS_MIN_ALLOC_SIZE`: the smallest class.
-const MIN_ALLOC: u32 = 32;
 
 /// What a slot (one handle word) holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,14 +287,13 @@ impl<'p> Driver<'p> {
         let Some(table) = self.table else { return Vec::new() };
         let classes = table.classes();
         let mut waste = vec![0u64; classes.len()];
-        let page = self.page as u32;
         for slot in 0..self.words.len() {
             if !self.holds(slot) {
                 continue;
             }
             let size = self.lens[slot] as usize + HANDLE_SIZE;
             let pos = table.position(size);
-            let own = (MIN_ALLOC + table.raw_index(size) * table.delta()).min(page);
+            let own = table.own_size(size);
             waste[pos] += u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
         }
         classes.iter().zip(waste).map(|(c, w)| (c.index, w)).collect()
