@@ -2,39 +2,11 @@
 //! `pages` (table, JSON, CSV, plot), zblock's block table, refused settings, and the cost study
 //! with a backend that refuses lengths.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn zsmalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
-        .args(args)
-        .env_remove("ZSMALLOC_BACKEND")
-        .output()
-        .expect("run the zsmalloc binary")
-}
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let out = zsmalloc(args);
-    assert!(
-        out.status.success(),
-        "zsmalloc {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-fn json(args: &[&str]) -> Value {
-    let text = ok(args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-backends-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+use common::{json, ok, scratch, zsmalloc};
 
 const THREE: &str = "zsmalloc,zblock,malloc";
 

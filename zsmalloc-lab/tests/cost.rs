@@ -4,29 +4,12 @@
 //! liblz4 against lz4_flex on the corpus.
 
 use std::collections::HashSet;
-use std::process::{Command, Output};
 
 use serde_json::Value;
 
-fn zsmalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zsmalloc")).args(args).output().expect("run zsmalloc")
-}
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let out = zsmalloc(args);
-    assert!(
-        out.status.success(),
-        "zsmalloc {args:?} failed ({:?}): {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn json(args: &[&str]) -> Value {
-    let text = ok(args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
-}
+use common::{json, ok, zsmalloc};
 
 /// A small, fast run: a few hundred pages, a small pool, one round.
 const SMALL: [&str; 8] =
