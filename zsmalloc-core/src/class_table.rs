@@ -1,12 +1,16 @@
 //! The size-class table: merged and huge classes, `huge_class_size`, lookup.
+//!
+//! Two kinds: mainline's computed table (a class every `delta` bytes, chains from a policy,
+//! neighbours with the same shape merged), and an explicit table given class by class
+//! ([`ClassTableSpec`]), whose class indices are simply positions and where nothing merges.
 
+use crate::class_spec::{ClassSpec, ClassTableSpec};
 use crate::config::PoolConfig;
 use crate::error::Result;
 
 /// Bytes of the in-object header (`ZS_HANDLE_SIZE`).
 pub const HDR: u32 = 8;
-/// Smallest class size (`ZS_MIN_ALLOC_SIZE`).
-pub const MIN_ALLOC: u32 = 32;
+pub use crate::limits::MIN_ALLOC;
 
 /// One created (non-alias) class.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,6 +47,7 @@ impl ClassInfo {
 #[derive(Debug, Clone)]
 pub struct ClassTable {
     page: u32,
+    /// Class spacing of a computed table; 0 for an explicit one (its sizes are listed).
     delta: u32,
     /// Created classes, ascending by size.
     classes: Vec<ClassInfo>,
@@ -55,15 +60,24 @@ pub struct ClassTable {
 }
 
 impl ClassTable {
-    /// Builds the table exactly as mainline's `zs_create_pool` does.
+    /// The table of `cfg`: its explicit table if it has one, else built exactly as mainline's
+    /// `zs_create_pool` does.
     pub fn new(cfg: &PoolConfig) -> Result<Self> {
         cfg.validate()?;
+        Ok(match &cfg.class_table {
+            Some(spec) => Self::explicit(spec),
+            None => Self::computed(cfg),
+        })
+    }
+
+    /// Mainline's table: index `i` is size `MIN + i*delta` (capped at the page), each index
+    /// merged into the next larger class when both have the same pages and objects per zspage.
+    fn computed(cfg: &PoolConfig) -> Self {
         let page = cfg.page_size;
         let delta = cfg.effective_delta();
         let n = (page - MIN_ALLOC).div_ceil(delta) + 1;
         let mut rev: Vec<ClassInfo> = Vec::new();
         let mut by_index_rev = vec![0u16; n as usize];
-        let mut huge_class_size = 0;
         for i in (0..n).rev() {
             let size = (MIN_ALLOC + i * delta).min(page);
             // The page-sized class also takes lengths page - 7..=page, which only fit without a
@@ -75,9 +89,6 @@ impl ClassTable {
                 cfg.chain_policy.0.chain_size(size, page, cfg.chain_size).clamp(1, cfg.chain_size)
             };
             let objs = pages * page / size;
-            if huge_class_size == 0 && pages != 1 && objs != 1 {
-                huge_class_size = size - (HDR - 1);
-            }
             match rev.last_mut() {
                 Some(prev)
                     if cfg.merge_classes
@@ -103,23 +114,68 @@ impl ClassTable {
         let mut table = ClassTable {
             page,
             delta,
+            huge_class_size: huge_class_size(&rev),
             classes: rev,
             by_index,
             by_size8: Vec::new(),
-            huge_class_size,
         };
         table.by_size8 = (0..=(page + HDR) / 8)
             .map(|s8| table.by_index[table.raw_index(s8 as usize * 8) as usize])
             .collect();
-        Ok(table)
+        table
+    }
+
+    /// An explicit table: class `i` of the spec is class index `i`; every size goes to the
+    /// smallest class holding it, sizes above the page to the page-sized class.
+    fn explicit(spec: &ClassTableSpec) -> Self {
+        let page = spec.page_size();
+        let classes: Vec<ClassInfo> = spec
+            .classes()
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let objs = c.chain * page / c.size;
+                ClassInfo {
+                    index: i as u32,
+                    size: c.size,
+                    pages_per_zspage: c.chain,
+                    objs_per_zspage: objs,
+                    huge: c.chain == 1 && objs == 1,
+                    first_index: i as u32,
+                }
+            })
+            .collect();
+        let mut pos = 0;
+        let by_size8 = (0..=(page + HDR) / 8)
+            .map(|s8| {
+                while pos + 1 < classes.len() && classes[pos].size < s8 * 8 {
+                    pos += 1;
+                }
+                pos as u16
+            })
+            .collect();
+        ClassTable {
+            page,
+            delta: 0,
+            huge_class_size: huge_class_size(&classes),
+            by_index: (0..classes.len() as u16).collect(),
+            by_size8,
+            classes,
+        }
     }
 
     pub fn page_size(&self) -> u32 {
         self.page
     }
 
+    /// Class spacing of a computed table; 0 for an explicit table.
     pub fn delta(&self) -> u32 {
         self.delta
+    }
+
+    /// Whether the table was given class by class (no spacing, no merging).
+    pub fn is_explicit(&self) -> bool {
+        self.delta == 0
     }
 
     /// Number of class indices (`ZS_SIZE_CLASSES`), aliases included.
@@ -132,13 +188,29 @@ impl ClassTable {
         &self.classes
     }
 
+    /// The created classes as an explicit table, in the same order: a pool given it places
+    /// every object exactly as this table does (a merged index is served by the next larger
+    /// created class, which is the smallest class holding its sizes; the shapes are the same).
+    pub fn spec(&self) -> ClassTableSpec {
+        let classes: Vec<ClassSpec> = self
+            .classes
+            .iter()
+            .map(|c| ClassSpec { size: c.size, chain: c.pages_per_zspage })
+            .collect();
+        ClassTableSpec::new(self.page, classes).expect("a built table follows the rules")
+    }
+
     /// Objects of this size (header included) or more go to huge classes.
     pub fn huge_class_size(&self) -> u32 {
         self.huge_class_size
     }
 
-    /// Raw index formula (`get_size_class_index`) for a size, clamped to the last index.
+    /// Raw index formula (`get_size_class_index`) for a size, clamped to the last index. In an
+    /// explicit table, where nothing merges, the index of the class serving the size.
     pub fn raw_index(&self, size: usize) -> u32 {
+        if self.is_explicit() {
+            return self.lookup_class_index(size);
+        }
         let idx = if size <= MIN_ALLOC as usize {
             0
         } else {
@@ -181,11 +253,36 @@ impl ClassTable {
         })
     }
 
-    /// Worst merge waste of a class: its size minus the smallest size it absorbs, per zspage.
+    /// The class size `size` (header included) would have if nothing merged: the size of its
+    /// own class index. `class size - own size` is what merging costs an object of that size.
+    pub fn own_size(&self, size: usize) -> u32 {
+        if self.is_explicit() {
+            return self.classes[self.position(size)].size;
+        }
+        (MIN_ALLOC + self.raw_index(size) * self.delta).min(self.page)
+    }
+
+    /// Worst merge waste of a class: its size minus the smallest size it absorbs, per zspage
+    /// (0 in an explicit table, where nothing merges).
     pub fn worst_merge_waste(&self, class: &ClassInfo) -> u32 {
+        if self.is_explicit() {
+            return 0;
+        }
         let smallest = (MIN_ALLOC + class.first_index * self.delta).min(self.page);
         (class.size - smallest) * class.objs_per_zspage
     }
+}
+
+/// `huge_class_size` of created classes ascending by size: from the largest class down, the
+/// first that chains more than one page and holds more than one object sets it to its size less
+/// the header's last 7 bytes (mainline: the first such index met walking down is a created
+/// class, since a merged index has its class's shape). 0 when no class does.
+fn huge_class_size(classes: &[ClassInfo]) -> u32 {
+    classes
+        .iter()
+        .rev()
+        .find(|c| c.pages_per_zspage != 1 && c.objs_per_zspage != 1)
+        .map_or(0, |c| c.size - (HDR - 1))
 }
 
 /// One class index of the table.

@@ -1,14 +1,10 @@
 //! Pool configuration and the one place `ZSMALLOC_*` environment variables are read.
 
 use crate::chain_policy::PolicyRef;
+use crate::class_spec::ClassTableSpec;
 use crate::error::{Error, Result};
 
-/// Smallest configurable page size (bytes).
-pub const MIN_PAGE_SIZE: u32 = 4096;
-/// Largest configurable page size (bytes).
-pub const MAX_PAGE_SIZE: u32 = 65536;
-/// Largest configurable chain (pages per zspage).
-pub const MAX_CHAIN_SIZE: u32 = 16;
+pub use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 /// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
 pub const DEFAULT_CHAIN_SIZE: u32 = 8;
 
@@ -123,6 +119,16 @@ impl BackendKind {
     }
 }
 
+/// A byte count as the command line takes it: `16384`, `16K`, `16k`, `16KiB`, `16kb`.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let lower = text.trim().to_ascii_lowercase();
+    let (digits, mult) = match ["kib", "kb", "k"].iter().find_map(|s| lower.strip_suffix(s)) {
+        Some(d) => (d.trim(), 1024),
+        None => (lower.as_str(), 1),
+    };
+    digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
+}
+
 /// The host's page size in bytes (0 if unknown).
 pub fn host_page_size() -> usize {
     // SAFETY: sysconf has no memory-safety preconditions.
@@ -153,6 +159,10 @@ pub struct PoolConfig {
     /// (chain size, delta, chain policy, class merging, `map`) when set to anything but the
     /// default.
     pub backend: BackendKind,
+    /// An explicit class table (docs/DESIGN.md, Class tables) instead of the computed one; its
+    /// page size must be `page_size`, and the settings it replaces (chain size, delta, chain
+    /// policy, merging) stay at their defaults. `None`: mainline's computed table.
+    pub class_table: Option<ClassTableSpec>,
 }
 
 impl Default for PoolConfig {
@@ -167,6 +177,7 @@ impl Default for PoolConfig {
             backing: Backing::Anonymous,
             merge_classes: true,
             backend: BackendKind::Zsmalloc,
+            class_table: None,
         }
     }
 }
@@ -217,6 +228,7 @@ impl PoolConfig {
             ));
         }
         self.validate_backend()?;
+        self.validate_class_table()?;
         let host = host_page_size();
         if self.read_mode == ReadMode::Map && host > self.page_size as usize {
             return Err(Error::config(
@@ -278,6 +290,35 @@ impl PoolConfig {
         Ok(())
     }
 
+    /// An explicit class table is for this page size and the zsmalloc backend, and the settings
+    /// it replaces are left at their defaults (else they would silently mean nothing).
+    fn validate_class_table(&self) -> Result<()> {
+        let Some(table) = &self.class_table else { return Ok(()) };
+        let refuse = |message: String| Err(Error::config("class_table", message));
+        if table.page_size() != self.page_size {
+            let (table, pool) = (table.page_size(), self.page_size);
+            return refuse(format!("the table is for {table}-byte pages, the pool's are {pool}"));
+        }
+        if self.backend != BackendKind::Zsmalloc {
+            let backend = self.backend.name();
+            return refuse(format!("the {backend} backend has no size classes to replace"));
+        }
+        let policy = self.chain_policy.name();
+        let replaced = [
+            (self.chain_size != DEFAULT_CHAIN_SIZE, format!("chain_size {}", self.chain_size)),
+            (self.class_delta != 0, format!("class_delta {}", self.class_delta)),
+            (policy != "classic", format!("chain_policy '{policy}'")),
+            (!self.merge_classes, "unmerged classes".to_string()),
+        ];
+        match replaced.into_iter().find(|(set, _)| *set) {
+            Some((_, setting)) => refuse(format!(
+                "{setting} means nothing with a class table (it gives every class's size and \
+                 chain); leave it at its default"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Defaults overridden by `ZSMALLOC_*` variables. A bad value is an error naming the variable.
     /// A `ZSMALLOC_*` variable this library does not read (a misspelling, say) is warned about
     /// on stderr, by name, once per process.
@@ -307,17 +348,9 @@ impl PoolConfig {
                 }
             }
         };
-        // A byte count, as the command line takes it: `16384`, `16K`, `16k`, `16KiB`.
         let bytes = |var: &'static str, accepted: &str| -> Result<Option<u64>> {
             let Some(v) = lookup(var) else { return Ok(None) };
-            let lower = v.trim().to_ascii_lowercase();
-            let (digits, mult) = match ["kib", "kb", "k"].iter().find_map(|s| lower.strip_suffix(s))
-            {
-                Some(d) => (d.trim(), 1024),
-                None => (lower.as_str(), 1),
-            };
-            let n = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult));
-            n.map(Some).ok_or_else(|| env_err(var, &v, accepted))
+            parse_bytes(&v).map(Some).ok_or_else(|| env_err(var, &v, accepted))
         };
         let to_u32 = |var: &'static str, v: u64, accepted: &str| {
             u32::try_from(v).map_err(|_| env_err(var, &v.to_string(), accepted))
@@ -358,6 +391,14 @@ impl PoolConfig {
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
         }
+        if let Some(path) = lookup("ZSMALLOC_CLASS_TABLE") {
+            let table = ClassTableSpec::load(path.as_ref()).map_err(named("ZSMALLOC_CLASS_TABLE"))?;
+            // The file names its page size; ZSMALLOC_PAGE_SIZE, when set, must agree with it.
+            if lookup("ZSMALLOC_PAGE_SIZE").is_none() {
+                cfg.page_size = table.page_size();
+            }
+            cfg.class_table = Some(table);
+        }
         // Name the variable, not the field, when a parsed value is out of range.
         cfg.validate().map_err(|e| match e {
             Error::Config { setting, message } => Error::Config {
@@ -365,6 +406,7 @@ impl PoolConfig {
                     "page_size" => "ZSMALLOC_PAGE_SIZE",
                     "chain_size" => "ZSMALLOC_CHAIN_SIZE",
                     "class_delta" => "ZSMALLOC_CLASS_DELTA",
+                    "class_table" => "ZSMALLOC_CLASS_TABLE",
                     other => other,
                 },
                 message,
@@ -376,7 +418,7 @@ impl PoolConfig {
 }
 
 /// The `ZSMALLOC_*` environment variables this library reads.
-pub const ENV_VARS: [&str; 8] = [
+pub const ENV_VARS: [&str; 9] = [
     "ZSMALLOC_PAGE_SIZE",
     "ZSMALLOC_CHAIN_SIZE",
     "ZSMALLOC_CLASS_DELTA",
@@ -385,6 +427,7 @@ pub const ENV_VARS: [&str; 8] = [
     "ZSMALLOC_MEM_LIMIT_PAGES",
     "ZSMALLOC_BACKING",
     "ZSMALLOC_BACKEND",
+    "ZSMALLOC_CLASS_TABLE",
 ];
 
 /// `ZSMALLOC_*` variables of the project's own scripts, not warned about.

@@ -8,7 +8,9 @@
 //! list; `tests/module_graph.rs` checks that there is no cycle):
 //! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
 //!   tables), `tid` (the thread registry: a small index per thread);
-//! - [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage, size classes;
+//! - `limits` (page sizes, chain, smallest class); [`class_spec`] (explicit class tables and
+//!   their rules), [`config`], [`chain_policy`], [`class_table`]: settings, pages per zspage,
+//!   size classes; [`class_table_file`]: the class-table file format, read and written;
 //! - [`announce`] (announced readers: one announce slot per thread), `counters` (sharded read and
 //!   write counters), `arena` (simulated pages, each keeping one role for life), [`pin`]
 //!   (zspage pins for huge objects' readers), [`header`] (object headers: owner, length, counted
@@ -41,7 +43,9 @@ mod arena;
 pub mod backend;
 pub mod chain_policy;
 mod chunked;
+pub mod class_spec;
 pub mod class_table;
+pub mod class_table_file;
 mod compact;
 pub mod config;
 mod counters;
@@ -54,6 +58,7 @@ mod free;
 pub mod handle;
 mod handle_slots;
 mod handle_word;
+mod limits;
 pub mod header;
 mod layout;
 pub mod malloc_pool;
@@ -74,6 +79,7 @@ mod zspage;
 pub use any_pool::AnyPool;
 pub use backend::Backend;
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
+pub use class_spec::{ClassSpec, ClassTableSpec};
 pub use class_table::{ClassInfo, ClassTable, HDR};
 pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
