@@ -65,6 +65,15 @@ enum Cmd {
     /// both write paths, on real compressed pages.
     #[command(after_help = COST_HELP)]
     Cost(CostArgs),
+    /// The Pareto frontier of class tables for a workload: pages (end and peak) against read
+    /// cost, exact over per-class chains for a fixed layout, with classic and the heuristic on
+    /// the same axes (default workload: kernel-test).
+    Optimize {
+        #[command(flatten)]
+        args: zsmalloc_lab::optimize::OptimizeArgs,
+        #[command(subcommand)]
+        workload: Option<WorkloadCmd>,
+    },
 }
 
 const COST_HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
@@ -370,11 +379,19 @@ fn real_main() -> LabResult<()> {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Cost(a) => cmd_cost(a),
+        Cmd::Optimize { args, workload } => {
+            let w = seeded_workload(workload, args.seed.unwrap_or(1))?;
+            let sink = ProgressSink::auto();
+            emit(&zsmalloc_lab::optimize::run(&args, &w, &sink)?)
+        }
     }
 }
 
 fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> {
-    let seed = out.seed.unwrap_or(1);
+    seeded_workload(cmd, out.seed.unwrap_or(1))
+}
+
+fn seeded_workload(cmd: Option<WorkloadCmd>, seed: u64) -> LabResult<Workload> {
     Ok(match cmd.unwrap_or(WorkloadCmd::KernelTest { lo: 32, hi: 4080, step: 16, n: 1337 }) {
         WorkloadCmd::KernelTest { lo, hi, step, n } => {
             Workload::KernelTest(kernel_test::KernelTest { lo, hi, step, n, seed })
