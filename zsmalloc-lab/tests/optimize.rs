@@ -126,3 +126,29 @@ fn the_figures_do_not_depend_on_the_parallelism_and_ns_prices_spanning_reads() {
         assert_eq!(q.read_cost, p.reads_spanning as f64 * 2.5);
     }
 }
+
+#[test]
+fn the_test_workload_runs_every_reported_table_beside_the_references() {
+    use zsmalloc_lab::optimize::generalize::test_on;
+    let w = small_kernel_test();
+    let o = options(4096, 4);
+    let r = run_search(&w, &o);
+    let test = Workload::Dist(Dist { objects: 4000, churn: Some(2000), ..Dist::default() });
+    let t = test_on(&test, &r, &o, &ProgressSink::silent()).unwrap();
+    let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
+    let want: Vec<&str> = r.references.iter().chain(&r.points).map(|p| p.label.as_str()).collect();
+    assert_eq!(labels, want);
+    // Each row is what its table measures on the test workload.
+    let point = &r.points[1];
+    let table = ClassTableSpec::parse(&point.table).unwrap();
+    let spec =
+        ConfigSpec { label: "again".into(), config: with_table(&PoolConfig::default(), table) };
+    let e = evaluate(&test, &spec).unwrap();
+    let row = &t.rows[r.references.len() + 1];
+    assert_eq!(
+        (row.pages, row.pages_peak, row.reads_spanning),
+        (e.pages, e.pages_peak, e.reads_spanning)
+    );
+    let classic = ConfigSpec { label: "classic".into(), config: PoolConfig::default() };
+    assert_eq!(t.rows[0].pages, evaluate(&test, &classic).unwrap().pages);
+}

@@ -384,11 +384,29 @@ fn real_main() -> LabResult<()> {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Cost(a) => cmd_cost(a),
         Cmd::Optimize { args, workload } => {
-            let w = seeded_workload(workload, args.seed.unwrap_or(1))?;
+            let seed = args.seed.unwrap_or(1);
+            let w = seeded_workload(workload, seed)?;
+            let test = match &args.test {
+                Some(text) => Some(test_workload(text, seed)?),
+                None => None,
+            };
             let sink = ProgressSink::auto();
-            emit(&zsmalloc_lab::optimize::run(&args, &w, &sink)?)
+            emit(&zsmalloc_lab::optimize::run(&args, &w, test.as_ref(), &sink)?)
         }
     }
+}
+
+/// `optimize --test "WORKLOAD ARGS"`: a workload as `run` takes it, from one string.
+fn test_workload(text: &str, seed: u64) -> LabResult<Workload> {
+    #[derive(Parser)]
+    #[command(name = "--test", no_binary_name = true)]
+    struct TestWorkload {
+        #[command(subcommand)]
+        workload: WorkloadCmd,
+    }
+    let parsed = TestWorkload::try_parse_from(text.split_whitespace())
+        .map_err(|e| LabError::usage(format!("--test '{text}': {}", one_line(&e))))?;
+    seeded_workload(Some(parsed.workload), seed)
 }
 
 fn workload(cmd: Option<WorkloadCmd>, out: &OutputFlags) -> LabResult<Workload> {

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::generalize::test_on;
 use super::plot;
 use super::report::{ExportDesc, Objective, OptimizeReport};
 use super::search::{search, SearchOptions};
@@ -48,7 +49,11 @@ pub struct OptimizeArgs {
     /// Runs at a time [default: every core]
     #[arg(long, global = true, value_name = "N")]
     pub jobs: Option<usize>,
-    /// Seed of the workload [default: 1]
+    /// A second workload the chosen tables (and classic and the heuristic) are run on, as
+    /// `run` takes it: `--test "pages /usr/share --compressor zstd"`
+    #[arg(long, global = true, value_name = "WORKLOAD")]
+    pub test: Option<String>,
+    /// Seed of the workloads [default: 1]
     #[arg(long, global = true, value_name = "N")]
     pub seed: Option<u64>,
 }
@@ -94,7 +99,14 @@ pub fn search_options(args: &OptimizeArgs) -> LabResult<SearchOptions> {
 }
 
 /// Searches, writes the plot and the exported table, and returns the report as printed.
-pub fn run(args: &OptimizeArgs, workload: &Workload, sink: &ProgressSink) -> LabResult<String> {
+/// `test`: the `--test` workload, parsed by the caller (the workloads' command line is the
+/// binary's).
+pub fn run(
+    args: &OptimizeArgs,
+    workload: &Workload,
+    test: Option<&Workload>,
+    sink: &ProgressSink,
+) -> LabResult<String> {
     let json = json_format(args.format.as_deref())?;
     let opts = search_options(args)?;
     for (flag, path) in [("--plot", &args.plot), ("--export-table", &args.export_table)] {
@@ -102,7 +114,13 @@ pub fn run(args: &OptimizeArgs, workload: &Workload, sink: &ProgressSink) -> Lab
             check_writable(flag, p)?;
         }
     }
+    if let Some(t) = test {
+        t.check(opts.base.page_size as usize)?;
+    }
     let mut report = search(workload, &opts, sink)?;
+    if let Some(t) = test {
+        report.test = Some(test_on(t, &report, &opts, sink)?);
+    }
     sink.clear();
     if let Some(path) = &args.export_table {
         report.export = Some(export(&report, args.point, path)?);

@@ -6,12 +6,14 @@
 //! - [`sweep`]: the 16 runs (one per chain) that measure every class under every chain;
 //! - [`frontier`]: the exact Pareto merge over per-class options;
 //! - [`search`]: sweep, references, frontier, the reported points run again;
+//! - [`generalize`]: `--test`, the chosen tables on a second workload;
 //! - [`report`]: what is reported (JSON, table); [`plot`]: the Pareto plot;
 //! - [`command`]: the command's flags and its run.
 
 pub mod command;
 pub mod evaluate;
 pub mod frontier;
+pub mod generalize;
 pub mod layout;
 pub mod plot;
 pub mod report;

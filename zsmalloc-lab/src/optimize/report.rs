@@ -107,6 +107,29 @@ pub struct ExportDesc {
     pub file: String,
 }
 
+/// The tables of the search run on a second workload (`--test`): a table tuned on one
+/// workload is only worth shipping if it holds on another.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TestReport {
+    pub workload: WorkloadDesc,
+    pub reads: u64,
+    /// The references and the reported points, in the report's order, measured on this
+    /// workload (`dominates_references` against the references measured here).
+    pub rows: Vec<TestRow>,
+}
+
+/// One table measured on the test workload.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TestRow {
+    pub label: String,
+    pub point: Option<usize>,
+    pub pages: u64,
+    pub pages_peak: u64,
+    pub reads_spanning: u64,
+    pub read_cost: f64,
+    pub dominates_references: bool,
+}
+
 /// The report of one `zsmalloc optimize`.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct OptimizeReport {
@@ -127,6 +150,9 @@ pub struct OptimizeReport {
     /// the first reference (mainline classic).
     pub default_point: Option<usize>,
     pub export: Option<ExportDesc>,
+    /// The same tables on the `--test` workload.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<TestReport>,
 }
 
 impl OptimizeReport {
@@ -144,7 +170,6 @@ impl OptimizeReport {
     /// The human-readable table: references first, then the points; `*` marks points that
     /// dominate every reference, `>` the default export.
     pub fn to_table(&self) -> String {
-        let base = self.references.first();
         let mut out = format!(
             "optimize: {} | page {} | {} classes, {} searched, huge_class_size {} ({})\n",
             self.workload.summary,
@@ -165,6 +190,52 @@ impl OptimizeReport {
             self.runs,
             self.reads
         );
+        let rows = self
+            .references
+            .iter()
+            .chain(&self.points)
+            .map(|p| Row {
+                label: &p.label,
+                point: p.point,
+                pages: p.pages,
+                pages_peak: p.pages_peak,
+                spanning: p.reads_spanning,
+                cost: p.read_cost,
+                dominates: p.dominates_references,
+                changed: Some(p.changed.len()),
+            })
+            .collect::<Vec<_>>();
+        out += &self.rows_table(&rows, self.reads);
+        out += "\n* dominates every reference (pages and spanning reads); > the default export \
+                (cheapest with no more pages than classic)\n";
+        if let Some(t) = &self.test {
+            out +=
+                &format!("\non the test workload: {} ({} reads)\n\n", t.workload.summary, t.reads);
+            let rows = t
+                .rows
+                .iter()
+                .map(|r| Row {
+                    label: &r.label,
+                    point: r.point,
+                    pages: r.pages,
+                    pages_peak: r.pages_peak,
+                    spanning: r.reads_spanning,
+                    cost: r.read_cost,
+                    dominates: r.dominates_references,
+                    changed: None,
+                })
+                .collect::<Vec<_>>();
+            out += &self.rows_table(&rows, t.reads);
+        }
+        if let Some(e) = &self.export {
+            out += &format!("exported point {} to {}\n", e.point, e.file);
+        }
+        out
+    }
+
+    /// References first (the first is the base of the `vs classic` columns), then points.
+    fn rows_table(&self, rows: &[Row<'_>], reads: u64) -> String {
+        let base = rows.first().filter(|r| r.point.is_none()).map(|r| (r.pages, r.spanning));
         let header = [
             "",
             "point",
@@ -177,44 +248,48 @@ impl OptimizeReport {
             "vs classic",
             "changed",
         ];
-        let mut rows: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-        for p in self.references.iter().chain(&self.points) {
-            let mark = match (
-                p.dominates_references,
-                p.point.is_some() && p.point == self.default_point,
-            ) {
+        let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
+        for p in rows {
+            let default = p.point.is_some() && p.point == self.default_point;
+            let mark = match (p.dominates, default) {
                 (true, true) => "*>",
                 (true, false) => "*",
                 (false, true) => ">",
                 (false, false) => "",
             };
             let vs = |a: u64, b: Option<u64>| delta_str(b.and_then(|b| delta_tenths_u64(b, a)));
-            let share = if self.reads == 0 {
+            let share = if reads == 0 {
                 "n/a".to_string()
             } else {
-                format!("{:.2}", 100.0 * p.reads_spanning as f64 / self.reads as f64)
+                format!("{:.2}", 100.0 * p.spanning as f64 / reads as f64)
             };
-            rows.push(vec![
+            table.push(vec![
                 mark.to_string(),
-                p.label.clone(),
+                p.label.to_string(),
                 p.pages.to_string(),
-                vs(p.pages, base.map(|b| b.pages)),
+                vs(p.pages, base.map(|b| b.0)),
                 p.pages_peak.to_string(),
-                p.reads_spanning.to_string(),
+                p.spanning.to_string(),
                 share,
-                format_cost(p.read_cost),
-                vs(p.reads_spanning, base.map(|b| b.reads_spanning)),
-                p.changed.len().to_string(),
+                format_cost(p.cost),
+                vs(p.spanning, base.map(|b| b.1)),
+                p.changed.map_or_else(String::new, |c| c.to_string()),
             ]);
         }
-        out += &align(&rows);
-        out += "\n* dominates every reference (pages and spanning reads); > the default export \
-                (cheapest with no more pages than classic)\n";
-        if let Some(e) = &self.export {
-            out += &format!("exported point {} to {}\n", e.point, e.file);
-        }
-        out
+        align(&table)
     }
+}
+
+/// One line of a points table.
+struct Row<'a> {
+    label: &'a str,
+    point: Option<usize>,
+    pages: u64,
+    pages_peak: u64,
+    spanning: u64,
+    cost: f64,
+    dominates: bool,
+    changed: Option<usize>,
 }
 
 fn format_cost(cost: f64) -> String {

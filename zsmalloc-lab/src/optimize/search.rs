@@ -241,6 +241,7 @@ pub fn search(
         points,
         default_point,
         export: None,
+        test: None,
     })
 }
 
@@ -292,12 +293,7 @@ fn point_report(
     } else {
         Vec::new()
     };
-    let dominates = !references.is_empty()
-        && references.iter().all(|r| {
-            e.pages <= r.pages
-                && e.reads_spanning <= r.reads_spanning
-                && (e.pages < r.pages || e.reads_spanning < r.reads_spanning)
-        });
+    let dominates = super::generalize::dominates(e, references);
     let label = point.map_or_else(|| e.label.clone(), |p| p.to_string());
     let title = format!(
         "zsmalloc class table: {} on {workload}\npages {}, pages_peak {}, reads_spanning {}",
