@@ -152,3 +152,54 @@ fn the_test_workload_runs_every_reported_table_beside_the_references() {
     let classic = ConfigSpec { label: "classic".into(), config: PoolConfig::default() };
     assert_eq!(t.rows[0].pages, evaluate(&test, &classic).unwrap().pages);
 }
+
+#[test]
+fn the_naive_sweep_measures_the_same_options_as_the_chain_sweep() {
+    use zsmalloc_lab::optimize::evaluate::evaluate_all;
+    use zsmalloc_lab::optimize::layout::Layout;
+    use zsmalloc_lab::optimize::naive::{candidate_spec, candidates, naive_matrix};
+    use zsmalloc_lab::optimize::sweep::run_sweep;
+    // Few sizes, so that few classes hold objects: the candidates of the empty classes
+    // measure nothing and are left out of both.
+    let w = Workload::Dist(Dist {
+        objects: 3000,
+        mean: 1500.0,
+        sd: 60.0,
+        churn: Some(3000),
+        compact: true,
+        ..Dist::default()
+    });
+    let base = PoolConfig::default();
+    let layout = Layout::of_config(&base).unwrap();
+    let sink = ProgressSink::silent();
+    let sweep = run_sweep(&w, &layout, &base, 2, &sink).unwrap();
+    let used: Vec<usize> = (0..layout.sizes().len())
+        .filter(|&i| sweep.options[i].iter().any(|o| o.pages > 0))
+        .collect();
+    assert!((3..40).contains(&used.len()), "{} classes used", used.len());
+    let cands: Vec<_> = candidates(&layout)
+        .into_iter()
+        .filter(|c| c.class.is_none_or(|i| used.contains(&i)))
+        .collect();
+    let specs: Vec<ConfigSpec> =
+        cands.iter().map(|&c| candidate_spec(&layout, &base, c).unwrap()).collect();
+    let runs = evaluate_all(&w, &specs, 2, &sink).unwrap();
+    let naive = naive_matrix(&layout, &cands, &runs).unwrap();
+    for &i in &used {
+        assert_eq!(naive[i], sweep.options[i], "class {}", layout.sizes()[i]);
+    }
+}
+
+#[test]
+fn the_boundary_search_only_improves_and_its_points_reproduce() {
+    let w = Workload::KernelTest(KernelTest { lo: 200, hi: 3000, step: 200, n: 40, seed: 1 });
+    let chains_only = run_search(&w, &options(4096, 4));
+    let mut o = options(4096, 4);
+    o.boundaries = true;
+    let r = run_search(&w, &o);
+    let cost = |r: &OptimizeReport| r.point(r.default_point.unwrap()).unwrap().read_cost;
+    assert!(cost(&r) <= cost(&chains_only), "{} > {}", cost(&r), cost(&chains_only));
+    assert!(!r.layout.boundary_moves.is_empty(), "sizes 208..3008 leave room for better classes");
+    assert!(r.runs > chains_only.runs);
+    assert_every_point_reproduces(&w, &r);
+}

@@ -29,6 +29,10 @@ pub struct OptimizeArgs {
     /// for --objective ns
     #[arg(long, global = true, value_name = "NS")]
     pub spanning_extra_ns: Option<f64>,
+    /// Also search the class sizes: merge adjacent classes or split one, greedily, while the
+    /// cheapest read cost within classic's pages falls (a heuristic; 48 runs a round)
+    #[arg(long, global = true)]
+    pub boundaries: bool,
     /// Frontier points to report, each run again to check it; 0 = every point [default: 12]
     #[arg(long, global = true, value_name = "N")]
     pub points: Option<usize>,
@@ -92,6 +96,7 @@ pub fn search_options(args: &OptimizeArgs) -> LabResult<SearchOptions> {
         Some(n) => n,
         None => std::thread::available_parallelism().map_or(1, |n| n.get()),
     };
+    opts.boundaries = args.boundaries;
     if let Some(k) = args.point {
         opts.also_report.push(k);
     }

@@ -98,6 +98,9 @@ pub struct LayoutDesc {
     /// Classes whose chain the search chooses.
     pub searched: usize,
     pub huge_class_size: u32,
+    /// With `--boundaries`: the merges and splits applied to the starting layout, in order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub boundary_moves: Vec<String>,
 }
 
 /// Where a table was exported.
@@ -179,6 +182,9 @@ impl OptimizeReport {
             self.layout.huge_class_size,
             self.layout.source,
         );
+        if !self.layout.boundary_moves.is_empty() {
+            out += &format!("boundary moves: {}\n", self.layout.boundary_moves.join(", "));
+        }
         let cost_head = match self.spanning_extra_ns {
             Some(x) => format!("read cost (ns, {x} per spanning read)"),
             None => "read cost (spanning reads)".to_string(),

@@ -2,6 +2,7 @@
 //! exact frontier over chains, a selection of its points run again (for their peak pages, and
 //! to check that each measures exactly what the sums predicted), the report.
 
+use super::boundaries::{improve, BoundaryOutcome};
 use super::evaluate::{evaluate_all, with_table, Evaluation};
 use super::frontier::{frontier, FrontierPoint};
 use super::layout::{Layout, MAX_CHAIN};
@@ -25,6 +26,8 @@ pub struct SearchOptions {
     pub points: usize,
     /// Runs at a time.
     pub jobs: usize,
+    /// Also search the class sizes (`--boundaries`, a heuristic: [`super::boundaries`]).
+    pub boundaries: bool,
     /// Frontier points (numbered from 1) reported whatever `points` selects, e.g. the one to
     /// export.
     pub also_report: Vec<usize>,
@@ -37,6 +40,7 @@ impl SearchOptions {
             objective: Objective::Spanning,
             points: 12,
             jobs: 1,
+            boundaries: false,
             also_report: Vec::new(),
         }
     }
@@ -153,13 +157,20 @@ pub fn search(
 ) -> LabResult<OptimizeReport> {
     opts.check()?;
     workload.check(opts.base.page_size as usize)?;
-    let (layout, source) = opts.layout()?;
+    let (mut layout, mut source) = opts.layout()?;
     let refs = opts.references();
     let mut specs = sweep_specs(&layout, &opts.base)?;
     specs.extend(refs.iter().cloned());
     let mut first = evaluate_all(workload, &specs, opts.jobs, sink)?;
     let references = first.split_off(MAX_CHAIN as usize);
-    let options = option_matrix(&layout, &first)?;
+    let mut options = option_matrix(&layout, &first)?;
+    let mut boundary = BoundaryOutcome::default();
+    if opts.boundaries {
+        let cap = references.first().map_or(u64::MAX, |c| c.pages);
+        (layout, options, boundary) =
+            improve(workload, layout, options, cap, &opts.base, opts.jobs, sink)?;
+        source += &format!(", boundaries searched: {} moves", boundary.moves.len());
+    }
     let all = frontier(&options);
     // A reference of the layout's sizes is a table of the search: the sums must predict it.
     for r in &references {
@@ -233,10 +244,11 @@ pub fn search(
             classes: layout.sizes().len(),
             searched: layout.searched(),
             huge_class_size: layout.huge_class_size(),
+            boundary_moves: boundary.moves,
         },
         reads,
         frontier_points: all.len(),
-        runs: specs.len() + point_specs.len(),
+        runs: specs.len() + boundary.runs + point_specs.len(),
         references: reference_reports,
         points,
         default_point,
