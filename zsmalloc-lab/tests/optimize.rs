@@ -203,3 +203,20 @@ fn the_boundary_search_only_improves_and_its_points_reproduce() {
     assert!(r.runs > chains_only.runs);
     assert_every_point_reproduces(&w, &r);
 }
+
+#[test]
+fn classes_the_workload_never_uses_keep_their_base_chain() {
+    use zsmalloc_lab::optimize::layout::Layout;
+    let w = small_kernel_test();
+    let r = run_search(&w, &options(16384, 0));
+    let layout =
+        Layout::of_config(&PoolConfig { page_size: 16384, ..PoolConfig::default() }).unwrap();
+    // kernel-test stores nothing above 4000 + 8 bytes.
+    for p in &r.points {
+        for (c, &base) in p.classes.iter().zip(layout.base_chains()) {
+            if c.size > 4008 + 64 {
+                assert_eq!(c.chain, base, "point {}: class {}", p.label, c.size);
+            }
+        }
+    }
+}

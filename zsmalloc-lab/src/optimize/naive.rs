@@ -68,8 +68,9 @@ pub fn naive_matrix(
         let i = c.class.ok_or_else(|| LabError::runtime("internal: a second base run"))?;
         options[i].push(measured_option(*c, run, i)?);
     }
-    for o in &mut options {
-        o.sort_by_key(|o| o.chain);
-    }
-    Ok(options)
+    Ok(options
+        .into_iter()
+        .zip(layout.base_chains())
+        .map(|(o, &base)| super::sweep::base_first(o, base))
+        .collect())
 }

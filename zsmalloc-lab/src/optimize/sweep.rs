@@ -21,8 +21,18 @@ pub fn sweep_specs(layout: &Layout, base: &PoolConfig) -> LabResult<Vec<ConfigSp
         .collect()
 }
 
+/// Orders a class's options with its base chain first, then by chain. Of tables equal on both
+/// sums the frontier keeps the first found, so a class whose chains tie — one the workload
+/// never uses, above all — keeps its base chain instead of whichever chain came first: a table
+/// tuned on one workload then leaves the classes it says nothing about as they were.
+pub fn base_first(mut options: Vec<ClassOption>, base: u8) -> Vec<ClassOption> {
+    options.sort_by_key(|o| (o.chain != base, o.chain));
+    options
+}
+
 /// Every class's options from the sweep's evaluations (`runs[k]` ran chain `k + 1`): class
-/// `i` under chain `c` is what run `c` measured for it, for each chain `c` it may take.
+/// `i` under chain `c` is what run `c` measured for it, for each chain `c` it may take (the
+/// base chain first: [`base_first`]).
 pub fn option_matrix(layout: &Layout, runs: &[Evaluation]) -> LabResult<Vec<Vec<ClassOption>>> {
     if runs.len() != MAX_CHAIN as usize {
         return Err(LabError::runtime(format!("internal: {} sweep runs, not 16", runs.len())));
@@ -44,7 +54,8 @@ pub fn option_matrix(layout: &Layout, runs: &[Evaluation]) -> LabResult<Vec<Vec<
                     }
                     Ok(ClassOption { chain, pages: c.pages, spanning: c.spanning })
                 })
-                .collect()
+                .collect::<LabResult<Vec<_>>>()
+                .map(|o| base_first(o, layout.base_chains()[i]))
         })
         .collect()
 }
