@@ -298,7 +298,9 @@ impl ConfigDesc {
     /// `page 4096, class table of 119 classes` for an explicit table.
     pub fn summary(&self) -> String {
         let mut s = match &self.class_table {
-            Some(t) => format!("page {}, class table of {} classes", self.page_size, t.split(',').count()),
+            Some(t) => {
+                format!("page {}, class table of {} classes", self.page_size, t.split(',').count())
+            }
             None => format!(
                 "page {}, chain {}, delta {}, {}",
                 self.page_size, self.chain_size, self.class_delta, self.chain_policy
