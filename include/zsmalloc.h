@@ -53,8 +53,11 @@ typedef unsigned int gfp_t;
  * `backing`, `struct zs_class_stats` the per-class read counters.
  * 4: the backends `ZS_BACKEND_ZBLOCK` and `ZS_BACKEND_MALLOC`; `struct zs_pool_config` gains
  * `backend` (after `reserved`, the padding of version 3's struct).
+ * 5: explicit class tables: `struct zs_class_spec`; `struct zs_pool_config` gains
+ * `class_table` and `class_count` (after `reserved2`, the padding of version 4's struct);
+ * `ZSMALLOC_CLASS_TABLE`.
  */
-#define ZS_ABI_VERSION 4
+#define ZS_ABI_VERSION 5
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -132,6 +135,11 @@ typedef unsigned int gfp_t;
 #define ZS_POOL_CONFIG_SIZE_VER4 48
 
 /**
+ * `sizeof(struct zs_pool_config)` in ABI version 5 (`class_table` and `class_count` added).
+ */
+#define ZS_POOL_CONFIG_SIZE_VER5 64
+
+/**
  * `sizeof(struct zs_pool_stats)` in ABI version 1.
  */
 #define ZS_POOL_STATS_SIZE_VER1 96
@@ -151,6 +159,21 @@ typedef unsigned int gfp_t;
  * zs_destroy_pool().
  */
 struct zs_pool;
+
+/**
+ * One class of an explicit class table (ABI version 5).
+ */
+struct zs_class_spec {
+    /**
+     * Class size in bytes, the 8-byte object header included (as the kernel's class sizes):
+     * a multiple of 8 from 32 to the page size.
+     */
+    uint32_t size;
+    /**
+     * Pages per zspage, 1..=16.
+     */
+    uint32_t chain;
+};
 
 /**
  * Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
@@ -194,6 +217,24 @@ struct zs_pool_config {
      * `ZS_BACKEND_ZSMALLOC`, `ZS_BACKEND_ZBLOCK` or `ZS_BACKEND_MALLOC` (ABI version 4).
      */
     uint32_t backend;
+    /**
+     * The padding of ABI version 4's struct, kept so that its size (48) still tells the
+     * versions apart; ignored.
+     */
+    uint32_t reserved2;
+    /**
+     * An explicit class table of `class_count` classes, ascending by size, the last one
+     * `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables). The library copies it
+     * while creating the pool. NULL with `class_count` 0: mainline's computed table. With a
+     * table, `max_pages_per_zspage`, `size_class_delta` and `chain_policy` stay at their
+     * defaults. zs_pool_config_from_env() points it at a table read from
+     * `ZSMALLOC_CLASS_TABLE`, kept by the library for the life of the process.
+     */
+    const struct zs_class_spec *class_table;
+    /**
+     * Entries of `class_table` (ABI version 5).
+     */
+    size_t class_count;
 };
 
 /**
@@ -371,14 +412,19 @@ int zs_pool_config_from_env_sized(struct zs_pool_config *cfg, size_t size);
  * Creates a pool configured by the environment: ZSMALLOC_PAGE_SIZE, ZSMALLOC_CHAIN_SIZE,
  * ZSMALLOC_CLASS_DELTA, ZSMALLOC_CHAIN_POLICY (classic|heuristic|fixed-N),
  * ZSMALLOC_READ_MODE (copy|map|contiguous), ZSMALLOC_BACKING (anonymous|memfd),
- * ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
- * -EINVAL and prints a message naming the variable on stderr.
+ * ZSMALLOC_MEM_LIMIT_PAGES, ZSMALLOC_BACKEND (zsmalloc|zblock|malloc),
+ * ZSMALLOC_CLASS_TABLE (a class-table file; its page size is the pool's unless
+ * ZSMALLOC_PAGE_SIZE, which must then agree, is set). On a bad value returns NULL,
+ * sets -EINVAL and prints a message naming the variable (and, for a table file, the
+ * line) on stderr.
  */
 struct zs_pool *zs_create_pool(const char *name);
 
 /**
  * Creates a pool with an explicit configuration (the environment is ignored). Returns NULL
- * on a bad configuration (-EINVAL; the message names the field).
+ * on a bad configuration (-EINVAL; the message names the field, and for a bad class
+ * table the entry: `class_table[i]`). `cfg->class_table` is copied: the caller may
+ * free it once this returns.
  */
 struct zs_pool *zs_create_pool_with_config(const char *name, const struct zs_pool_config *cfg);
 

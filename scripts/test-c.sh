@@ -17,7 +17,8 @@
 #      under the LD_PRELOAD shim and the replay of its trace (examples/replay and the lab's
 #      `zsmalloc replay`) giving identical figures; the read modes (read_modes, and zram_store
 #      and mt_stress re-run under ZSMALLOC_READ_MODE=map and =contiguous: copy's figures, 0 bytes
-#      copied);
+#      copied); class tables (tests/c/class_tables.c; zsmalloc_test with mainline's and the
+#      heuristic's chain-10 tables as ZSMALLOC_CLASS_TABLE files printing the RFC's lines);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -252,6 +253,28 @@ grep -q 'page_size 16384 (0), pools 3' "$tmp/env.out" || fail "ZSMALLOC_PAGE_SIZ
   || fail "unknown ZSMALLOC_CHAIN_SIZ not warned once by name: $(cat "$tmp/env.err")"
 ok "ZSMALLOC_PAGE_SIZE=16K accepted; unknown ZSMALLOC_CHAIN_SIZ warned once, by name"
 
+step "class tables: struct and ZSMALLOC_CLASS_TABLE, identity and refusals (ASan+UBSan)"
+"$tsan/class_tables" 2>"$tmp/tables.err" | tee "$tmp/tables.out"
+grep -q ' 0 failed' "$tmp/tables.out" || { cat "$tmp/tables.err"; fail "class_tables"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/tables.out") class-table checks"
+# An unmodified program given mainline's (and the RFC heuristic's) chain-10 table as a file
+# prints the RFC's figures exactly, as with the settings that computed the table.
+for run in classic:base heuristic:patched; do
+  policy=${run%%:*}
+  ZSMALLOC_CHAIN_SIZE=10 ZSMALLOC_CHAIN_POLICY=$policy "$tsan/class_tables" export "$tmp/$policy.table" \
+    || fail "class_tables export under $policy"
+  ZSMALLOC_CLASS_TABLE="$tmp/$policy.table" "$san/zsmalloc_test" >"$tmp/tout.$policy"
+  diff -u "$tmp/${run#*:}" "$tmp/tout.$policy" || fail "zsmalloc_test with the $policy table file"
+  ok "ZSMALLOC_CLASS_TABLE=<$policy chain-10 table>: the RFC's ${run#*:} figures exactly"
+done
+printf 'page_size 4096\n32 1\n32 1\n4096 1\n' >"$tmp/dup.table"
+if ZSMALLOC_CLASS_TABLE="$tmp/dup.table" "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/tenv.err"; then
+  fail "a table file with a duplicate size accepted"
+fi
+grep -q "ZSMALLOC_CLASS_TABLE: $tmp/dup.table: line 3" "$tmp/tenv.err" \
+  || fail "bad table file not named with its line: $(cat "$tmp/tenv.err")"
+ok "a bad table file: no pool, the message names the variable, the file and the line"
+
 step "reliability: no call hangs, refusals change nothing, injected faults (ASan+UBSan)"
 timeout 300 "$tsan/reliability" 2>"$tmp/rel.err" | tee "$tmp/rel.out" || true
 grep -q ' 0 failed' "$tmp/rel.out" || { cat "$tmp/rel.err"; fail "reliability"; }
@@ -369,8 +392,9 @@ vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$tplain/read_modes" 3000 >/dev/null
 vg "$tplain/reliability" >/dev/null
+vg "$tplain/class_tables" >/dev/null 2>"$tmp/vg.tables.err" || { cat "$tmp/vg.tables.err"; fail "valgrind class_tables"; }
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, reliability, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, reliability, class_tables, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

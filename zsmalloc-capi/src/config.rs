@@ -2,11 +2,17 @@
 //! [`zsmalloc_core::PoolConfig`]. The environment is parsed only by `PoolConfig::from_env`.
 
 use std::ffi::c_int;
+use std::sync::Mutex;
 
-use zsmalloc_core::{BackendKind, Backing, Error, PolicyRef, PoolConfig, ReadMode, Result};
+use zsmalloc_core::class_spec::max_classes;
+use zsmalloc_core::config::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
+use zsmalloc_core::{
+    BackendKind, Backing, ClassSpec, ClassTableSpec, Error, PolicyRef, PoolConfig, ReadMode, Result,
+};
 
 use crate::errors::invalid;
 use crate::sized::{read_in, write_out, Plain};
+use crate::types::size_t;
 
 /// Chain policy `classic`: mainline's least-waste chain size.
 pub const ZS_CHAIN_CLASSIC: u32 = 0;
@@ -43,7 +49,20 @@ pub const ZS_POOL_CONFIG_SIZE_VER1: usize = 32;
 pub const ZS_POOL_CONFIG_SIZE_VER3: usize = 40;
 /// `sizeof(struct zs_pool_config)` in ABI version 4 (`backend` added).
 pub const ZS_POOL_CONFIG_SIZE_VER4: usize = 48;
-const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER4);
+/// `sizeof(struct zs_pool_config)` in ABI version 5 (`class_table` and `class_count` added).
+pub const ZS_POOL_CONFIG_SIZE_VER5: usize = 64;
+const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER5);
+
+/// One class of an explicit class table (ABI version 5).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct zs_class_spec {
+    /// Class size in bytes, the 8-byte object header included (as the kernel's class sizes):
+    /// a multiple of 8 from 32 to the page size.
+    pub size: u32,
+    /// Pages per zspage, 1..=16.
+    pub chain: u32,
+}
 
 /// Explicit configuration of a pool. Start from `zs_pool_config_init()` (mainline defaults) or
 /// `zs_pool_config_from_env()` and change fields.
@@ -69,6 +88,18 @@ pub struct zs_pool_config {
     pub reserved: u32,
     /// `ZS_BACKEND_ZSMALLOC`, `ZS_BACKEND_ZBLOCK` or `ZS_BACKEND_MALLOC` (ABI version 4).
     pub backend: u32,
+    /// The padding of ABI version 4's struct, kept so that its size (48) still tells the
+    /// versions apart; ignored.
+    pub reserved2: u32,
+    /// An explicit class table of `class_count` classes, ascending by size, the last one
+    /// `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables). The library copies it
+    /// while creating the pool. NULL with `class_count` 0: mainline's computed table. With a
+    /// table, `max_pages_per_zspage`, `size_class_delta` and `chain_policy` stay at their
+    /// defaults. zs_pool_config_from_env() points it at a table read from
+    /// `ZSMALLOC_CLASS_TABLE`, kept by the library for the life of the process.
+    pub class_table: *const zs_class_spec,
+    /// Entries of `class_table` (ABI version 5).
+    pub class_count: size_t,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
@@ -167,8 +198,10 @@ fn backing_from_code(code: u32) -> Result<Backing> {
 }
 
 impl zs_pool_config {
-    /// The C view of a core configuration.
+    /// The C view of a core configuration. An explicit table is pointed at in a copy the
+    /// library keeps for the life of the process.
     pub(crate) fn from_core(cfg: &PoolConfig) -> Result<Self> {
+        let class_table = cfg.class_table.as_ref().map(kept_for_c);
         Ok(zs_pool_config {
             page_size: cfg.page_size,
             max_pages_per_zspage: cfg.chain_size,
@@ -179,11 +212,19 @@ impl zs_pool_config {
             backing: backing_code(cfg.backing),
             reserved: 0,
             backend: backend_code(cfg.backend),
+            reserved2: 0,
+            class_table: class_table.map_or(std::ptr::null(), <[_]>::as_ptr),
+            class_count: class_table.map_or(0, <[_]>::len),
         })
     }
 
     /// The core configuration this describes, validated.
-    pub(crate) fn to_core(self) -> Result<PoolConfig> {
+    ///
+    /// # Safety
+    /// `class_table` is NULL or readable for `class_count` entries.
+    pub(crate) unsafe fn to_core(self) -> Result<PoolConfig> {
+        // SAFETY: forwarded contract.
+        let class_table = unsafe { self.read_class_table() }?;
         let cfg = PoolConfig {
             page_size: self.page_size,
             chain_size: self.max_pages_per_zspage,
@@ -193,14 +234,69 @@ impl zs_pool_config {
             mem_limit_pages: self.mem_limit_pages,
             backing: backing_from_code(self.backing)?,
             backend: backend_from_code(self.backend)?,
+            class_table,
             ..PoolConfig::default()
         };
         cfg.validate()?;
         Ok(cfg)
     }
+
+    /// The explicit table `class_table`/`class_count` describe, checked; a refusal names the
+    /// entry (`class_table[i]`). The count is checked before any entry is read.
+    ///
+    /// # Safety
+    /// As [`Self::to_core`].
+    unsafe fn read_class_table(&self) -> Result<Option<ClassTableSpec>> {
+        let (table, count, page) = (self.class_table, self.class_count, self.page_size);
+        let refuse = |message: String| Err(Error::Config { setting: "class_table", message });
+        match (table.is_null(), count) {
+            (true, 0) => return Ok(None),
+            (true, n) => return refuse(format!("class_table is NULL but class_count is {n}")),
+            (false, 0) => return refuse("class_count is 0 but class_table is not NULL".into()),
+            (false, _) => {}
+        }
+        // A bad page size is the page size's error, reported by validation (without reading
+        // the table, whose limit depends on it).
+        if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page) || !page.is_power_of_two() {
+            return Ok(None);
+        }
+        let limit = max_classes(page);
+        if count > limit {
+            return refuse(format!(
+                "too many classes (class_count {count}): a {page}-byte page has room for at \
+                 most {limit} (one per multiple of 8 from 32 to {page})"
+            ));
+        }
+        // SAFETY: non-NULL, and readable for `count` entries by the caller's promise; any bits
+        // are a valid `zs_class_spec` (two integers). `read_unaligned` copes with any alignment.
+        let classes = (0..count)
+            .map(|i| unsafe { table.add(i).read_unaligned() })
+            .map(|c| ClassSpec { size: c.size, chain: c.chain })
+            .collect();
+        ClassTableSpec::new(page, classes).map(Some)
+    }
 }
 
-// SAFETY: `#[repr(C)]`, integer fields only.
+/// Tables read from `ZSMALLOC_CLASS_TABLE` and handed to C by zs_pool_config_from_env(): the
+/// caller's struct points at them for as long as it likes, so each distinct table is kept for
+/// the life of the process (a program reads its environment a bounded number of times).
+static ENV_TABLES: Mutex<Vec<&'static [zs_class_spec]>> = Mutex::new(Vec::new());
+
+/// A process-lifetime copy of `spec`'s entries (the same one for the same table).
+fn kept_for_c(spec: &ClassTableSpec) -> &'static [zs_class_spec] {
+    let entries: Vec<zs_class_spec> =
+        spec.classes().iter().map(|c| zs_class_spec { size: c.size, chain: c.chain }).collect();
+    let mut kept = ENV_TABLES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&same) = kept.iter().find(|t| ***t == entries[..]) {
+        return same;
+    }
+    let table: &'static [zs_class_spec] = Box::leak(entries.into_boxed_slice());
+    kept.push(table);
+    table
+}
+
+// SAFETY: `#[repr(C)]`, fields of integers and one raw pointer: any bits are a valid value (the
+// pointer is only read through by `read_class_table`, under the caller's promise).
 unsafe impl Plain for zs_pool_config {
     const SIZE_VER1: usize = ZS_POOL_CONFIG_SIZE_VER1;
     const NAME: &'static str = "zs_pool_config";
@@ -222,7 +318,9 @@ pub(crate) unsafe fn init(cfg: *mut zs_pool_config, size: usize) -> Result<c_int
 }
 
 /// Writes the defaults overridden by the environment into the caller's struct of `size` bytes;
-/// on a bad value writes nothing.
+/// on a bad value writes nothing. A class table from `ZSMALLOC_CLASS_TABLE` needs a struct of
+/// ABI version 5 or later: an older one has nowhere to point at it, and is refused rather than
+/// given a configuration without the table.
 ///
 /// # Safety
 /// As [`init`].
@@ -230,7 +328,17 @@ pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c
     if cfg.is_null() {
         return Err(invalid("struct zs_pool_config pointer is NULL"));
     }
-    let c = zs_pool_config::from_core(&PoolConfig::from_env()?)?;
+    let core = PoolConfig::from_env()?;
+    if core.class_table.is_some() && size < ZS_POOL_CONFIG_SIZE_VER5 {
+        return Err(Error::Config {
+            setting: "ZSMALLOC_CLASS_TABLE",
+            message: format!(
+                "a struct zs_pool_config of {size} bytes (before ABI version 5) has no room for \
+                 the class table; rebuild against a newer zsmalloc.h or use zs_create_pool()"
+            ),
+        });
+    }
+    let c = zs_pool_config::from_core(&core)?;
     // SAFETY: forwarded contract.
     unsafe { write_out(cfg, size, &c) }?;
     Ok(0)
@@ -240,10 +348,11 @@ pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c
 /// does not have take their defaults).
 ///
 /// # Safety
-/// `cfg` is NULL or readable for `size` bytes.
+/// `cfg` is NULL or readable for `size` bytes; if those bytes include `class_table`, it is NULL
+/// or readable for `class_count` entries.
 pub(crate) unsafe fn read(cfg: *const zs_pool_config, size: usize) -> Result<PoolConfig> {
-    // SAFETY: forwarded contract.
-    unsafe { read_in(cfg, size, defaults()?) }?.to_core()
+    // SAFETY: forwarded contract (a struct of at least version 5 names a readable table).
+    unsafe { read_in(cfg, size, defaults()?)?.to_core() }
 }
 
 #[cfg(test)]

@@ -130,8 +130,11 @@ macro_rules! __zs_c_abi_items {
             /// Creates a pool configured by the environment: ZSMALLOC_PAGE_SIZE, ZSMALLOC_CHAIN_SIZE,
             /// ZSMALLOC_CLASS_DELTA, ZSMALLOC_CHAIN_POLICY (classic|heuristic|fixed-N),
             /// ZSMALLOC_READ_MODE (copy|map|contiguous), ZSMALLOC_BACKING (anonymous|memfd),
-            /// ZSMALLOC_MEM_LIMIT_PAGES. On a bad value returns NULL, sets
-            /// -EINVAL and prints a message naming the variable on stderr.
+            /// ZSMALLOC_MEM_LIMIT_PAGES, ZSMALLOC_BACKEND (zsmalloc|zblock|malloc),
+            /// ZSMALLOC_CLASS_TABLE (a class-table file; its page size is the pool's unless
+            /// ZSMALLOC_PAGE_SIZE, which must then agree, is set). On a bad value returns NULL,
+            /// sets -EINVAL and prints a message naming the variable (and, for a table file, the
+            /// line) on stderr.
             #[no_mangle]
             pub unsafe extern "C" fn zs_create_pool(name: *const c_char) -> *mut zs_pool {
                 // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
@@ -139,7 +142,9 @@ macro_rules! __zs_c_abi_items {
             }
 
             /// Creates a pool with an explicit configuration (the environment is ignored). Returns NULL
-            /// on a bad configuration (-EINVAL; the message names the field).
+            /// on a bad configuration (-EINVAL; the message names the field, and for a bad class
+            /// table the entry: `class_table[i]`). `cfg->class_table` is copied: the caller may
+            /// free it once this returns.
             #[no_mangle]
             pub unsafe extern "C" fn zs_create_pool_with_config(
                 name: *const c_char,

@@ -20,7 +20,8 @@ const MAX_STRUCT_SIZE: usize = 4096;
 /// A `#[repr(C)]` struct of integers: every byte pattern is a valid value.
 ///
 /// # Safety
-/// Implement only for `#[repr(C)]` structs whose fields are all integers or arrays of them.
+/// Implement only for `#[repr(C)]` structs whose fields are all integers, raw pointers or
+/// arrays of them.
 pub(crate) unsafe trait Plain: Copy {
     /// The struct's size in ABI version 1, its first.
     const SIZE_VER1: usize;

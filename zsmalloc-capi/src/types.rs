@@ -16,7 +16,10 @@ pub type gfp_t = std::ffi::c_uint;
 /// `backing`, `struct zs_class_stats` the per-class read counters.
 /// 4: the backends `ZS_BACKEND_ZBLOCK` and `ZS_BACKEND_MALLOC`; `struct zs_pool_config` gains
 /// `backend` (after `reserved`, the padding of version 3's struct).
-pub const ZS_ABI_VERSION: u32 = 4;
+/// 5: explicit class tables: `struct zs_class_spec`; `struct zs_pool_config` gains
+/// `class_table` and `class_count` (after `reserved2`, the padding of version 4's struct);
+/// `ZSMALLOC_CLASS_TABLE`.
+pub const ZS_ABI_VERSION: u32 = 5;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
 /// (The header defines it by hand, guarded, so that ported kernel code can define its own.)

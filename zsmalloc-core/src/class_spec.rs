@@ -79,7 +79,8 @@ impl ClassTableSpec {
 /// The rules of the module documentation, first bad entry first.
 pub(crate) fn check(page: u32, classes: &[ClassSpec]) -> std::result::Result<(), Refusal> {
     let whole = |message: String| Err(Refusal { entry: None, message, ends_short: false });
-    let at = |i: usize, message: String| Err(Refusal { entry: Some(i), message, ends_short: false });
+    let at =
+        |i: usize, message: String| Err(Refusal { entry: Some(i), message, ends_short: false });
     if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page) || !page.is_power_of_two() {
         return whole(format!("page size {page} is not a power of two in 4096..=65536"));
     }
@@ -117,7 +118,10 @@ pub(crate) fn check(page: u32, classes: &[ClassSpec]) -> std::result::Result<(),
             if c.size < prev {
                 return at(
                     i,
-                    format!("size {} is below the previous class's {prev}: sizes must ascend", c.size),
+                    format!(
+                        "size {} is below the previous class's {prev}: sizes must ascend",
+                        c.size
+                    ),
                 );
             }
         }
@@ -172,15 +176,33 @@ mod tests {
     #[test]
     fn each_rule_names_the_entry_breaking_it() {
         let cases: [(&[(u32, u32)], &str); 9] = [
-            (&[(48, 1), (32, 1), (4096, 1)], "class_table[1] (size 32, chain 1): size 32 is below the previous"),
-            (&[(32, 1), (32, 2), (4096, 1)], "class_table[1] (size 32, chain 2): duplicate size 32"),
-            (&[(32, 1), (44, 1), (4096, 1)], "class_table[1] (size 44, chain 1): size 44 is not a multiple of 8"),
+            (
+                &[(48, 1), (32, 1), (4096, 1)],
+                "class_table[1] (size 32, chain 1): size 32 is below the previous",
+            ),
+            (
+                &[(32, 1), (32, 2), (4096, 1)],
+                "class_table[1] (size 32, chain 2): duplicate size 32",
+            ),
+            (
+                &[(32, 1), (44, 1), (4096, 1)],
+                "class_table[1] (size 44, chain 1): size 44 is not a multiple of 8",
+            ),
             (&[(24, 1), (4096, 1)], "class_table[0] (size 24, chain 1): size 24 is below"),
-            (&[(32, 1), (4104, 1)], "class_table[1] (size 4104, chain 1): size 4104 is above the page"),
+            (
+                &[(32, 1), (4104, 1)],
+                "class_table[1] (size 4104, chain 1): size 4104 is above the page",
+            ),
             (&[(32, 0), (4096, 1)], "class_table[0] (size 32, chain 0): chain 0 is outside 1..=16"),
             (&[(32, 17), (4096, 1)], "class_table[0] (size 32, chain 17): chain 17 is outside"),
-            (&[(32, 1), (2048, 1)], "class_table[1] (size 2048, chain 1): no class stores a whole page"),
-            (&[(32, 1), (4096, 2)], "class_table[1] (size 4096, chain 2): the page-sized class must"),
+            (
+                &[(32, 1), (2048, 1)],
+                "class_table[1] (size 2048, chain 1): no class stores a whole page",
+            ),
+            (
+                &[(32, 1), (4096, 2)],
+                "class_table[1] (size 4096, chain 2): the page-sized class must",
+            ),
         ];
         for (pairs, want) in cases {
             let err = refusal(4096, pairs);

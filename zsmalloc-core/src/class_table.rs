@@ -358,6 +358,28 @@ mod tests {
     }
 
     #[test]
+    fn own_size_is_the_unmerged_class_and_explicit_tables_merge_nothing() {
+        let t = table(16384, 8, 0);
+        // A merged index's own size is its grid size, below the class serving it.
+        let merged = t.classes().iter().find(|c| c.first_index < c.index).unwrap();
+        let own = MIN_ALLOC + merged.first_index * t.delta();
+        assert_eq!(t.own_size(own as usize), own);
+        assert_eq!(t.classes()[t.position(own as usize)].size, merged.size);
+        assert!(merged.size > own);
+        let explicit = ClassTable::new(&PoolConfig {
+            page_size: 16384,
+            class_table: Some(t.spec()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(explicit.is_explicit() && !t.is_explicit());
+        assert_eq!(explicit.own_size(own as usize), merged.size, "nothing merges when explicit");
+        assert_eq!(explicit.lookup_class_index(1060), explicit.raw_index(1060));
+        assert!(explicit.classes().iter().all(|c| explicit.worst_merge_waste(c) == 0));
+        assert_eq!(explicit.index_count() as usize, explicit.classes().len());
+    }
+
+    #[test]
     fn without_merging_every_index_is_its_own_class() {
         let merged = table(4096, 4, 16);
         let cfg = PoolConfig {

@@ -63,7 +63,9 @@ impl ClassTable {
             out.push_str(&format!("# {line}\n"));
         }
         out.push_str(&format!("{PAGE_SIZE_KEY} {page}\n"));
-        out.push_str("# size chain    objects/zspage, tail waste (bytes/zspage), spanning/zspage\n");
+        out.push_str(
+            "# size chain    objects/zspage, tail waste (bytes/zspage), spanning/zspage\n",
+        );
         for c in self.classes() {
             let shape = if c.huge { ", huge".to_string() } else { String::new() };
             out.push_str(&format!(
@@ -131,7 +133,9 @@ fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
             let bytes = parse_bytes(value).and_then(|b| u32::try_from(b).ok());
             let Some(bytes) = bytes.filter(|b| b.is_power_of_two() && (4096..=65536).contains(b))
             else {
-                return Err(here(format!("page size `{value}` is not a power of two in 4096..=65536")));
+                return Err(here(format!(
+                    "page size `{value}` is not a power of two in 4096..=65536"
+                )));
             };
             page = Some((bytes, number));
             continue;
@@ -145,7 +149,9 @@ fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
             field.parse::<u32>().map_err(|_| here(format!("{what} `{field}` is not a number")))
         };
         let spec = match fields[..] {
-            [size, chain] => ClassSpec { size: number_of(size, "size")?, chain: number_of(chain, "chain")? },
+            [size, chain] => {
+                ClassSpec { size: number_of(size, "size")?, chain: number_of(chain, "chain")? }
+            }
             [size] => {
                 number_of(size, "size")?;
                 return Err(here(
@@ -214,10 +220,22 @@ mod tests {
     fn export_then_parse_is_the_identity_for_computed_tables() {
         let configs = [
             PoolConfig::default(),
-            PoolConfig { chain_size: 10, chain_policy: PolicyRef::new(Heuristic), ..Default::default() },
+            PoolConfig {
+                chain_size: 10,
+                chain_policy: PolicyRef::new(Heuristic),
+                ..Default::default()
+            },
             PoolConfig { page_size: 16384, class_delta: 16, ..Default::default() },
-            PoolConfig { page_size: 65536, class_delta: 8, merge_classes: false, ..Default::default() },
-            PoolConfig { chain_policy: PolicyRef::by_name("fixed-4").unwrap(), ..Default::default() },
+            PoolConfig {
+                page_size: 65536,
+                class_delta: 8,
+                merge_classes: false,
+                ..Default::default()
+            },
+            PoolConfig {
+                chain_policy: PolicyRef::by_name("fixed-4").unwrap(),
+                ..Default::default()
+            },
         ];
         for cfg in configs {
             let text = cfg.export_class_table().unwrap();
@@ -310,16 +328,24 @@ mod tests {
         assert_eq!(cfg.page_size, 16384, "the file's page size when ZSMALLOC_PAGE_SIZE is unset");
         assert_eq!(cfg.class_table.unwrap().classes().len(), 2);
         let err = from_env_with_table(text, &[("ZSMALLOC_PAGE_SIZE", "4K")]).unwrap_err();
-        assert!(err.to_string().starts_with("invalid ZSMALLOC_CLASS_TABLE: the table is for 16384"));
+        assert!(err
+            .to_string()
+            .starts_with("invalid ZSMALLOC_CLASS_TABLE: the table is for 16384"));
         let err = from_env_with_table("page_size 4096\n32 1\n32 1\n4096 1\n", &[]).unwrap_err();
         let err = err.to_string();
-        assert!(err.starts_with("invalid ZSMALLOC_CLASS_TABLE: ") && err.contains("line 3"), "{err}");
+        assert!(
+            err.starts_with("invalid ZSMALLOC_CLASS_TABLE: ") && err.contains("line 3"),
+            "{err}"
+        );
         let err = from_env_with_table(text, &[("ZSMALLOC_CHAIN_SIZE", "4")]).unwrap_err();
         assert!(err.to_string().contains("chain_size 4 means nothing with a class table"), "{err}");
         let missing = PoolConfig::from_lookup(|n| {
             (n == "ZSMALLOC_CLASS_TABLE").then(|| "/nonexistent/zs.table".to_string())
         });
         let err = missing.unwrap_err().to_string();
-        assert!(err.contains("ZSMALLOC_CLASS_TABLE") && err.contains("/nonexistent/zs.table"), "{err}");
+        assert!(
+            err.contains("ZSMALLOC_CLASS_TABLE") && err.contains("/nonexistent/zs.table"),
+            "{err}"
+        );
     }
 }

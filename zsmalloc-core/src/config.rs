@@ -392,7 +392,8 @@ impl PoolConfig {
             cfg.mem_limit_pages = v;
         }
         if let Some(path) = lookup("ZSMALLOC_CLASS_TABLE") {
-            let table = ClassTableSpec::load(path.as_ref()).map_err(named("ZSMALLOC_CLASS_TABLE"))?;
+            let table =
+                ClassTableSpec::load(path.as_ref()).map_err(named("ZSMALLOC_CLASS_TABLE"))?;
             // The file names its page size; ZSMALLOC_PAGE_SIZE, when set, must agree with it.
             if lookup("ZSMALLOC_PAGE_SIZE").is_none() {
                 cfg.page_size = table.page_size();

@@ -2,11 +2,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PySequence, PyString};
 use zsmalloc_core::{
-    Backing, ClassStats, ClassTable, FnPolicy, PolicyRef, PoolConfig, PoolStats, ReadMode,
+    Backing, ClassSpec, ClassStats, ClassTable, ClassTableSpec, FnPolicy, PolicyRef, PoolConfig,
+    PoolStats, ReadMode,
 };
 
 use crate::errors::PyRes;
@@ -19,7 +20,9 @@ pub type PolicyError = Arc<Mutex<Option<PyErr>>>;
 /// `chain_policy` is a name (`classic`, `heuristic`, `fixed-N`; `None` is `classic`) or a
 /// callable `f(class_size, page_size, max_chain) -> pages`; a callable's exception is kept in the
 /// returned slot and must be raised by the caller after the table is built
-/// ([`take_policy_error`]).
+/// ([`take_policy_error`]). `class_table` is read by [`explicit_table`].
+// One argument per keyword of the Python signature.
+#[allow(clippy::too_many_arguments)]
 pub fn build(
     page_size: u32,
     chain_size: u32,
@@ -28,6 +31,7 @@ pub fn build(
     read_mode: &str,
     mem_limit_pages: u64,
     backing: &str,
+    class_table: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(PoolConfig, PolicyError)> {
     let failed: PolicyError = Arc::new(Mutex::new(None));
     let policy = match chain_policy {
@@ -42,9 +46,75 @@ pub fn build(
         read_mode: ReadMode::parse(read_mode).py()?,
         mem_limit_pages,
         backing: Backing::parse(backing).py()?,
+        class_table: class_table.map(|t| explicit_table(t, page_size)).transpose()?,
         ..PoolConfig::default()
     };
     Ok((config, failed))
+}
+
+/// The explicit class table of `Pool(class_table=...)`: a sequence of `(size, chain)` pairs or
+/// of class rows (dicts with `size` and `pages_per_zspage`, as `zsmalloc.class_table()` and
+/// `Pool.class_table()` return them), for `page_size`-byte pages; or the path of a table file,
+/// whose page size must be `page_size`. A bad entry raises `ValueError` (`TypeError` for an
+/// entry of the wrong type) naming it: `class_table[i]` or the file's line.
+pub fn explicit_table(table: &Bound<'_, PyAny>, page_size: u32) -> PyResult<ClassTableSpec> {
+    if table.is_instance_of::<PyString>() || table.hasattr("__fspath__")? {
+        let fspath = table.py().import_bound("os")?.getattr("fspath")?;
+        let path: std::path::PathBuf = fspath.call1((table,))?.extract()?;
+        return ClassTableSpec::load(&path).py();
+    }
+    if table.is_instance_of::<PyDict>() || table.is_instance_of::<pyo3::types::PyBytes>() {
+        return Err(PyTypeError::new_err(
+            "class_table must be a sequence of (size, chain) pairs or class rows, or a file path",
+        ));
+    }
+    let mut classes = Vec::new();
+    for (i, item) in table.iter()?.enumerate() {
+        classes.push(class_entry(&item?, i)?);
+    }
+    ClassTableSpec::new(page_size, classes).py()
+}
+
+/// Entry `i` of a class table: a `(size, chain)` pair or a row with `size` and
+/// `pages_per_zspage`.
+fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<ClassSpec> {
+    let (size, chain): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+        if let Ok(row) = item.downcast::<PyDict>() {
+            match (row.get_item("size")?, row.get_item("pages_per_zspage")?) {
+                (Some(size), Some(chain)) => (size, chain),
+                _ => {
+                    return Err(PyValueError::new_err(format!(
+                        "invalid class_table: class_table[{i}] is a dict without 'size' and \
+                         'pages_per_zspage'"
+                    )))
+                }
+            }
+        } else if let Some(seq) = item
+            .downcast::<PySequence>()
+            .ok()
+            .filter(|s| !item.is_instance_of::<PyString>() && s.len().ok() == Some(2))
+        {
+            (seq.get_item(0)?, seq.get_item(1)?)
+        } else {
+            return Err(PyTypeError::new_err(format!(
+                "class_table[{i}] is {}, not a (size, chain) pair",
+                item.repr()?
+            )));
+        };
+    let number = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<u32> {
+        let Ok(n) = v.extract::<i64>() else {
+            let shown = v.repr()?;
+            return Err(PyTypeError::new_err(format!(
+                "class_table[{i}]: {what} {shown} is not an int"
+            )));
+        };
+        u32::try_from(n).map_err(|_| {
+            PyValueError::new_err(format!(
+                "invalid class_table: class_table[{i}]: {what} {n} is out of range"
+            ))
+        })
+    };
+    Ok(ClassSpec { size: number(&size, "size")?, chain: number(&chain, "chain")? })
 }
 
 /// The chain policy named by, or calling, `chain_policy`.
@@ -122,6 +192,11 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
     d.set_item("mem_limit_pages", c.mem_limit_pages)?;
     d.set_item("backing", c.effective_backing().name())?;
     d.set_item("backend", c.backend.name())?;
+    let table = c
+        .class_table
+        .as_ref()
+        .map(|t| t.classes().iter().map(|c| (c.size, c.chain)).collect::<Vec<(u32, u32)>>());
+    d.set_item("class_table", table)?;
     Ok(d)
 }
 

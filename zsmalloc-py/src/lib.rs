@@ -37,11 +37,12 @@ mod view;
 zsmalloc::export_c_abi!();
 
 /// The class table of a configuration (same keywords as `Pool`): one dict per created class.
+/// The rows are accepted back as `Pool(class_table=...)` (their `size` and `pages_per_zspage`).
 #[pyfunction]
 #[pyo3(signature = (*, page_size = 4096, chain_size = 8, class_delta = 0, chain_policy = None,
-    read_mode = "copy", mem_limit_pages = 0, backing = "anonymous"),
+    read_mode = "copy", mem_limit_pages = 0, backing = "anonymous", class_table = None),
     text_signature = "(*, page_size=4096, chain_size=8, class_delta=0, chain_policy='classic', \
-        read_mode='copy', mem_limit_pages=0, backing='anonymous')")]
+        read_mode='copy', mem_limit_pages=0, backing='anonymous', class_table=None)")]
 // One argument per keyword of the Python signature.
 #[allow(clippy::too_many_arguments)]
 fn class_table<'py>(
@@ -53,6 +54,7 @@ fn class_table<'py>(
     read_mode: &str,
     mem_limit_pages: u64,
     backing: &str,
+    class_table: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;
     let (cfg, failed) = config::build(
@@ -63,6 +65,7 @@ fn class_table<'py>(
         read_mode,
         mem_limit_pages,
         backing,
+        class_table,
     )?;
     let table = zsmalloc_core::ClassTable::new(&cfg).py();
     config::take_policy_error(&failed)?;

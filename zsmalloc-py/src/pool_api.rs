@@ -23,10 +23,10 @@ impl Pool {
     #[new]
     #[pyo3(signature = (name = "pool", *, page_size = 4096, chain_size = 8, class_delta = 0,
         chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous",
-        backend = "zsmalloc"),
+        backend = "zsmalloc", class_table = None),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
             chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous', \
-            backend='zsmalloc')")]
+            backend='zsmalloc', class_table=None)")]
     // One argument per keyword of the Python signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -39,6 +39,7 @@ impl Pool {
         mem_limit_pages: u64,
         backing: &str,
         backend: &str,
+        class_table: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let (mut cfg, failed) = config::build(
             page_size,
@@ -48,6 +49,7 @@ impl Pool {
             read_mode,
             mem_limit_pages,
             backing,
+            class_table,
         )?;
         cfg.backend = zsmalloc_core::BackendKind::parse(backend).py()?;
         let pool = Pool::create(name, cfg);

@@ -115,6 +115,7 @@ def test_configuration_keywords():
         "mem_limit_pages": 1000,
         "backing": "anonymous",
         "backend": "zsmalloc",
+        "class_table": None,
     }
     assert pool.name == "cfg" and pool.page_size == 16384
     assert "heuristic" in repr(pool)
@@ -131,6 +132,7 @@ def test_defaults_are_mainline():
         "mem_limit_pages": 0,
         "backing": "anonymous",
         "backend": "zsmalloc",
+        "class_table": None,
     }
 
 

@@ -1,6 +1,7 @@
 """Type stubs of the compiled extension (``zsmalloc._zsmalloc``)."""
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from os import PathLike
 from types import TracebackType
 from typing import TypedDict, final, overload
 
@@ -21,6 +22,9 @@ HANDLE_SIZE: int
 __version__: str
 
 _ChainPolicy = str | Callable[[int, int, int], int]
+# An explicit class table: (size, chain) pairs, or class rows with "size" and
+# "pages_per_zspage" (as class_table() returns them), or the path of a class-table file.
+_ClassTable = Iterable[tuple[int, int]] | Iterable[Mapping[str, object]] | str | PathLike[str]
 
 class _PoolConfigDict(TypedDict):
     page_size: int
@@ -31,6 +35,7 @@ class _PoolConfigDict(TypedDict):
     mem_limit_pages: int
     backing: str
     backend: str
+    class_table: list[tuple[int, int]] | None
 
 class _PoolStatsDict(TypedDict):
     pages_compacted: int
@@ -102,6 +107,7 @@ class Pool:
         mem_limit_pages: int = 0,
         backing: str = "anonymous",
         backend: str = "zsmalloc",
+        class_table: _ClassTable | None = None,
     ) -> Pool: ...
     @classmethod
     def from_env(cls, name: str = "pool") -> Pool: ...
@@ -207,4 +213,5 @@ def class_table(
     read_mode: str = "copy",
     mem_limit_pages: int = 0,
     backing: str = "anonymous",
+    class_table: _ClassTable | None = None,
 ) -> list[_ClassTableRow]: ...

@@ -63,17 +63,21 @@ def class_table(*, by_index: bool = False, **config: Any) -> "_pd.DataFrame":
 
     With ``by_index=True`` there is one row per class *index* (merged indices included), each
     with its ``logical_size`` (``32 + index * delta``) and the class that serves it, so tables of
-    two configurations with the same page size and delta line up row by row.
+    two configurations with the same page size and delta line up row by row. An explicit
+    ``class_table`` has no spacing and merges nothing: its classes are its indices, and each
+    ``logical_size`` is the class's size.
     """
     pd = require_pandas()
     rows: list[dict[str, Any]] = [dict(r) for r in _zsmalloc.class_table(**config)]
     page = config.get("page_size", 4096)
     if by_index:
         delta = config.get("class_delta") or page >> 8
+        explicit = config.get("class_table") is not None
         expanded = []
         for r in rows:
             for i in range(r["first_index"], r["last_index"] + 1):
-                expanded.append({"index": i, "logical_size": min(32 + i * delta, page), **r})
+                logical = r["size"] if explicit else min(32 + i * delta, page)
+                expanded.append({"index": i, "logical_size": logical, **r})
                 expanded[-1]["index"] = i
         expanded.sort(key=lambda r: r["index"])
         rows = expanded
