@@ -2,7 +2,7 @@
 # The Python package's tests: builds the extension from source into a virtual environment, checks
 # its type stubs against the built module (mypy's stubtest) and runs its pytest suite (API, errors,
 # hypothesis model, threads, ctypes same-pool round trips, the chain-policies notebook, the speed
-# harness smoke test).
+# harness smoke test, the optimizer on a dask LocalCluster).
 #
 #   scripts/test-python.sh            # venv in .venv-test/ (reused when present)
 #   ZSMALLOC_VENV=/tmp/v scripts/test-python.sh -k capi   # extra arguments go to pytest
@@ -43,6 +43,11 @@ step "type stubs match the built module (stubtest)"
 # installed package, compiled module and stubs, is what is checked.
 ALLOWLIST="$PWD/zsmalloc-py/stubtest-allowlist.txt"
 (cd "$TARGET" && "$PY" -m mypy.stubtest zsmalloc --allowlist "$ALLOWLIST")
+
+step "the lab's zsmalloc command (zsmalloc.lab runs it)"
+cargo build --release --quiet -p zsmalloc-lab --bin zsmalloc
+ZSMALLOC_LAB="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/zsmalloc"
+export ZSMALLOC_LAB
 
 step "pytest"
 cd zsmalloc-py

@@ -9,7 +9,7 @@
 use clap::error::ErrorKind;
 use clap::{Parser, Subcommand};
 
-use zsmalloc_lab::commands::{classes, compare, cost, kernel, replay, run};
+use zsmalloc_lab::commands::{classes, compare, cost, kernel, optimize, replay, run};
 use zsmalloc_lab::{LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
@@ -57,6 +57,10 @@ enum Cmd {
     /// capture and cost need root and zram).
     #[command(subcommand)]
     Kernel(kernel::KernelCmd),
+    /// The Pareto frontier of class tables for a workload: pages (end and peak) against read
+    /// cost, exact over per-class chains for a fixed layout, with classic and the heuristic on
+    /// the same axes (default workload: kernel-test).
+    Optimize(optimize::OptimizeCmd),
 }
 
 fn main() {
@@ -106,5 +110,6 @@ fn real_main() -> LabResult<()> {
         Cmd::Replay(a) => replay::run(a),
         Cmd::Cost(a) => cost::run(a),
         Cmd::Kernel(k) => kernel::run(k),
+        Cmd::Optimize(a) => optimize::run(a),
     }
 }

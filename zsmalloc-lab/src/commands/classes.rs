@@ -35,6 +35,10 @@ pub struct ClassesArgs {
     /// table, json or csv [default: table]
     #[arg(long, value_name = "FORMAT", help_heading = "Output")]
     pub format: Option<String>,
+    /// Write the configuration's table in the class-table file format instead (load it back
+    /// with --class-table or ZSMALLOC_CLASS_TABLE: it places every object as this configuration)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["vs", "plot"], help_heading = "Output")]
+    pub export: Option<PathBuf>,
     /// Draw chain, tail waste, merge waste and spanning per zspage against logical size (and
     /// their differences with --vs)
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
@@ -55,6 +59,12 @@ pub fn run(a: ClassesArgs) -> LabResult<()> {
             ))
         }
         BackendKind::Zsmalloc => {}
+    }
+    if let Some(path) = &a.export {
+        let text = base.config.export_class_table().map_err(LabError::from)?;
+        std::fs::write(path, &text).map_err(|e| LabError::io("write", path, &e))?;
+        let classes = zsmalloc_core::ClassTable::new(&base.config)?.classes().len();
+        return emit(&format!("{}: {classes} classes written to {}\n", base.label, path.display()));
     }
     // Rows carry their table's label (CSV, JSON): the policy, or "base" beside --vs.
     let mut specs = vec![base.clone()];

@@ -6,13 +6,15 @@
 //! - [`compare`]: one workload on several configurations;
 //! - [`classes`]: class tables (and zblock's block table);
 //! - [`cost`]: the cost study, with [`callgrind`] for `--instructions`;
-//! - [`kernel`]: the running kernel's zram beside the project.
+//! - [`kernel`]: the running kernel's zram beside the project;
+//! - [`optimize`]: the best class tables for a workload.
 
 pub mod callgrind;
 pub mod classes;
 pub mod compare;
 pub mod cost;
 pub mod kernel;
+pub mod optimize;
 pub mod output;
 pub mod replay;
 pub mod run;

@@ -39,6 +39,10 @@ pub struct ConfigFlags {
     /// zsmalloc of the 2012 thread "zsmalloc limitations and related topics")
     #[arg(long, global = true, value_name = "NAME")]
     pub profile: Option<String>,
+    /// An explicit class table: a file in the class-table format (docs/DESIGN.md, Class tables;
+    /// `zsmalloc classes --export` writes one). Its page size becomes the pool's
+    #[arg(long, global = true, value_name = "FILE")]
+    pub class_table: Option<String>,
     /// The allocator: zsmalloc, zblock or malloc (`compare` and `cost` take a list: one
     /// configuration per backend, side by side) [default: zsmalloc]
     #[arg(long, global = true, value_name = "NAME")]
@@ -63,6 +67,7 @@ impl ConfigFlags {
         let backend = self.backend.as_ref().filter(|b| !b.contains(','));
         let flags = [
             ("profile", &self.profile),
+            ("class-table", &self.class_table),
             ("page-size", &self.page_size),
             ("chain-size", &self.chain_size),
             ("class-delta", &self.class_delta),

@@ -12,6 +12,7 @@ pub mod sweep;
 
 use crate::error::{LabError, LabResult};
 use serde::{Serialize, Serializer};
+use zsmalloc_core::class_spec::ClassTableSpec;
 use zsmalloc_core::{BackendKind, PolicyRef, PoolConfig, ReadMode};
 
 /// One configuration to run, with the label it is reported under.
@@ -23,7 +24,8 @@ pub struct ConfigSpec {
 }
 
 /// The configuration keys, as flags (`--page-size`) and as spec keys (`page-size=`).
-pub const KEYS: [&str; 9] = [
+pub const KEYS: [&str; 10] = [
+    "class-table",
     "page-size",
     "chain-size",
     "class-delta",
@@ -106,23 +108,31 @@ impl ConfigSpec {
         self.config.backend == BackendKind::Zsmalloc
     }
 
-    /// The label a configuration given by flags alone is reported under: its chain policy for
-    /// zsmalloc, else the backend's name.
+    /// The label a configuration given by flags alone is reported under: `table` with an
+    /// explicit class table, its chain policy for zsmalloc, else the backend's name.
     pub fn default_label(&self) -> String {
-        if self.is_zsmalloc() {
+        if self.config.class_table.is_some() {
+            "table".to_string()
+        } else if self.is_zsmalloc() {
             self.config.chain_policy.name()
         } else {
             self.config.backend.name().to_string()
         }
     }
 
-    /// Sets one key (`page-size`, `chain-size`, `class-delta`, `chain-policy`, `read-mode`,
+    /// Sets one key (`class-table` (a file: the table, and its page size), `page-size`, `chain-size`, `class-delta`, `chain-policy`, `read-mode`,
     /// `mem-limit-pages`, `merge`, `profile`, `backend`, `label`; `_` may replace `-`;
     /// `policy`, `chain`, `delta`, `page` are short forms).
     pub fn set(&mut self, key: &str, value: &str) -> LabResult<()> {
         let k = key.trim().replace('_', "-");
         let c = &mut self.config;
         match k.as_str() {
+            "class-table" | "table" => {
+                let table = ClassTableSpec::load(std::path::Path::new(value.trim()))
+                    .map_err(config_error)?;
+                c.page_size = table.page_size();
+                c.class_table = Some(table);
+            }
             "page-size" | "page" => {
                 c.page_size = to_u32("page-size", parse_bytes("page-size", value)?)?
             }
@@ -214,6 +224,9 @@ impl ConfigSpec {
     /// `zblock, page 4096` for the other backends.
     pub fn describe(&self) -> String {
         let c = &self.config;
+        if let Some(t) = &c.class_table {
+            return format!("page {}, class table of {} classes", c.page_size, t.classes().len());
+        }
         if !self.is_zsmalloc() {
             let mut s = format!("{}, page {}", c.backend.name(), c.page_size);
             if c.mem_limit_pages != 0 {
@@ -252,6 +265,10 @@ impl ConfigSpec {
             "mem-limit-pages" | "mem-limit" => c.mem_limit_pages.to_string(),
             "merge" => if c.merge_classes { "on" } else { "off" }.to_string(),
             "backend" => c.backend.name().to_string(),
+            "class-table" | "table" => match &c.class_table {
+                Some(t) => format!("{} classes", t.classes().len()),
+                None => "computed".to_string(),
+            },
             _ => return None,
         })
     }
@@ -271,6 +288,33 @@ pub struct ConfigDesc {
     pub merge: bool,
     #[serde(serialize_with = "backend_name")]
     pub backend: BackendKind,
+    /// An explicit class table's classes, `size chain` pairs as in the file format, comma
+    /// separated (absent for a computed table, whose settings are the fields above).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub class_table: Option<String>,
+}
+
+impl ConfigDesc {
+    /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default), or
+    /// `page 4096, class table of 119 classes` for an explicit table.
+    pub fn summary(&self) -> String {
+        let mut s = match &self.class_table {
+            Some(t) => {
+                format!("page {}, class table of {} classes", self.page_size, t.split(',').count())
+            }
+            None => format!(
+                "page {}, chain {}, delta {}, {}",
+                self.page_size, self.chain_size, self.class_delta, self.chain_policy
+            ),
+        };
+        if self.read_mode != ReadMode::Copy {
+            s += &format!(", read {}", self.read_mode.name());
+        }
+        if self.mem_limit_pages != 0 {
+            s += &format!(", limit {} pages", self.mem_limit_pages);
+        }
+        s
+    }
 }
 
 fn read_mode_name<S: Serializer>(m: &ReadMode, s: S) -> Result<S::Ok, S::Error> {
@@ -293,6 +337,11 @@ impl From<&ConfigSpec> for ConfigDesc {
             mem_limit_pages: c.mem_limit_pages,
             merge: c.merge_classes,
             backend: c.backend,
+            class_table: c.class_table.as_ref().map(|t| {
+                let pairs: Vec<String> =
+                    t.classes().iter().map(|k| format!("{} {}", k.size, k.chain)).collect();
+                pairs.join(", ")
+            }),
         }
     }
 }

@@ -244,6 +244,7 @@ mod tests {
             mem_limit_pages: 0,
             merge: true,
             backend: zsmalloc_core::BackendKind::Zsmalloc,
+            class_table: None,
         };
         let grid = class_grid(&desc);
         assert!(grid.contains(&48) && grid.contains(&64), "{grid:?}");

@@ -59,10 +59,7 @@ fn head() -> String {
 }
 
 fn title(t: &ClassTableReport) -> String {
-    let spec_desc = format!(
-        "page {}, chain {}, delta {}, {}",
-        t.config.page_size, t.config.chain_size, t.config.class_delta, t.config.chain_policy
-    );
+    let spec_desc = t.config.summary();
     if t.label.is_empty() {
         spec_desc
     } else {

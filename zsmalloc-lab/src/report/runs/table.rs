@@ -8,18 +8,7 @@ use crate::result::{delta_str, density_str, per_class, permille_str, RunResult};
 use crate::timing::Samples;
 
 fn config_line(r: &RunResult) -> String {
-    let c = &r.config;
-    let mut s = format!(
-        "page {}, chain {}, delta {}, {}",
-        c.page_size, c.chain_size, c.class_delta, c.chain_policy
-    );
-    if c.read_mode != zsmalloc_core::ReadMode::Copy {
-        s += &format!(", read {}", c.read_mode.name());
-    }
-    if c.mem_limit_pages != 0 {
-        s += &format!(", limit {} pages", c.mem_limit_pages);
-    }
-    s
+    r.config.summary()
 }
 
 fn fields(r: &RunResult) -> Vec<(&'static str, String)> {

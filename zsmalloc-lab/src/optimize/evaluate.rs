@@ -1,0 +1,137 @@
+//! Evaluation: one workload on one configuration, reduced to what the optimizer compares —
+//! pages at the end and at the peak, spanning reads, and the same per class.
+
+use crate::config::ConfigSpec;
+use crate::error::{LabError, LabResult};
+use crate::progress::ProgressSink;
+use crate::result::RunResult;
+use crate::runner::{run_parallel, RunOptions};
+use crate::workload::Workload;
+use zsmalloc_core::class_spec::ClassTableSpec;
+use zsmalloc_core::{ClassTable, PoolConfig};
+
+/// One class of an evaluated table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClassFigures {
+    pub size: u32,
+    pub chain: u8,
+    /// The class's pages at the end of the workload.
+    pub pages: u64,
+    /// Reads of its objects that spanned two pages.
+    pub spanning: u64,
+}
+
+/// What one run of a workload on one table measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    pub label: String,
+    /// The table the pool used (a computed table as its explicit equivalent).
+    pub table: ClassTableSpec,
+    pub pages: u64,
+    pub pages_peak: u64,
+    pub reads: u64,
+    pub reads_spanning: u64,
+    /// Per class, in table order.
+    pub classes: Vec<ClassFigures>,
+}
+
+impl Evaluation {
+    /// The figures of a finished run. The per-class pages and spanning reads must add up to
+    /// the pool's: the optimizer's sums rest on it.
+    pub fn from_run(run: &RunResult, cfg: &PoolConfig) -> LabResult<Self> {
+        let table = ClassTable::new(cfg).map_err(LabError::from)?.spec();
+        if run.class_stats.len() != table.classes().len() {
+            return Err(LabError::runtime(format!(
+                "{}: {} class rows for a table of {} classes",
+                run.label,
+                run.class_stats.len(),
+                table.classes().len()
+            )));
+        }
+        let classes: Vec<ClassFigures> = run
+            .class_stats
+            .iter()
+            .zip(table.classes())
+            .map(|(s, c)| ClassFigures {
+                size: c.size,
+                chain: c.chain as u8,
+                pages: s.pages_used,
+                spanning: s.reads_spanning,
+            })
+            .collect();
+        let pages: u64 = classes.iter().map(|c| c.pages).sum();
+        let spanning: u64 = classes.iter().map(|c| c.spanning).sum();
+        if (pages, spanning) != (run.pages, run.reads_spanning) {
+            return Err(LabError::runtime(format!(
+                "{}: the classes hold {pages} pages and {spanning} spanning reads, the pool \
+                 {} and {}",
+                run.label, run.pages, run.reads_spanning
+            )));
+        }
+        Ok(Evaluation {
+            label: run.label.clone(),
+            table,
+            pages: run.pages,
+            pages_peak: run.pages_peak,
+            reads: run.reads,
+            reads_spanning: run.reads_spanning,
+            classes,
+        })
+    }
+}
+
+/// A zsmalloc configuration of `base` (page size, read mode, backing) with an explicit table.
+pub fn with_table(base: &PoolConfig, table: ClassTableSpec) -> PoolConfig {
+    PoolConfig {
+        page_size: table.page_size(),
+        read_mode: base.read_mode,
+        backing: base.backing,
+        class_table: Some(table),
+        ..PoolConfig::default()
+    }
+}
+
+/// Runs `workload` once on each configuration, `jobs` at a time (nothing is timed: the counts
+/// do not depend on the order or the parallelism).
+pub fn evaluate_all(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    jobs: usize,
+    sink: &ProgressSink,
+) -> LabResult<Vec<Evaluation>> {
+    let opts = RunOptions { per_class: false, timing: false, ..RunOptions::default() };
+    let runs = run_parallel(workload, specs, &opts, jobs, sink)?;
+    runs.iter().zip(specs).map(|(run, spec)| Evaluation::from_run(run, &spec.config)).collect()
+}
+
+/// Runs `workload` on one configuration.
+pub fn evaluate(workload: &Workload, spec: &ConfigSpec) -> LabResult<Evaluation> {
+    let mut all = evaluate_all(workload, std::slice::from_ref(spec), 1, &ProgressSink::silent())?;
+    all.pop().ok_or_else(|| LabError::runtime("the evaluation did not run"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workload::kernel_test::KernelTest;
+
+    #[test]
+    fn per_class_figures_add_up_to_the_pools() {
+        let w = Workload::KernelTest(KernelTest { lo: 32, hi: 4096, step: 48, n: 40, seed: 1 });
+        let spec = ConfigSpec { label: "classic".into(), config: PoolConfig::default() };
+        let e = evaluate(&w, &spec).unwrap();
+        assert!(e.pages > 0 && e.reads_spanning > 0);
+        assert_eq!(e.classes.iter().map(|c| c.pages).sum::<u64>(), e.pages);
+        assert_eq!(e.table, ClassTable::new(&PoolConfig::default()).unwrap().spec());
+        // The same table given explicitly measures the same.
+        let explicit = ConfigSpec {
+            label: "explicit".into(),
+            config: with_table(&PoolConfig::default(), e.table.clone()),
+        };
+        let again = evaluate(&w, &explicit).unwrap();
+        assert_eq!(
+            (again.pages, again.pages_peak, again.classes),
+            (e.pages, e.pages_peak, e.classes)
+        );
+    }
+}
