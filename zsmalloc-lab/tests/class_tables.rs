@@ -2,44 +2,11 @@
 //! every object as the exported configuration (the acceptance run, churn with compaction); bad
 //! table files exit 2 naming the line; `optimize` exports tables that reproduce its figures.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
 use serde_json::Value;
 
-fn zsmalloc(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
-        .args(args)
-        .env_remove("ZSMALLOC_CLASS_TABLE")
-        .output()
-        .expect("run the zsmalloc binary")
-}
+mod common;
 
-fn ok(args: &[&str]) -> String {
-    let out = zsmalloc(args);
-    assert!(
-        out.status.success(),
-        "zsmalloc {args:?} failed ({:?}): {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("utf-8 output")
-}
-
-fn json(args: &[&str]) -> Value {
-    let text = ok(args);
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-tables-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use common::{json, ok, s, scratch, zsmalloc};
 
 /// A run's figures and per-class placement, without what names the table rather than measures
 /// it (label, configuration, class indices and merge figures: an explicit table merges nothing).

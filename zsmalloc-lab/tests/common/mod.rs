@@ -8,12 +8,13 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 /// Runs the binary with `args` (the ZSMALLOC_* environment does not reach the lab, but a chain
-/// size or a backend in the test's environment is removed all the same).
+/// size, a backend or a class table in the test's environment is removed all the same).
 pub fn zsmalloc(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
         .args(args)
         .env_remove("ZSMALLOC_CHAIN_SIZE")
         .env_remove("ZSMALLOC_BACKEND")
+        .env_remove("ZSMALLOC_CLASS_TABLE")
         .output()
         .expect("run the zsmalloc binary")
 }
