@@ -44,10 +44,10 @@ step "type stubs match the built module (stubtest)"
 ALLOWLIST="$PWD/zsmalloc-py/stubtest-allowlist.txt"
 (cd "$TARGET" && "$PY" -m mypy.stubtest zsmalloc --allowlist "$ALLOWLIST")
 
-step "the lab's zsmalloc command (zsmalloc.lab runs it)"
+step "the lab's zsmalloc command (zsmalloc.lab and zsmalloc.kernel run it)"
 cargo build --release --quiet -p zsmalloc-lab --bin zsmalloc
-ZSMALLOC_LAB="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/zsmalloc"
-export ZSMALLOC_LAB
+ZSMALLOC_BIN="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/zsmalloc"
+export ZSMALLOC_BIN
 
 step "pytest"
 cd zsmalloc-py

@@ -115,8 +115,10 @@ def measure(n: int = 100_000, repeats: int = 5, seed: int = 694) -> dict:
     """ns per object for each Python operation and its C counterpart, and the ratios."""
     # The C side's pools come from zs_create_pool, which reads ZSMALLOC_*; the Python side's are
     # default pools whatever the environment.
-    # ZSMALLOC_VENV belongs to the test script (scripts/test-python.sh), not to the library.
-    configured = sorted(v for v in os.environ if v.startswith("ZSMALLOC_") and v != "ZSMALLOC_VENV")
+    # ZSMALLOC_VENV (the test script's venv) and ZSMALLOC_BIN (where the zsmalloc command is) are
+    # not read by the library.
+    not_settings = ("ZSMALLOC_VENV", "ZSMALLOC_BIN")
+    configured = sorted(v for v in os.environ if v.startswith("ZSMALLOC_") and v not in not_settings)
     if configured:
         raise ValueError(f"unset {', '.join(configured)}: both sides must use default pools")
     c_side = CSide()

@@ -11,7 +11,7 @@ import pytest
 import zsmalloc.lab as lab
 
 pytestmark = pytest.mark.skipif(
-    not (os.environ.get("ZSMALLOC_LAB") or shutil.which("zsmalloc")),
+    not (os.environ.get("ZSMALLOC_BIN") or shutil.which("zsmalloc")),
     reason="the zsmalloc command is not built (scripts/test-python.sh builds it)",
 )
 

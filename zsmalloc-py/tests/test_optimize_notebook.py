@@ -16,7 +16,7 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "notebooks" / "opt
 
 
 @pytest.mark.skipif(
-    not (os.environ.get("ZSMALLOC_LAB") or shutil.which("zsmalloc")),
+    not (os.environ.get("ZSMALLOC_BIN") or shutil.which("zsmalloc")),
     reason="the zsmalloc command is not built (scripts/test-python.sh builds it)",
 )
 def test_optimize_fleet_notebook_executes():

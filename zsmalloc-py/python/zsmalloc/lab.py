@@ -3,7 +3,7 @@
 Each call runs the ``zsmalloc`` command (the lab, docs/LAB.md) with ``--format json`` and returns
 its report as a dict: ``references`` (classic, heuristic), ``points`` (the frontier, each with
 ``pages``, ``pages_peak``, ``reads_spanning``, ``read_cost``, ``classes`` and ``table``, the table
-in the class-table file format). The command is found as ``ZSMALLOC_LAB`` names it, else on
+in the class-table file format). The command is found as ``ZSMALLOC_BIN`` names it, else on
 ``PATH``.
 
 Many workloads (a fleet's traces, say) fan out over a ``dask.distributed.Client`` when one is
@@ -29,11 +29,11 @@ __all__ = ["command", "optimize", "optimize_many", "frontier_rows"]
 
 
 def command() -> str:
-    """The ``zsmalloc`` command: ``ZSMALLOC_LAB`` if set, else the one on ``PATH``."""
-    found = os.environ.get("ZSMALLOC_LAB") or shutil.which("zsmalloc")
+    """The ``zsmalloc`` command: ``ZSMALLOC_BIN`` if set, else the one on ``PATH``."""
+    found = os.environ.get("ZSMALLOC_BIN") or shutil.which("zsmalloc")
     if not found:
         raise FileNotFoundError(
-            "the zsmalloc command was not found: set ZSMALLOC_LAB or put it on PATH "
+            "the zsmalloc command was not found: set ZSMALLOC_BIN or put it on PATH "
             "(cargo build --release -p zsmalloc-lab)"
         )
     return found
