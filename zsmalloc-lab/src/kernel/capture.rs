@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::check::{KernelFacts, StoredFacts};
 use super::corpus::{CorpusArgs, CorpusFacts};
+use super::device::CompressorArgs;
 use super::host::Host;
 use super::steps::{self, KernelSteps, Op, Phase, Plan, Stored};
 use crate::error::{LabError, LabResult};
@@ -21,12 +22,8 @@ use crate::trace_format::{TraceOp, TraceWriter};
 pub struct CaptureArgs {
     #[command(flatten)]
     pub corpus: CorpusArgs,
-    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
-    #[arg(long, value_name = "ALG")]
-    pub compressor: Option<String>,
-    /// Compression level, through algorithm_params
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub level: Option<i32>,
+    #[command(flatten)]
+    pub codec: CompressorArgs,
     /// The trace file to write
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
@@ -116,8 +113,8 @@ pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
     super::leftover::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
     let plan = Plan {
-        compressor: a.compressor.clone(),
-        level: a.level,
+        compressor: a.codec.compressor.clone(),
+        level: a.codec.level,
         free_share: a.free_share,
         seed: a.seed,
         compact: a.free_share > 0.0,

@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use super::corpus::{CorpusArgs, CorpusFacts};
+use super::device::CompressorArgs;
 use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
 use super::steps::{self, KernelSteps, Phase, Plan, Stored};
@@ -17,12 +18,8 @@ pub const KERNEL_DEFAULT_CHAIN: u32 = 8;
 pub struct CheckArgs {
     #[command(flatten)]
     pub corpus: CorpusArgs,
-    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
-    #[arg(long, value_name = "ALG")]
-    pub compressor: Option<String>,
-    /// Compression level, through algorithm_params
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub level: Option<i32>,
+    #[command(flatten)]
+    pub codec: CompressorArgs,
     /// Share of the written pages discarded after the fill, 0..=1
     #[arg(long, value_name = "F", default_value_t = 0.5)]
     pub free_share: f64,
@@ -153,8 +150,8 @@ pub fn run(a: &CheckArgs) -> LabResult<CheckReport> {
     super::leftover::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
     let plan = Plan {
-        compressor: a.compressor.clone(),
-        level: a.level,
+        compressor: a.codec.compressor.clone(),
+        level: a.codec.level,
         free_share: a.free_share,
         seed: a.seed,
         compact: true,

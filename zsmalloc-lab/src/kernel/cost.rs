@@ -18,7 +18,7 @@ use zsmalloc_core::{Handle, Pool, HDR};
 use super::check::kernel_spec;
 use super::corpus::CorpusArgs;
 use super::cost_report::{self, CostReport, Group, PageCost};
-use super::device::{Device, DeviceSpec};
+use super::device::{CompressorArgs, Device, DeviceSpec};
 use super::host::{self, Host};
 use super::replay::project_pool;
 use crate::cost::hw::last_level_cache_bytes;
@@ -28,12 +28,8 @@ use crate::error::{LabError, LabResult};
 pub struct CostArgs {
     #[command(flatten)]
     pub corpus: CorpusArgs,
-    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
-    #[arg(long, value_name = "ALG")]
-    pub compressor: Option<String>,
-    /// Compression level, through algorithm_params
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub level: Option<i32>,
+    #[command(flatten)]
+    pub codec: CompressorArgs,
     /// Read rounds per condition, interleaved over the pages; a page's time is its median
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub rounds: usize,
@@ -89,8 +85,12 @@ fn measure(
     let corpus_pages = corpus.len() / page;
     // Enough logical pages for the target at a compression ratio of up to 32.
     let pages = (target / page as u64 * 32).max(corpus_pages as u64);
-    let spec =
-        DeviceSpec { compressor: a.compressor.clone(), level: a.level, pages, page_size: page };
+    let spec = DeviceSpec {
+        compressor: a.codec.compressor.clone(),
+        level: a.codec.level,
+        pages,
+        page_size: page,
+    };
     let mut dev = Device::create(&spec)?;
     let spec = kernel_spec(page, super::check::KERNEL_DEFAULT_CHAIN, "classic")?;
     let any = project_pool(&spec)?;
