@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 from typing import Any, Iterable, Optional
+
+from .lab import command
 
 __all__ = ["KernelError", "binary", "check", "capture", "cost", "import_trace", "frame"]
 
@@ -34,15 +35,11 @@ class KernelError(RuntimeError):
 
 
 def binary() -> str:
-    """Path of the ``zsmalloc`` command."""
-    found = os.environ.get("ZSMALLOC_BIN") or shutil.which("zsmalloc")
-    if not found:
-        raise KernelError(
-            "the zsmalloc command was not found: build it (cargo build --release -p "
-            "zsmalloc-lab) and put it on PATH or set ZSMALLOC_BIN",
-            2,
-        )
-    return found
+    """Path of the ``zsmalloc`` command, as :func:`zsmalloc.lab.command` finds it."""
+    try:
+        return command()
+    except FileNotFoundError as e:
+        raise KernelError(str(e), 2) from None
 
 
 def _corpus_args(
