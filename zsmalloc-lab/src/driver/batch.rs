@@ -2,7 +2,7 @@
 //! on the thread CPU clock, then settled (verification, counters, refusals); rare operations
 //! run at once on the clock ([`Driver::timed_now`]).
 
-use super::{Driver, Peak, State, Visitor};
+use super::{Driver, Peak, Slot, Visitor};
 use crate::batch_arena::BatchArena;
 use crate::error::{LabError, LabResult};
 use crate::timing::Clock;
@@ -13,7 +13,20 @@ use zsmalloc_core::{AnyPool, Backend, HANDLE_SIZE};
 pub(super) enum Op {
     Store { slot: usize, payload: Payload, len: usize, objects: u64, bytes: u64 },
     Free { slot: usize },
-    Read { slot: usize, off: usize, len: usize, key: Option<u64>, visit: bool },
+    Read { slot: usize, len: usize, reader: Reader },
+}
+
+/// What a queued read does with the object's bytes while its section is open: what any reader
+/// does, consume them once.
+#[derive(Clone, Copy)]
+pub(super) enum Reader {
+    /// Compares them, in place, with the generated content of this key. A compare reads the
+    /// object once, as a copy out would, and leaves nothing to check after the batch.
+    Verify(u64),
+    /// Copies them into the batch arena at this offset, for the visitor of
+    /// [`Driver::read_each`] (`visit`) or only to consume them (bytes the lab did not generate);
+    /// generated content (`key`) is verified in the copy after the batch.
+    Copy { off: usize, key: Option<u64>, visit: bool },
 }
 
 /// Where a queued store's bytes are.
@@ -26,29 +39,45 @@ pub(super) enum Payload {
     Arena(usize),
 }
 
-/// What the pool answered.
+/// What the pool answered. Refusals are rare: their errors wait in a list of the batch, so an
+/// answer is a few bytes with nothing to drop.
+#[derive(Clone, Copy)]
 pub(super) enum Answer {
     Done,
-    Refused(zsmalloc_core::Error),
-    Read { spanning: bool, end: zsmalloc_core::Result<()> },
+    /// The pool refused; the error's index in the batch's refusals.
+    Refused(usize),
+    /// `verified`: the bytes matched (always true for a [`Reader::Copy`]); `end_refused`: the
+    /// index of the error that ended the section, if it did not end cleanly.
+    Read {
+        spanning: bool,
+        verified: bool,
+        end_refused: Option<usize>,
+    },
 }
 
 impl<'p> Driver<'p> {
-    /// Runs the queued operations: their pool calls back to back on the thread CPU clock, then
-    /// the bookkeeping (verification, counters, refusals). `visit` sees the bytes of reads
-    /// queued by [`Self::read_each`].
+    /// Runs the queued operations: their pool calls back to back on the thread CPU clock, each
+    /// read consuming its object inside its section ([`Reader`]), then the bookkeeping
+    /// (counters, refusals, verdicts). `visit` sees the bytes of reads queued by
+    /// [`Self::read_each`].
     pub(super) fn flush(&mut self, mut visit: Option<Visitor<'_>>) -> LabResult<()> {
         if self.queue.is_empty() {
             return Ok(());
         }
         let ops = std::mem::take(&mut self.queue);
         let mut answers = std::mem::take(&mut self.answers);
+        let mut refusals = std::mem::take(&mut self.refusals);
         let mut arena = std::mem::replace(&mut self.arena, BatchArena::with_capacity(0));
         answers.clear();
+        refusals.clear();
         let (pool, words, content) = (self.pool, &self.words, &self.content);
         let local = self.local.as_mut_ptr();
         let mut peak_pages = self.peak.pages;
         let mut peak_at = None;
+        let mut refuse = |e: zsmalloc_core::Error| {
+            refusals.push(e);
+            refusals.len() - 1
+        };
         let t0 = Clock::now_ns();
         for (i, op) in ops.iter().enumerate() {
             let answer = match *op {
@@ -69,15 +98,15 @@ impl<'p> Driver<'p> {
                             }
                             Answer::Done
                         }
-                        Err(e) => Answer::Refused(e),
+                        Err(e) => Answer::Refused(refuse(e)),
                     }
                 }
                 // SAFETY: the word holds an object of this pool (checked when queued).
                 Op::Free { slot, .. } => match unsafe { pool.free_raw(super::word(words, slot)) } {
                     Ok(()) => Answer::Done,
-                    Err(e) => Answer::Refused(e),
+                    Err(e) => Answer::Refused(refuse(e)),
                 },
-                Op::Read { slot, off, len, .. } => {
+                Op::Read { slot, len, reader } => {
                     let word = super::word(words, slot);
                     // SAFETY: `local` holds page + HDR bytes; the word holds an object.
                     match unsafe { pool.read_begin_raw(word, len, local) } {
@@ -85,20 +114,24 @@ impl<'p> Driver<'p> {
                             // The kernel's test: a spanning object was copied to
                             // local_copy + ZS_HANDLE_SIZE.
                             let spanning = std::ptr::eq(p, local.wrapping_add(HANDLE_SIZE));
-                            // SAFETY: the section is open, `p` points at `len` readable
-                            // bytes; the arena holds `len` bytes at `off` for this read.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    p,
-                                    arena.get_mut(off, len).as_mut_ptr(),
-                                    len,
-                                )
+                            // SAFETY: the section is open: `p` points at `len` readable bytes
+                            // until it ends below.
+                            let data = unsafe { std::slice::from_raw_parts(p, len) };
+                            let verified = match reader {
+                                Reader::Verify(key) => content.verify(key, data),
+                                Reader::Copy { off, .. } => {
+                                    arena.get_mut(off, len).copy_from_slice(data);
+                                    true
+                                }
                             };
-                            // SAFETY: ends the section begun above.
-                            let end = unsafe { pool.read_end_raw(word, Some(len)) };
-                            Answer::Read { spanning, end }
+                            // SAFETY: ends the section begun above; `data` is not used after.
+                            let end_refused = match unsafe { pool.read_end_raw(word, Some(len)) } {
+                                Ok(()) => None,
+                                Err(e) => Some(refuse(e)),
+                            };
+                            Answer::Read { spanning, verified, end_refused }
                         }
-                        Err(e) => Answer::Refused(e),
+                        Err(e) => Answer::Refused(refuse(e)),
                     }
                 }
             };
@@ -111,8 +144,8 @@ impl<'p> Driver<'p> {
             }
         }
         let mut result = Ok(());
-        for (op, answer) in ops.iter().zip(answers.drain(..)) {
-            let r = self.settle(op, answer, &arena, &mut visit);
+        for (op, &answer) in ops.iter().zip(&answers) {
+            let r = self.settle(op, answer, &mut refusals, &arena, &mut visit);
             if r.is_err() {
                 result = r;
                 break;
@@ -121,20 +154,24 @@ impl<'p> Driver<'p> {
         arena.clear();
         self.arena = arena;
         self.answers = answers;
+        self.refusals = refusals;
         let mut ops = ops;
         ops.clear();
         self.queue = ops;
         result
     }
 
-    /// The bookkeeping of one answered operation.
+    /// The bookkeeping of one answered operation; `refusals` holds the batch's errors.
     fn settle(
         &mut self,
         op: &Op,
         answer: Answer,
+        refusals: &mut [zsmalloc_core::Error],
         arena: &BatchArena,
         visit: &mut Option<Visitor<'_>>,
     ) -> LabResult<()> {
+        let mut error =
+            |i: usize| std::mem::replace(&mut refusals[i], zsmalloc_core::Error::OutOfMemory);
         match (op, answer) {
             (&Op::Store { len, .. }, Answer::Done) => {
                 self.counters.stores += 1;
@@ -143,22 +180,22 @@ impl<'p> Driver<'p> {
                 }
                 Ok(())
             }
-            (&Op::Store { slot, len, .. }, Answer::Refused(e)) => {
+            (&Op::Store { slot, len, .. }, Answer::Refused(i)) => {
                 // Queued as stored: undo.
-                if self.state[slot].holds_object() && self.lens[slot] as usize == len {
-                    self.state[slot] = State::Empty;
-                    self.lens[slot] = 0;
+                let s = self.slots[slot];
+                if s.state.holds_object() && s.len as usize == len {
+                    self.slots[slot] = Slot::EMPTY;
                     self.live_objects -= 1;
                     self.live_bytes -= len as u64;
                 }
-                self.store_failed(slot, e).map(|_| ())
+                self.store_failed(slot, error(i)).map(|_| ())
             }
             (&Op::Free { .. }, Answer::Done) => {
                 self.counters.frees += 1;
                 Ok(())
             }
-            (&Op::Free { slot, .. }, Answer::Refused(e)) => self.refused("free", slot, &e),
-            (&Op::Read { slot, off, len, key, visit: v }, Answer::Read { spanning, end }) => {
+            (&Op::Free { slot, .. }, Answer::Refused(i)) => self.refused("free", slot, &error(i)),
+            (&Op::Read { slot, len, reader }, Answer::Read { spanning, verified, end_refused }) => {
                 self.counters.reads += 1;
                 if spanning {
                     self.counters.kernel_spanning += 1;
@@ -170,25 +207,26 @@ impl<'p> Driver<'p> {
                         }
                     }
                 }
-                let data = arena.get(off, len);
-                if let Some(k) = key {
-                    if !self.content.verify(k, data) {
-                        return Err(LabError::Verify(format!(
-                            "object {slot} ({len} bytes) does not read back as written"
-                        )));
+                if !verified {
+                    return Err(mismatch(slot, len));
+                }
+                if let Reader::Copy { off, key, visit: v } = reader {
+                    let data = arena.get(off, len);
+                    if key.is_some_and(|k| !self.content.verify(k, data)) {
+                        return Err(mismatch(slot, len));
+                    }
+                    if v {
+                        if let Some(f) = visit.as_mut() {
+                            f(slot, data)?;
+                        }
                     }
                 }
-                if v {
-                    if let Some(f) = visit.as_mut() {
-                        f(slot, data)?;
-                    }
-                }
-                match end {
-                    Ok(()) => Ok(()),
-                    Err(e) => self.refused("read end", slot, &e),
+                match end_refused {
+                    None => Ok(()),
+                    Some(i) => self.refused("read end", slot, &error(i)),
                 }
             }
-            (&Op::Read { slot, .. }, Answer::Refused(e)) => self.refused("read", slot, &e),
+            (&Op::Read { slot, .. }, Answer::Refused(i)) => self.refused("read", slot, &error(i)),
             (_, _) => Err(LabError::runtime("internal: an answer does not match its operation")),
         }
     }
@@ -204,4 +242,8 @@ impl<'p> Driver<'p> {
         self.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
         Ok(r)
     }
+}
+
+fn mismatch(slot: usize, len: usize) -> LabError {
+    LabError::Verify(format!("object {slot} ({len} bytes) does not read back as written"))
 }

@@ -5,9 +5,11 @@
 //!
 //! Timing: stores, frees and reads are queued and run in batches. A batch's pool calls run back to
 //! back on the thread CPU clock ([`crate::timing`]): generated store payloads are slices of the
-//! content pattern and caller-supplied ones are staged before the batch, and each read copies its
-//! object out (as any reader consumes it) to be verified after the batch. So the timed phase is the
-//! pool calls, not the lab's payload generation and verification. Other operations (malloc, write,
+//! content pattern and caller-supplied ones are staged before the batch; each read consumes its
+//! object once inside its section, as any reader does: generated content is compared in place
+//! with its pattern, other bytes are copied out for whoever looks at them after the batch. So the
+//! timed phase is the pool calls and one pass over each object read, not the lab's payload
+//! generation or bookkeeping. Other operations (malloc, write,
 //! scatter-gather reads, moves, compaction) are rare and timed one by one. Under a memory limit
 //! every operation is its own batch, so a refused store is known at once.
 //!
@@ -56,6 +58,20 @@ impl State {
     }
 }
 
+/// One slot's record: 16 bytes, so a slot's checks and updates touch one cache line.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    /// The content key of a [`State::Pattern`] object.
+    key: u64,
+    /// The object's length (0 when empty).
+    len: u32,
+    state: State,
+}
+
+impl Slot {
+    const EMPTY: Slot = Slot { key: 0, len: 0, state: State::Empty };
+}
+
 /// Runs operations on one pool.
 pub struct Driver<'p> {
     pool: &'p AnyPool,
@@ -64,9 +80,8 @@ pub struct Driver<'p> {
     page: usize,
     huge_len: usize,
     words: HandleWords,
-    state: Vec<State>,
-    lens: Vec<u32>,
-    keys: Vec<u64>,
+    /// What each slot holds, indexed like `words`.
+    slots: Vec<Slot>,
     content: Content,
     scratch: Vec<u8>,
     local: Vec<u8>,
@@ -84,6 +99,8 @@ pub struct Driver<'p> {
     ops: u64,
     queue: Vec<Op>,
     answers: Vec<Answer>,
+    /// The errors of a batch's refused operations (see [`Answer::Refused`]).
+    refusals: Vec<zsmalloc_core::Error>,
     /// Caller-supplied store payloads and read copies of the queued operations.
     arena: BatchArena,
     batch_ops: usize,
@@ -118,9 +135,7 @@ impl<'p> Driver<'p> {
             page,
             huge_len: pool.huge_class_size(),
             words: HandleWords::new(),
-            state: Vec::new(),
-            lens: Vec::new(),
-            keys: Vec::new(),
+            slots: Vec::new(),
             content: Content::new(seed, page),
             scratch: Vec::with_capacity(page),
             local: vec![0u8; page + HANDLE_SIZE],
@@ -138,6 +153,7 @@ impl<'p> Driver<'p> {
             ops: 0,
             queue: Vec::with_capacity(BATCH_OPS),
             answers: Vec::with_capacity(BATCH_OPS),
+            refusals: Vec::new(),
             arena: BatchArena::with_capacity(BATCH_BYTES + page),
             batch_ops: if limited { 1 } else { BATCH_OPS },
             cpu: CpuTimer::new(),
@@ -178,9 +194,7 @@ impl<'p> Driver<'p> {
                 HandleWords::capacity()
             ))
         })?;
-        self.state.push(State::Empty);
-        self.lens.push(0);
-        self.keys.push(0);
+        self.slots.push(Slot::EMPTY);
         Ok(i)
     }
 
@@ -190,12 +204,12 @@ impl<'p> Driver<'p> {
 
     /// Whether `slot` holds an object in the pool.
     pub fn holds(&self, slot: usize) -> bool {
-        self.state.get(slot).is_some_and(|s| s.holds_object())
+        self.slots.get(slot).is_some_and(|s| s.state.holds_object())
     }
 
     /// Whether `slot` holds a same-filled page kept outside the pool.
     pub fn is_same(&self, slot: usize) -> bool {
-        self.state.get(slot) == Some(&State::Same)
+        self.slots.get(slot).is_some_and(|s| s.state == State::Same)
     }
 
     /// Runs the queued operations, so the pool is up to date (before reading its figures).
@@ -230,7 +244,7 @@ impl<'p> Driver<'p> {
     }
 
     /// Counts an operation; runs the batch when it is full or a timeline sample is due.
-    #[inline]
+    #[inline(always)]
     fn op_done(&mut self) -> LabResult<()> {
         self.ops += 1;
         let sample = self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every);
@@ -239,13 +253,20 @@ impl<'p> Driver<'p> {
             || self.queue.len() >= self.batch_ops
             || self.arena.len() >= BATCH_BYTES
         {
-            self.must_flush = false;
-            self.flush(None)?;
+            self.batch_done(sample)?;
         }
+        self.progress.tick(self.ops);
+        Ok(())
+    }
+
+    /// [`Self::op_done`]'s rare branch, out of line so the common one stays a few instructions.
+    #[inline(never)]
+    fn batch_done(&mut self, sample: bool) -> LabResult<()> {
+        self.must_flush = false;
+        self.flush(None)?;
         if sample {
             self.sample();
         }
-        self.progress.tick(self.ops);
         Ok(())
     }
 
@@ -282,19 +303,27 @@ impl<'p> Driver<'p> {
         }
     }
 
+    /// Live objects by length (index: length in bytes, up to the page).
+    fn live_by_len(&self) -> Vec<u64> {
+        let mut n = vec![0u64; self.page + 1];
+        for s in &self.slots {
+            if s.state.holds_object() {
+                n[(s.len as usize).min(self.page)] += 1;
+            }
+        }
+        n
+    }
+
     /// Bytes the live objects lose to class merging, per class index.
-    fn merge_waste(&self) -> Vec<(u32, u64)> {
+    fn merge_waste(&self, by_len: &[u64]) -> Vec<(u32, u64)> {
         let Some(table) = self.table else { return Vec::new() };
         let classes = table.classes();
         let mut waste = vec![0u64; classes.len()];
-        for slot in 0..self.words.len() {
-            if !self.holds(slot) {
-                continue;
-            }
-            let size = self.lens[slot] as usize + HANDLE_SIZE;
+        for (len, &n) in by_len.iter().enumerate().filter(|&(_, &n)| n > 0) {
+            let size = len + HANDLE_SIZE;
             let pos = table.position(size);
             let own = table.own_size(size);
-            waste[pos] += u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
+            waste[pos] += n * u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
         }
         classes.iter().zip(waste).map(|(c, w)| (c.index, w)).collect()
     }
@@ -314,12 +343,11 @@ impl<'p> Driver<'p> {
         let classes = self.table.map_or(&[][..], |t| t.classes());
         let spanning_reads =
             classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
-        let huge_pages = (0..self.words.len())
-            .filter(|&s| self.holds(s) && self.lens[s] as usize >= self.huge_len)
-            .count() as u64;
+        let by_len = self.live_by_len();
+        let huge_pages = by_len.iter().skip(self.huge_len).sum();
         Ok(Outcome {
             huge_pages,
-            merge_waste: self.merge_waste(),
+            merge_waste: self.merge_waste(&by_len),
             spanning_reads,
             counters: std::mem::take(&mut self.counters),
             samples: std::mem::take(&mut self.samples),
@@ -365,6 +393,44 @@ mod tests {
         let out = d.finish().unwrap();
         assert!(out.peak.pages > 0 && out.peak.objects == 2, "{:?}", out.peak);
         assert!(out.cpu.sections() > 0);
+    }
+
+    /// Overwrites the object of `slot` behind the driver's back, as a faulty pool would.
+    fn corrupt(pool: &AnyPool, d: &Driver<'_>, slot: usize) {
+        let len = d.slots[slot].len as usize;
+        let mut bytes = d.content.bytes(d.slots[slot].key, len).to_vec();
+        bytes[len / 2] ^= 1;
+        // SAFETY: the word holds an object of `len` bytes of this pool; no section is open.
+        unsafe { pool.write_raw(word(&d.words, slot), &bytes) }.unwrap();
+    }
+
+    #[test]
+    fn a_changed_object_fails_verification_in_every_read_path() {
+        let pool = AnyPool::with_name("t", PoolConfig::default()).unwrap();
+        let mut d = driver(&pool, true);
+        // One object inside a page, one spanning two (the kernel test's second 3000-byte
+        // object straddles a page boundary of its class).
+        let slots: Vec<usize> = (0..4).map(|_| d.new_slot().unwrap()).collect();
+        for (&s, len) in slots.iter().zip([100, 3000, 3000, 3000]) {
+            assert!(d.store(s, len).unwrap());
+        }
+        d.sync().unwrap();
+        for &s in &slots {
+            d.read(s, None).unwrap();
+        }
+        d.sync().expect("untouched objects verify");
+        assert!(d.counters().kernel_spanning > 0, "one of the objects spans two pages");
+        for &s in &slots {
+            corrupt(&pool, &d, s);
+            d.read(s, None).unwrap();
+            let e = d.sync().expect_err("read in place");
+            assert!(matches!(e, LabError::Verify(_)), "{e}");
+            let e = d.read_each(&[s], |_, _| Ok(())).expect_err("copied for a visitor");
+            assert!(matches!(e, LabError::Verify(_)), "{e}");
+            let len = d.slots[s].len as usize;
+            let e = d.read_sg(s, len).expect_err("scatter-gather");
+            assert!(matches!(e, LabError::Verify(_)), "{e}");
+        }
     }
 
     #[test]

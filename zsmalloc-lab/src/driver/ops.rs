@@ -1,8 +1,8 @@
 //! The driver's operations as workloads call them: store, malloc, write, free, reads (one,
 //! many, scatter-gather), move and compaction, each recorded, checked and queued or run.
 
-use super::batch::{Op, Payload};
-use super::{Driver, State, BATCH_BYTES};
+use super::batch::{Op, Payload, Reader};
+use super::{Driver, Slot, State, BATCH_BYTES};
 use crate::error::{LabError, LabResult};
 use crate::trace_format::TraceOp;
 use zsmalloc_core::Backend;
@@ -22,22 +22,21 @@ impl<'p> Driver<'p> {
 
     /// Marks `slot` as holding an object (the pool call may still be queued).
     fn stored(&mut self, slot: usize, state: State, len: usize, key: u64) {
-        self.state[slot] = state;
-        self.lens[slot] = len as u32;
-        self.keys[slot] = key;
+        self.slots[slot] = Slot { key, len: len as u32, state };
         self.live_objects += 1;
         self.live_bytes += len as u64;
     }
 
     /// Takes a same-filled page out of `slot` before it is reused (not a pool operation).
     fn drop_same(&mut self, slot: usize) {
-        if self.state[slot] == State::Same {
-            self.state[slot] = State::Empty;
+        if self.slots[slot].state == State::Same {
+            self.slots[slot].state = State::Empty;
             self.same_pages -= 1;
         }
     }
 
     /// Checks a store before it is queued; `Ok(false)`: refused now.
+    #[inline]
     fn store_allowed(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         if self.holds(slot) {
             self.refused("store", slot, &zsmalloc_core::Error::HandleInUse)?;
@@ -107,8 +106,8 @@ impl<'p> Driver<'p> {
         if self.holds(slot) {
             return Err(LabError::runtime(format!("slot {slot} already holds an object")));
         }
-        if self.state[slot] != State::Same {
-            self.state[slot] = State::Same;
+        if self.slots[slot].state != State::Same {
+            self.slots[slot].state = State::Same;
             self.same_pages += 1;
         }
         self.counters.same_seen += 1;
@@ -151,7 +150,7 @@ impl<'p> Driver<'p> {
     pub fn write(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         self.check_slot(slot)?;
         self.record(TraceOp::Write { id: slot as u64, len })?;
-        let r = if !self.holds(slot) || self.lens[slot] as usize != len {
+        let r = if !self.holds(slot) || self.slots[slot].len as usize != len {
             let why = if self.holds(slot) { "wrong length" } else { "empty handle" };
             self.refused("write", slot, &why).map(|_| false)
         } else {
@@ -165,8 +164,8 @@ impl<'p> Driver<'p> {
             self.scratch = data;
             match r? {
                 Ok(()) => {
-                    self.state[slot] = State::Pattern;
-                    self.keys[slot] = key;
+                    self.slots[slot].state = State::Pattern;
+                    self.slots[slot].key = key;
                     Ok(true)
                 }
                 Err(e) => self.refused("write", slot, &e).map(|_| false),
@@ -179,27 +178,30 @@ impl<'p> Driver<'p> {
     /// Frees the object of `slot` (an empty slot: no-op; a same-filled page: dropped).
     pub fn free(&mut self, slot: usize) -> LabResult<()> {
         self.check_slot(slot)?;
-        if self.state[slot] == State::Same {
+        if self.slots[slot].state == State::Same {
             self.drop_same(slot);
             return Ok(());
         }
         self.record(TraceOp::Free { id: slot as u64 })?;
         if self.holds(slot) {
-            let len = self.lens[slot] as usize;
+            let len = self.slots[slot].len as usize;
             self.live_objects -= 1;
             self.live_bytes -= len as u64;
-            self.state[slot] = State::Empty;
-            self.lens[slot] = 0;
+            self.slots[slot] = Slot::EMPTY;
             self.queue.push(Op::Free { slot });
         }
         self.op_done()
     }
 
     fn queue_read(&mut self, slot: usize, visit: bool) {
-        let len = self.lens[slot] as usize;
-        let key = (self.state[slot] == State::Pattern).then_some(self.keys[slot]);
-        let off = self.arena.reserve(len);
-        self.queue.push(Op::Read { slot, off, len, key, visit });
+        let Slot { key, len, state } = self.slots[slot];
+        let len = len as usize;
+        let key = (state == State::Pattern).then_some(key);
+        let reader = match key {
+            Some(key) if !visit => Reader::Verify(key),
+            _ => Reader::Copy { off: self.arena.reserve(len), key, visit },
+        };
+        self.queue.push(Op::Read { slot, len, reader });
     }
 
     /// A read section on the object of `slot`, verifying generated content. `len`: the length
@@ -208,7 +210,7 @@ impl<'p> Driver<'p> {
     /// [`Self::sync`]).
     pub fn read(&mut self, slot: usize, len: Option<usize>) -> LabResult<bool> {
         self.check_slot(slot)?;
-        let stored = self.lens[slot] as usize;
+        let stored = self.slots[slot].len as usize;
         let len = len.unwrap_or(stored);
         self.record(TraceOp::Read { id: slot as u64, len })?;
         let r = if !self.holds(slot) || len != stored {
@@ -233,7 +235,7 @@ impl<'p> Driver<'p> {
         for chunk in slots.chunks(self.batch_ops) {
             for &slot in chunk {
                 self.check_slot(slot)?;
-                let len = self.lens[slot] as usize;
+                let len = self.slots[slot].len as usize;
                 self.record(TraceOp::Read { id: slot as u64, len })?;
                 if self.holds(slot) {
                     self.queue_read(slot, true);
@@ -259,7 +261,7 @@ impl<'p> Driver<'p> {
     pub fn read_sg(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         self.check_slot(slot)?;
         self.record(TraceOp::ReadSg { id: slot as u64, len })?;
-        let stored = self.lens[slot] as usize;
+        let stored = self.slots[slot].len as usize;
         let r = if !self.holds(slot) || len != stored {
             let why = if self.holds(slot) { "wrong length" } else { "empty handle" };
             self.refused("read_sg", slot, &why).map(|_| false)
@@ -287,8 +289,8 @@ impl<'p> Driver<'p> {
                 Err(e) => self.refused("read_sg", slot, &e).map(|_| false),
                 Ok((n, ended)) => {
                     self.counters.reads += 1;
-                    if self.state[slot] == State::Pattern
-                        && !self.content.verify(self.keys[slot], &self.scratch)
+                    if self.slots[slot].state == State::Pattern
+                        && !self.content.verify(self.slots[slot].key, &self.scratch)
                     {
                         return Err(LabError::Verify(format!(
                             "object {slot} ({len} bytes) does not read back as written (sg)"
@@ -320,11 +322,8 @@ impl<'p> Driver<'p> {
             })?;
             match r {
                 Ok(()) => {
-                    self.state[to] = self.state[from];
-                    self.lens[to] = self.lens[from];
-                    self.keys[to] = self.keys[from];
-                    self.state[from] = State::Empty;
-                    self.lens[from] = 0;
+                    self.slots[to] = self.slots[from];
+                    self.slots[from] = Slot::EMPTY;
                 }
                 Err(e) => self.refused("move", from, &e)?,
             }
