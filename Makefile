@@ -42,7 +42,7 @@ EX_LINK = -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
 # examples/: programs a user would copy. tests/c/: programs that check or measure the library.
 EXAMPLES := zsmalloc_test zram_store compat_demo replay
 C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel read_modes reliability \
-  class_tables
+  class_tables kernel_test_zs
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 TEST_BINS := $(addprefix $(TESTDIR)/,$(C_TESTS))
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
@@ -80,6 +80,8 @@ $(EXDIR)/%: examples/%.c $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(EXDIR)
 
 $(TESTDIR)/%: tests/c/%.c tests/c/check.h $(HEADERS) $(LIBDIR)/libzsmalloc.so | $(TESTDIR)
 	$(CC) $(EX_CFLAGS) $(WARN) $(SANFLAGS) -Iinclude -o $@ $< $(EX_LINK) $(EXTRA_LIBS_$*)
+
+$(TESTDIR)/kernel_test_zs: tests/c/kernel_test_content.h
 
 EXTRA_LIBS_zram_store := -llz4
 EXTRA_LIBS_mt_stress := -pthread

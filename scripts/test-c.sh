@@ -19,7 +19,8 @@
 #      and mt_stress re-run under ZSMALLOC_READ_MODE=map and =contiguous: copy's figures, 0 bytes
 #      copied; zsmalloc_test there: BASE's pages and spanning objects, 0 bytes copied); class
 #      tables (tests/c/class_tables.c; zsmalloc_test with mainline's and the heuristic's
-#      chain-10 tables as ZSMALLOC_CLASS_TABLE files printing the RFC's lines);
+#      chain-10 tables as ZSMALLOC_CLASS_TABLE files printing the RFC's lines); kernel_test_zs
+#      (the main run's benchmark on the library) verifying every object with BASE's figures;
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -248,6 +249,11 @@ for run in classic:base heuristic:patched; do
   diff -u "$tmp/${run#*:}" "$tmp/kout.$policy" || fail "zsmalloc_test_kernel under $policy"
   ok "the same from kernel-style code on zsmalloc_compat.h (tests/c/zsmalloc_test_kernel.c)"
 done
+# The main run's allocator share (scripts/bench-main-run.sh): the lab's content, the RFC's pages.
+ZSMALLOC_CHAIN_SIZE=10 "$tsan/kernel_test_zs" >"$tmp/kt_zs.out"
+grep -qx 'objects 339598 bytes 698213488 verified 339598 pages 175111 spanning 110377' \
+  "$tmp/kt_zs.out" || fail "kernel_test_zs: $(cat "$tmp/kt_zs.out")"
+ok "kernel_test_zs verifies every object, with the RFC's BASE pages and spanning objects"
 if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env.err"; then
   fail "ZSMALLOC_CHAIN_SIZE=17 accepted"
 fi
@@ -408,12 +414,13 @@ vg "$tplain/bad_input" >/dev/null 2>"$tmp/vg.err" || { cat "$tmp/vg.err"; fail "
 vg "$plain/compat_demo" >/dev/null
 vg "$plain/zsmalloc_test" 32 4080 16 4 >/dev/null
 vg "$tplain/zsmalloc_test_kernel" 32 4080 16 2 >/dev/null
+vg "$tplain/kernel_test_zs" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$tplain/read_modes" 3000 >/dev/null
 vg "$tplain/reliability" >/dev/null
 vg "$tplain/class_tables" >/dev/null 2>"$tmp/vg.tables.err" || { cat "$tmp/vg.tables.err"; fail "valgrind class_tables"; }
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), mt_stress, read_modes, reliability, class_tables, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), kernel_test_zs, mt_stress, read_modes, reliability, class_tables, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

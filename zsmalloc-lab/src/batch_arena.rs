@@ -1,5 +1,6 @@
 //! The bytes of one batch of queued operations: caller-supplied store payloads staged before the
-//! batch runs, and the copies reads make while it runs.
+//! batch runs, and the copies made while it runs by the reads whose bytes are looked at after it
+//! (a visitor's, or bytes the lab did not generate).
 //!
 //! The buffer is reused from batch to batch and never cleared: a range handed out by
 //! [`BatchArena::reserve`] is written by its operation (the staged payload, or the read's copy)

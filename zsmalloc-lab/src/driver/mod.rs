@@ -101,7 +101,8 @@ pub struct Driver<'p> {
     answers: Vec<Answer>,
     /// The errors of a batch's refused operations (see [`Answer::Refused`]).
     refusals: Vec<zsmalloc_core::Error>,
-    /// Caller-supplied store payloads and read copies of the queued operations.
+    /// Caller-supplied store payloads of the queued operations, and the copies of reads that a
+    /// visitor looks at (or of bytes the lab did not generate).
     arena: BatchArena,
     batch_ops: usize,
     cpu: CpuTimer,
