@@ -11,7 +11,7 @@
 //! Points are per thread, so tests running in parallel do not see each other's faults. The C
 //! library exposes [`arm`] as the hidden symbol `zsmalloc_fault_inject` (for its C tests, the
 //! fuzzer and the Python tests through ctypes). New points are added at the end of [`Point`]
-//! and tested with [`fails`] at the start of the call they stand for.
+//! and tested with `fails` at the start of the call they stand for.
 
 use std::cell::Cell;
 

@@ -15,7 +15,7 @@ use crate::error::LabResult;
 /// Objects stored at most for the measurement.
 const MAX_OBJECTS: usize = 65_536;
 
-/// Stores the corpus once (up to [`MAX_OBJECTS`]) through pool-owned handles and reads the
+/// Stores the corpus once (up to `MAX_OBJECTS`) through pool-owned handles and reads the
 /// growth of the handle tables; `None` without a zsmalloc configuration.
 pub fn measure(opts: &CostOptions, corpora: &[Compressed]) -> LabResult<Option<HandleMemory>> {
     let Some((spec, any)) = opts.specs.iter().find_map(|s| {

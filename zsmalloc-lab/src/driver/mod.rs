@@ -14,8 +14,8 @@
 //! every operation is its own batch, so a refused store is known at once.
 //!
 //! By job: this file holds the driver's state, phases, timeline samples and the outcome;
-//! [`ops`] the operations workloads call; [`batch`] the queue and its timed runs;
-//! [`outcome`] what a finished run hands back.
+//! `ops` the operations workloads call; `batch` the queue and its timed runs;
+//! `outcome` what a finished run hands back.
 
 mod batch;
 mod ops;

@@ -1,7 +1,7 @@
 //! A private zram device, safe by construction: the only way to get a [`Device`] is
 //! [`Device::create`], which makes a new device through `hot_add`; every method acts on that
 //! device only, and dropping it (normal end, error, panic) removes it through `hot_remove`.
-//! SIGINT/SIGTERM/SIGHUP remove it too ([`super::signals`]); a SIGKILL leaves a record under
+//! SIGINT/SIGTERM/SIGHUP remove it too (`signals`); a SIGKILL leaves a record under
 //! `/run` that the next start acts on ([`super::leftover`]). No other device (zram0 included)
 //! is ever opened, reset or removed, and nothing is swapped on.
 //!

@@ -2,7 +2,7 @@
 //! a private zram device of the running kernel, driven page by page, read through `mm_stat`.
 //!
 //! - [`host`]: root, zram control, release, page size, memory; [`device`]: one device this
-//!   process created, removed on every exit ([`signals`] for SIGINT/SIGTERM, [`leftover`] for
+//!   process created, removed on every exit (`signals` for SIGINT/SIGTERM, [`leftover`] for
 //!   a killed run); [`mm_stat`]: the kernel's line;
 //! - [`steps`]: fill, discard, compact on the device, the kernel's outcome per step;
 //! - [`replay`]: the same steps through the project's pool, compared step by step;
