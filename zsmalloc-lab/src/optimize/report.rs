@@ -3,6 +3,7 @@
 use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
+use crate::report::grid::align;
 use crate::result::{delta_str, delta_tenths_u64, WorkloadDesc};
 
 /// How reads are priced.
@@ -282,7 +283,7 @@ impl OptimizeReport {
                 p.changed.map_or_else(String::new, |c| c.to_string()),
             ]);
         }
-        align(&table)
+        align(&table, 2)
     }
 }
 
@@ -304,31 +305,6 @@ fn format_cost(cost: f64) -> String {
     } else {
         format!("{cost:.1}")
     }
-}
-
-/// Columns right-aligned (the first two left), two spaces apart.
-fn align(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width: Vec<usize> = (0..cols)
-        .map(|c| rows.iter().map(|r| r.get(c).map_or(0, String::len)).max().unwrap_or(0))
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(c, s)| {
-                if c < 2 {
-                    format!("{s:<w$}", w = width[c])
-                } else {
-                    format!("{s:>w$}", w = width[c])
-                }
-            })
-            .collect();
-        out += cells.join("  ").trim_end();
-        out.push('\n');
-    }
-    out
 }
 
 #[cfg(test)]
