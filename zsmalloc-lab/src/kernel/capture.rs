@@ -136,9 +136,7 @@ pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
 impl CaptureReport {
     pub fn render(&self, format: &str) -> LabResult<String> {
         if format == "json" {
-            return serde_json::to_string_pretty(self)
-                .map(|s| s + "\n")
-                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+            return crate::report::json(self);
         }
         let k = &self.kernel;
         let s = &self.stored;

@@ -211,9 +211,7 @@ impl CheckReport {
 
     pub fn render(&self, format: &str) -> LabResult<String> {
         if format == "json" {
-            return serde_json::to_string_pretty(self)
-                .map(|s| s + "\n")
-                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+            return crate::report::json(self);
         }
         Ok(self.table())
     }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::corpus::CorpusFacts;
 use super::host::Host;
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 
 /// What the project's placement says about a page's object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -268,9 +268,7 @@ impl CostReport {
 
     pub fn render(&self, format: &str) -> LabResult<String> {
         if format == "json" {
-            return serde_json::to_string_pretty(self)
-                .map(|s| s + "\n")
-                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+            return crate::report::json(self);
         }
         let mut out = format!(
             "kernel {} (page {}), zram {}; corpus: {} ({} pages); last-level cache {}; {} \

@@ -300,9 +300,7 @@ pub fn run(a: &ImportArgs) -> LabResult<ImportReport> {
 impl ImportReport {
     pub fn render(&self, format: &str) -> LabResult<String> {
         if format == "json" {
-            return serde_json::to_string_pretty(self)
-                .map(|s| s + "\n")
-                .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")));
+            return crate::report::json(self);
         }
         let mut out = format!(
             "wrote {}: {} stores, {} frees, {} compactions from {} lines of {}\n",

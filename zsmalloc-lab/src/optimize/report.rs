@@ -166,9 +166,7 @@ impl OptimizeReport {
     }
 
     pub fn to_json(&self) -> LabResult<String> {
-        serde_json::to_string_pretty(self)
-            .map(|s| s + "\n")
-            .map_err(|e| LabError::runtime(format!("cannot write JSON: {e}")))
+        crate::report::json(self)
     }
 
     /// The human-readable table: references first, then the points; `*` marks points that
