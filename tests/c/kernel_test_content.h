@@ -9,6 +9,7 @@
 #define KERNEL_TEST_CONTENT_H
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,8 @@ static const unsigned char *kt_content(uint64_t id)
 	return kt_pattern + kt_mix64(1 ^ kt_mix64(id)) % KT_OFFSETS;
 }
 
-/* Parses [LO HI STEP N] (defaults 32 4080 16 1337, the RFC's run); 0 on success. */
+/* Parses [LO HI STEP N] (defaults 32 4080 16 1337, the RFC's run); 0 on success, else -1 after
+ * printing the usage. */
 static int kt_args(int argc, char **argv, size_t *lo, size_t *hi, size_t *step, size_t *n)
 {
 	*lo = 32, *hi = 4080, *step = 16, *n = 1337;
@@ -47,12 +49,13 @@ static int kt_args(int argc, char **argv, size_t *lo, size_t *hi, size_t *step, 
 		*hi = strtoul(argv[2], NULL, 0);
 		*step = strtoul(argv[3], NULL, 0);
 		*n = strtoul(argv[4], NULL, 0);
-	} else if (argc != 1) {
-		return -1;
 	}
-	if (*lo == 0 || *lo > *hi || *hi > KT_PAGE || *step == 0 || *n == 0)
-		return -1;
-	return 0;
+	if ((argc == 1 || argc == 5) && *lo >= 1 && *lo <= *hi && *hi <= KT_PAGE && *step >= 1 &&
+	    *n >= 1)
+		return 0;
+	fprintf(stderr, "usage: %s [LO HI STEP N] with 1 <= LO <= HI <= %d, STEP, N >= 1\n",
+		argv[0], KT_PAGE);
+	return -1;
 }
 
 #endif

@@ -16,11 +16,8 @@
 int main(int argc, char **argv)
 {
 	size_t lo, hi, step, n;
-	if (kt_args(argc, argv, &lo, &hi, &step, &n)) {
-		fprintf(stderr, "usage: %s [LO HI STEP N] with 1 <= LO <= HI <= %d, STEP, N >= 1\n",
-			argv[0], KT_PAGE);
+	if (kt_args(argc, argv, &lo, &hi, &step, &n))
 		return 2;
-	}
 	kt_pattern_init();
 	size_t count = ((hi - lo) / step + 1) * n;
 	unsigned char **objs = malloc(count * sizeof(*objs));
