@@ -5,7 +5,9 @@
  *   zram_store FILE...
  *
  * The files are split into pages (the pool's configured page size; the last page of a file is
- * zero-padded). As zram does, same-filled pages are not stored (counted), the rest are compressed
+ * zero-padded). As zram does, same-filled pages are not stored (counted): a page that repeats one
+ * 8-byte word, compared as zram's page_same_filled() does (first word against the last, then every
+ * word; the lab's `run pages` uses the same rule). The rest are compressed
  * with lz4; a page whose compressed size reaches zs_huge_class_size() is stored raw (a "huge"
  * page). Every page is then read back, decompressed and verified, and a zram mm_stat line is
  * printed, followed by utilization and read figures.
@@ -44,8 +46,11 @@ static void die(const char *what)
 
 static int same_filled(const unsigned char *page, size_t page_size, uint64_t *value)
 {
-    uint64_t first;
+    uint64_t first, last;
     memcpy(&first, page, sizeof(first));
+    memcpy(&last, page + page_size - sizeof(last), sizeof(last));
+    if (last != first)
+        return 0;
     for (size_t off = sizeof(first); off < page_size; off += sizeof(first)) {
         uint64_t w;
         memcpy(&w, page + off, sizeof(w));

@@ -21,9 +21,10 @@ pub use crate::codec::Algo as Compressor;
 use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
+use crate::memory::Plan;
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
-use crate::zram_page::ZramPage;
+use crate::zram_page::{self, ZramPage};
 
 /// The parameters, as `zsmalloc run pages` takes them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -70,7 +71,7 @@ const MAX_PAGES: usize = 200_000_000;
 /// How a page was stored, and the hash of its original bytes.
 #[derive(Clone, Copy)]
 enum Stored {
-    Same(u8),
+    Same(u64),
     Raw(u64),
     Compressed(u64),
     Failed,
@@ -187,6 +188,23 @@ impl WorkloadKind for Pages {
         2 * pages
     }
 
+    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        // Each page at most whole in the pool (a compressed page is smaller, a raw one is a page),
+        // and the workload's record of it.
+        let max = self.max_pages.map(|m| m as u64);
+        let (pages, from) = if self.paths.is_empty() {
+            let n = max.map_or(self.synthetic_pages as u64, |m| m.min(self.synthetic_pages as u64));
+            (n, format!("--synthetic-pages {}", self.synthetic_pages))
+        } else {
+            let n = files::estimated_pages(&self.paths, page as u64, max);
+            (n, format!("{n} pages of input (--max-pages)"))
+        };
+        let per_page = std::mem::size_of::<Stored>() as u64;
+        let bytes = super::pool_plan_bytes(pages, pages.saturating_mul(page as u64))
+            .saturating_add(pages.saturating_mul(per_page));
+        Ok(Plan::new(bytes, from))
+    }
+
     fn seed(&self) -> u64 {
         self.seed
     }
@@ -222,7 +240,8 @@ impl WorkloadKind for Pages {
                         SameFilled::Skip => d.keep_same(slot)?,
                         SameFilled::Store => {
                             d.note_same_stored();
-                            let small = vec![value; self.same_size];
+                            let mut small = vec![0u8; self.same_size];
+                            zram_page::fill_word(&mut small, value);
                             if !d.store_bytes(slot, &small)? {
                                 stored.push(Stored::Failed);
                                 continue;
@@ -267,7 +286,7 @@ impl WorkloadKind for Pages {
         d.read_each(&slots, |slot, data| match stored[slot] {
             Stored::Failed => Ok(()),
             Stored::Same(v) => {
-                if data.iter().all(|&b| b == v) {
+                if zram_page::is_word_fill(data, v) {
                     Ok(())
                 } else {
                     Err(LabError::Verify(format!("same-filled page {slot} changed")))
