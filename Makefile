@@ -40,7 +40,10 @@ SANFLAGS :=
 endif
 EX_LINK = -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
 # examples/: programs a user would copy. tests/c/: programs that check or measure the library.
-EXAMPLES := zsmalloc_test zram_store compat_demo replay
+# examples/zram_store.c compresses with liblz4 and needs its header (Debian: liblz4-dev); without
+# it the other examples are built and `make` says so on one line.
+HAVE_LZ4 := $(shell $(CC) -E -include lz4.h -x c /dev/null >/dev/null 2>&1 && echo 1)
+EXAMPLES := zsmalloc_test compat_demo replay $(if $(HAVE_LZ4),zram_store)
 C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel read_modes reliability \
   class_tables kernel_test_zs
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
@@ -69,6 +72,9 @@ $(LIBDIR)/zsmalloc: FORCE
 FORCE:
 
 examples: $(EX_BINS)
+ifneq ($(HAVE_LZ4),1)
+	@echo "make: examples/zram_store.c skipped: lz4.h not found (Debian: apt-get install liblz4-dev)"
+endif
 
 c-tests: $(TEST_BINS)
 
