@@ -17,6 +17,7 @@
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
 //! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
+//! - [`memory`]: every command's memory plan, refused before anything is allocated;
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
@@ -45,6 +46,7 @@ pub mod cost;
 pub mod driver;
 pub mod error;
 pub mod kernel;
+pub mod memory;
 pub mod optimize;
 pub mod plot;
 pub mod progress;

@@ -9,6 +9,7 @@ use std::time::Instant;
 use crate::config::{ConfigDesc, ConfigSpec};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
+use crate::memory::Limit;
 use crate::progress::{Progress, ProgressSink};
 use crate::result::{density, per_class, utilization_permille, ClassRow, RunResult};
 use crate::timing::{interleave, Samples};
@@ -30,6 +31,9 @@ pub struct RunOptions {
     pub timeline_every: u64,
     /// Runs of each configuration (`--repeat`, at least 1); only timed runs are repeated.
     pub repeat: usize,
+    /// `--max-memory`: refuse a run whose memory plan is above it (what the machine has
+    /// available is always a limit).
+    pub max_memory: Option<u64>,
 }
 
 impl RunOptions {
@@ -165,6 +169,7 @@ pub fn run_all(
     if !opts.timing {
         return run_parallel(workload, specs, opts, jobs, sink);
     }
+    check_memory(workload, specs, 1, opts.max_memory)?;
     let rounds = opts.rounds();
     let mut later = opts.clone();
     later.record = None;
@@ -213,6 +218,22 @@ fn merge_repeats(mut rounds: Vec<RunResult>) -> LabResult<RunResult> {
     Ok(out)
 }
 
+/// Refuses to start when `jobs` runs of `workload` at once, on the largest page of `specs`,
+/// do not fit in memory (exit 2; [`crate::memory`]).
+pub fn check_memory(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    jobs: usize,
+    max_memory: Option<u64>,
+) -> LabResult<()> {
+    let Some(page) = specs.iter().map(|s| s.config.page_size as usize).max() else {
+        return Ok(());
+    };
+    workload.check(page)?;
+    let plan = workload.memory_plan(page)?.times(jobs);
+    Limit::new(max_memory).check(workload.name(), &plan)
+}
+
 /// Runs every spec once, `jobs` at a time (for counts: nothing is timed).
 pub fn run_parallel(
     workload: &Workload,
@@ -221,6 +242,7 @@ pub fn run_parallel(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<Vec<RunResult>> {
+    check_memory(workload, specs, jobs.clamp(1, specs.len().max(1)), opts.max_memory)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let slots: Mutex<Vec<Option<LabResult<RunResult>>>> = Mutex::new(vec![None; specs.len()]);

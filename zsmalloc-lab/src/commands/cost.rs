@@ -142,7 +142,10 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
         opts.max_pages = m;
     }
     if let Some(mib) = a.pool_mib {
-        opts.pool_bytes = mib.max(1) << 20;
+        opts.pool_bytes = match mib.checked_mul(1 << 20) {
+            Some(b) if b > 0 => b,
+            _ => return Err(LabError::usage(format!("invalid --pool-mib {mib}: 1 or more MiB"))),
+        };
     }
     if let Some(b) = a.batch {
         opts.batch = b;

@@ -42,6 +42,10 @@ pub struct OutputFlags {
     /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
     #[arg(long, global = true, value_name = "N")]
     pub seed: Option<u64>,
+    /// Refuse to run when the memory the run is planned to take (its pools at once) is above
+    /// this, e.g. 6G [default: what the machine has available]
+    #[arg(long, global = true, value_name = "BYTES", help_heading = "Run")]
+    pub max_memory: Option<String>,
 }
 
 impl OutputFlags {
@@ -79,12 +83,14 @@ impl OutputFlags {
         if !(1..=1000).contains(&repeat) {
             return Err(LabError::usage(format!("invalid --repeat {repeat}: 1..=1000")));
         }
+        let max_memory = self.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?;
         Ok(RunOptions {
             per_class: self.per_class,
             timing: !self.no_time,
             record,
             timeline_every,
             repeat,
+            max_memory,
         })
     }
 }

@@ -16,6 +16,9 @@ use crate::error::{LabError, LabResult};
 use crate::workload::corpus;
 use crate::workload::files::{FilePages, Walk};
 
+/// Most pages of the built-in corpus (the memory plan refuses what does not fit before).
+pub const MAX_SYNTHETIC_PAGES: usize = 200_000_000;
+
 /// A corpus source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -33,8 +36,10 @@ impl Source {
     /// Checks that the source can be read, before anything runs.
     pub fn check(&self) -> LabResult<()> {
         match self {
-            Source::Builtin { pages, .. } if *pages == 0 => {
-                Err(LabError::usage("--synthetic-pages must be at least 1"))
+            Source::Builtin { pages, .. } if !(1..=MAX_SYNTHETIC_PAGES).contains(pages) => {
+                Err(LabError::usage(format!(
+                    "--synthetic-pages {pages} is outside 1..={MAX_SYNTHETIC_PAGES}"
+                )))
             }
             Source::Builtin { .. } => Ok(()),
             Source::Files(paths) => Walk::check(paths),
@@ -61,12 +66,17 @@ impl Source {
         }
     }
 
-    /// Reads up to `max_pages` pages of `page` bytes, concatenated.
+    /// Reads the pages of `page` bytes, concatenated: every page of the built-in corpus, at most
+    /// `max_pages` from files or a process. The buffer is reserved up front, so a corpus that
+    /// does not fit is refused, never an abort.
     pub fn load(&self, page: usize, max_pages: usize) -> LabResult<Vec<u8>> {
-        let mut out = Vec::new();
+        let (n, flag) = match self {
+            Source::Builtin { pages, .. } => (*pages, "--synthetic-pages"),
+            Source::Files(_) | Source::Pid(_) => (max_pages, "--max-pages"),
+        };
+        let mut out = crate::memory::try_vec(n.saturating_mul(page), flag)?;
         match self {
-            Source::Builtin { pages, seed } => {
-                let n = (*pages).min(max_pages);
+            Source::Builtin { seed, .. } => {
                 out.resize(n * page, 0);
                 let mut rng = ChaCha8Rng::seed_from_u64(*seed);
                 for p in out.chunks_mut(page) {

@@ -8,9 +8,9 @@ use super::corpus::Source;
 use super::options::CostOptions;
 use super::plan::StudyPlan;
 use crate::error::{LabError, LabResult};
+pub use crate::memory::{available_bytes, human, parse_memory, proc_status_bytes};
 
-/// Margin on every estimate: allocator slack and the program's own buffers.
-const SLACK_BYTES: u64 = 32 << 20;
+use crate::memory::SLACK_BYTES;
 
 /// One phase's pools, as planned.
 #[derive(Debug, Clone)]
@@ -105,6 +105,7 @@ impl MemoryPlan {
     /// machine has available.
     pub fn check(&self, max_memory: Option<u64>) -> LabResult<()> {
         check_peak(self.peak_bytes, self.resident_bytes, max_memory, available_bytes())
+            .map_err(|e| LabError::usage(format!("{e} (the memory plan above)")))
     }
 }
 
@@ -116,9 +117,9 @@ fn check_peak(
     available: Option<u64>,
 ) -> LabResult<()> {
     let over = match (max_memory, available) {
-        (Some(m), _) if peak > m => Some(format!("more than --max-memory {}", human(m))),
+        (Some(m), _) if peak > m => Some(format!("more than --max-memory {} ({m} B)", human(m))),
         (_, Some(a)) if peak.saturating_sub(resident) > a => Some(format!(
-            "more than this machine has available ({} beyond the {} already held)",
+            "more than this machine has available ({}, {a} B, beyond the {} already held)",
             human(a),
             human(resident)
         )),
@@ -127,19 +128,20 @@ fn check_peak(
     match over {
         None => Ok(()),
         Some(why) => Err(LabError::usage(format!(
-            "cost needs about {} at its peak (the memory plan above), {why}: lower --pool-mib, \
-             --max-pages or --synthetic-pages, measure fewer modes, configurations or \
-             compressors, or raise --max-memory",
+            "cost needs about {} ({peak} B) at its peak, {why}: lower --pool-mib, --max-pages or \
+             --synthetic-pages, or measure fewer modes, configurations or compressors",
             human(peak)
         ))),
     }
 }
 
-/// Before the corpus is read: the most the corpus and the probes can take (every page kept,
-/// raw and once per compressor, and a probe holding two raw copies), refused as the plan is.
+/// Before the corpus is read, from the flags alone: the corpus (every page kept, raw and once
+/// per compressor), then the larger of a probe (two raw copies, and a pool of `--pool-mib`) and
+/// the run's pools (each configuration of a page size holds `--pool-mib` at least, beside the
+/// cache evictor), refused as the plan is.
 pub fn check_corpus(opts: &CostOptions) -> LabResult<()> {
     let pages = match &opts.source {
-        Source::Builtin { pages, .. } => (*pages).min(opts.max_pages),
+        Source::Builtin { pages, .. } => *pages,
         Source::Files(_) | Source::Pid(_) => opts.max_pages,
     } as u64;
     let mut sizes: Vec<u64> = opts.specs.iter().map(|s| u64::from(s.config.page_size)).collect();
@@ -147,99 +149,28 @@ pub fn check_corpus(opts: &CostOptions) -> LabResult<()> {
     sizes.dedup();
     let copies = 1 + opts.compressors.len() as u64;
     let corpus: u64 = sizes.iter().map(|ps| pages * ps * copies).sum();
-    let probe = 2 * pages * sizes.last().copied().unwrap_or(0);
+    let largest_page = sizes.last().copied().unwrap_or(0);
+    let probe = (2 * pages * largest_page).saturating_add(opts.pool_bytes);
+    let configs_per_page = sizes
+        .iter()
+        .map(|&ps| opts.specs.iter().filter(|s| u64::from(s.config.page_size) == ps).count())
+        .max()
+        .unwrap_or(0) as u64;
+    let pools = opts.evict_bytes.saturating_add(opts.pool_bytes.saturating_mul(configs_per_page));
     let resident = proc_status_bytes("VmRSS").unwrap_or(0);
-    let peak = resident + corpus + probe + SLACK_BYTES;
+    let peak = (resident + corpus + SLACK_BYTES).saturating_add(probe.max(pools));
     check_peak(peak, resident, opts.max_memory, available_bytes()).map_err(|e| {
         LabError::usage(format!(
             "{e} (before the plan: {pages} pages of corpus per page size, kept raw and per \
-             compressor)"
+             compressor, and {configs_per_page} pools of --pool-mib {} at once)",
+            opts.pool_bytes >> 20
         ))
     })
-}
-
-/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`: kB there).
-pub fn proc_status_bytes(field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/self/status").ok()?;
-    kib_field(&text, field)
-}
-
-/// `MemAvailable` of `/proc/meminfo`, or what the memory cgroup still allows, the smaller.
-pub fn available_bytes() -> Option<u64> {
-    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
-    let machine = meminfo.as_deref().and_then(|t| kib_field(t, "MemAvailable"));
-    let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok();
-    let cgroup = match (read("memory.max"), read("memory.current")) {
-        (Some(max), Some(cur)) => max
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .zip(cur.trim().parse::<u64>().ok())
-            .map(|(m, c)| m.saturating_sub(c)),
-        _ => None,
-    };
-    match (machine, cgroup) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    }
-}
-
-/// `Field:   1234 kB` in `text`, in bytes.
-fn kib_field(text: &str, field: &str) -> Option<u64> {
-    let line = text.lines().find(|l| l.split(':').next() == Some(field))?;
-    let kib: u64 = line.split(':').nth(1)?.split_whitespace().next()?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// `--max-memory`: a byte count with an optional K, M, G or T suffix (powers of 1024; `KiB`,
-/// `MB` and the like accepted).
-pub fn parse_memory(s: &str) -> LabResult<u64> {
-    let bad = || {
-        LabError::usage(format!(
-            "invalid --max-memory '{s}': a size such as 6G, 4096M or 1073741824"
-        ))
-    };
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
-    let (digits, shift) = match t.chars().last().ok_or_else(bad)? {
-        'k' => (&t[..t.len() - 1], 10),
-        'm' => (&t[..t.len() - 1], 20),
-        'g' => (&t[..t.len() - 1], 30),
-        't' => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
-    n.checked_mul(1 << shift).filter(|&b| b > 0).ok_or_else(bad)
-}
-
-/// `1.5 GiB`, `312 MiB`, `64 KiB`.
-pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if bytes >= 1 << 30 {
-        format!("{:.1} GiB", b / f64::from(1 << 30))
-    } else if bytes >= 1 << 20 {
-        format!("{:.0} MiB", b / f64::from(1 << 20))
-    } else {
-        format!("{:.0} KiB", b / 1024.0)
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_parse_and_print() {
-        assert_eq!(parse_memory("6G").unwrap(), 6 << 30);
-        assert_eq!(parse_memory("4096MiB").unwrap(), 4 << 30);
-        assert_eq!(parse_memory("512m").unwrap(), 512 << 20);
-        assert_eq!(parse_memory("1048576").unwrap(), 1 << 20);
-        for bad in ["", "G", "-1G", "0", "1.5G", "lots"] {
-            assert!(parse_memory(bad).is_err(), "{bad}");
-        }
-        assert_eq!(human(3 << 29), "1.5 GiB");
-        assert_eq!(human(312 << 20), "312 MiB");
-    }
 
     #[test]
     fn a_peak_over_the_limit_or_the_machine_is_refused_with_exit_2() {
@@ -251,14 +182,5 @@ mod tests {
         let e = check_peak(9 << 30, 1 << 30, None, Some(4 << 30)).unwrap_err();
         assert!(e.to_string().contains("available"), "{e}");
         assert!(check_peak(9 << 30, 1 << 30, None, None).is_ok());
-    }
-
-    #[test]
-    fn fields_are_read_in_bytes() {
-        let t = "Name:\tx\nVmHWM:\t  1234 kB\nVmRSS:\t 1000 kB\n";
-        assert_eq!(kib_field(t, "VmHWM"), Some(1234 * 1024));
-        assert_eq!(kib_field(t, "VmRSS"), Some(1000 * 1024));
-        assert_eq!(kib_field(t, "Vm"), None);
-        assert!(proc_status_bytes("VmRSS").is_some_and(|b| b > 0));
     }
 }

@@ -70,7 +70,12 @@ impl CorpusArgs {
         let src = self.source(seed);
         src.check()?;
         // The corpus, the device and the project's pool, each at worst a page per page.
-        host::check_memory(self.page_bound() as u64 * page as u64 * 3, "this corpus")?;
+        let flag = match (self.pid, self.paths.is_empty(), self.max_pages) {
+            (None, true, None) => format!("--synthetic-pages {}", self.page_bound()),
+            _ => format!("--max-pages {}", self.page_bound()),
+        };
+        let need = (self.page_bound() as u64).saturating_mul(page as u64).saturating_mul(3);
+        host::check_memory(need, &format!("the corpus of {flag}"))?;
         let data = src.load(page, self.page_bound())?;
         if data.is_empty() {
             return Err(LabError::usage(format!("{}: no page to write", src.describe())));

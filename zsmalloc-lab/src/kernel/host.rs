@@ -62,24 +62,15 @@ pub fn page_size() -> usize {
     }
 }
 
-/// `MemAvailable` in bytes.
-pub fn mem_available() -> LabResult<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo")
-        .map_err(|e| LabError::io("read", Path::new("/proc/meminfo"), &e))?;
-    text.lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))
-        .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        .map(|kib| kib << 10)
-        .ok_or_else(|| LabError::runtime("/proc/meminfo has no MemAvailable line"))
-}
-
-/// Refuses when `need` bytes would not fit in available memory (with a quarter kept free).
+/// Refuses when `need` bytes would not fit in what this process can take
+/// ([`crate::memory::available_bytes`], with a quarter kept free).
 pub fn check_memory(need: u64, what: &str) -> LabResult<()> {
-    let avail = mem_available()?;
+    let avail = crate::memory::available_bytes()
+        .ok_or_else(|| LabError::runtime("/proc/meminfo has no MemAvailable line"))?;
     if need > avail / 4 * 3 {
         return Err(LabError::usage(format!(
-            "{what} needs about {} MiB, more than three quarters of the {} MiB available: \
-             use --max-pages",
+            "{what} needs about {} MiB ({need} B), more than three quarters of the {} MiB \
+             ({avail} B) available: lower --max-pages or --synthetic-pages",
             need >> 20,
             avail >> 20
         )));

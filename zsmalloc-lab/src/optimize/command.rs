@@ -60,6 +60,10 @@ pub struct OptimizeArgs {
     /// Seed of the workloads [default: 1]
     #[arg(long, global = true, value_name = "N")]
     pub seed: Option<u64>,
+    /// Refuse to run when the memory of --jobs runs at once is planned above this, e.g. 6G
+    /// [default: what the machine has available]
+    #[arg(long, global = true, value_name = "BYTES")]
+    pub max_memory: Option<String>,
 }
 
 /// Whether the report is printed as a table or JSON.
@@ -119,8 +123,13 @@ pub fn run(
             check_writable(flag, p)?;
         }
     }
-    if let Some(t) = test {
-        t.check(opts.base.page_size as usize)?;
+    // Planned before anything runs: the search runs --jobs configurations at once.
+    let max_memory = args.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?;
+    let page = opts.base.page_size as usize;
+    for w in std::iter::once(workload).chain(test) {
+        w.check(page)?;
+        let plan = w.memory_plan(page)?.times(opts.jobs);
+        crate::memory::Limit::new(max_memory).check(&format!("optimize {}", w.name()), &plan)?;
     }
     let mut report = search(workload, &opts, sink)?;
     if let Some(t) = test {

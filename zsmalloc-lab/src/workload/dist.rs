@@ -15,6 +15,7 @@ use serde_json::json;
 use super::{Extra, SameFilled, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
+use crate::memory::Plan;
 
 /// The parameters, as `zsmalloc run dist` takes them.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -170,6 +171,14 @@ impl WorkloadKind for Dist {
             return bad("--compact-every must be at least 1".into());
         }
         Ok(())
+    }
+
+    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        // Live pages never outnumber the fill phase's; a length is at most a page.
+        let len = (self.mean + self.sd).clamp(self.min_len as f64, page as f64) as u64;
+        let objects = self.objects as u64;
+        let from = format!("--objects {}", self.objects);
+        Ok(Plan::new(super::pool_plan_bytes(objects, objects.saturating_mul(len)), from))
     }
 
     fn estimated_ops(&self) -> u64 {

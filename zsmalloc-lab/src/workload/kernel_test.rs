@@ -9,6 +9,7 @@ use zsmalloc_core::Backend;
 use super::{Extra, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
+use crate::memory::Plan;
 use crate::result::{utilization_permille, KernelTestLines};
 
 /// The parameters, as `zsmalloc run kernel-test` takes them.
@@ -88,6 +89,14 @@ impl WorkloadKind for KernelTest {
 
     fn estimated_ops(&self) -> u64 {
         2 * self.count()
+    }
+
+    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        let sizes = (self.lo..=self.hi.min(page)).step_by(self.step.max(1));
+        let bytes: u64 = sizes.map(|s| s as u64).sum::<u64>().saturating_mul(self.n as u64);
+        let from =
+            format!("-n {} ({} objects of {}..={} bytes)", self.n, self.count(), self.lo, self.hi);
+        Ok(Plan::new(super::pool_plan_bytes(self.count(), bytes), from))
     }
 
     fn seed(&self) -> u64 {

@@ -23,6 +23,7 @@ use clap::{Args, FromArgMatches, Subcommand, ValueEnum};
 
 use crate::driver::Driver;
 use crate::error::LabResult;
+use crate::memory::{Plan, PER_OBJECT_BYTES};
 use crate::result::{CorpusFacts, KernelTestLines, WorkloadDesc};
 
 /// How same-filled pages are handled (`dist`, `pages`).
@@ -60,6 +61,9 @@ pub trait WorkloadKind {
     fn check(&self, page: usize) -> LabResult<()>;
     /// Operations the workload will run (for the progress bar).
     fn estimated_ops(&self) -> u64;
+    /// The most memory one run on pages of `page` bytes takes (its pool, the driver's records
+    /// and the workload's own), from the parameters alone: nothing is stored to find it.
+    fn memory_plan(&self, page: usize) -> LabResult<Plan>;
     /// The seed contents (and sizes, where drawn) are derived from.
     fn seed(&self) -> u64;
     fn set_seed(&mut self, seed: u64);
@@ -92,6 +96,12 @@ impl Default for Workload {
     fn default() -> Self {
         Workload::KernelTest(kernel_test::KernelTest::default())
     }
+}
+
+/// Pool memory for `objects` objects of `bytes` in all: the bytes over a utilization floor of
+/// 85% (below any class table's on a spread of sizes) and each object's records.
+pub(crate) fn pool_plan_bytes(objects: u64, bytes: u64) -> u64 {
+    (bytes / 85).saturating_mul(100).saturating_add(objects.saturating_mul(PER_OBJECT_BYTES))
 }
 
 /// A workload's parameters with every flag at its default, as clap parses an empty command
@@ -152,6 +162,11 @@ impl Workload {
     /// Operations the workload will run (for the progress bar).
     pub fn estimated_ops(&self) -> u64 {
         self.kind().estimated_ops()
+    }
+
+    /// The most memory one run on pages of `page` bytes takes ([`WorkloadKind::memory_plan`]).
+    pub fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        self.kind().memory_plan(page)
     }
 
     /// Generated workloads treat any refusal but a full pool as a bug; a trace replays what a

@@ -11,6 +11,7 @@ use serde_json::json;
 use super::{Extra, WorkloadKind};
 use crate::driver::Driver;
 use crate::error::LabResult;
+use crate::memory::Plan;
 use crate::trace_format::{TraceOp, TraceReader};
 
 /// The parameters, as `zsmalloc run trace` and `zsmalloc replay` take them.
@@ -35,6 +36,38 @@ impl WorkloadKind for Trace {
 
     fn estimated_ops(&self) -> u64 {
         TraceReader::count_ops(&self.file).unwrap_or(0)
+    }
+
+    /// A pass over the trace: the most bytes and objects live at once, each object at most a
+    /// page, and the replay's map of handle ids.
+    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        let mut reader = TraceReader::open(&self.file)?;
+        let mut live: HashMap<u64, u64> = HashMap::new();
+        let (mut bytes, mut peak) = (0u64, 0u64);
+        let mut ids = 0u64;
+        while let Some(op) = reader.next_op()? {
+            match op {
+                TraceOp::Store { id, len } | TraceOp::Malloc { id, len } => {
+                    let len = len.min(page) as u64;
+                    ids += 1;
+                    bytes += len;
+                    bytes -= live.insert(id, len).unwrap_or(0);
+                }
+                TraceOp::Free { id } => bytes -= live.remove(&id).unwrap_or(0),
+                TraceOp::Move { from, to } => {
+                    if let Some(len) = live.remove(&from) {
+                        bytes -= live.insert(to, len).unwrap_or(0);
+                    }
+                }
+                TraceOp::Read { .. } | TraceOp::ReadSg { .. } | TraceOp::Write { .. } => {}
+                TraceOp::Compact => {}
+            }
+            let now = super::pool_plan_bytes(live.len() as u64, bytes);
+            peak = peak.max(now);
+        }
+        // The replay maps every id it met to a slot (about 48 bytes an entry).
+        let plan = peak.saturating_add(ids.saturating_mul(48));
+        Ok(Plan::new(plan, format!("the trace {}", self.file.display())))
     }
 
     fn seed(&self) -> u64 {

@@ -1,0 +1,225 @@
+//! What a command may take from the machine, decided before it allocates.
+//!
+//! Every command plans its peak from its arguments alone (a workload's pages, objects or
+//! trace; a cost run's pools and corpus), then [`Limit::check`] refuses a plan above what is
+//! available — `MemAvailable`, what the memory cgroup still allows, what the address-space
+//! limit (`ulimit -v`) leaves, and `--max-memory` when given — with exit 2 and one line naming
+//! the flag to lower, the planned bytes and the available ones. A size given by the user that
+//! reaches an allocation anyway (a buffer of `--batch` entries, a corpus of `--max-pages`) is
+//! reserved with `try_reserve`, so a failure is the same refusal, never an abort.
+
+use crate::error::{LabError, LabResult};
+
+/// Margin on every plan: allocator slack, the program's own buffers and its threads.
+pub const SLACK_BYTES: u64 = 32 << 20;
+
+/// What a stored object costs beside its bytes: the driver's record of it (16 bytes), the
+/// pool's handle and zspage records (about 35 bytes measured), rounded up.
+pub const PER_OBJECT_BYTES: u64 = 96;
+
+/// A planned peak and what it comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// Bytes at the peak, beyond what the process holds already.
+    pub bytes: u64,
+    /// The flag (with its value) to lower when the plan is refused: `--objects 200000000`.
+    pub from: String,
+}
+
+impl Plan {
+    pub fn new(bytes: u64, from: impl Into<String>) -> Plan {
+        Plan { bytes, from: from.into() }
+    }
+
+    /// The plan of `jobs` runs at once.
+    pub fn times(self, jobs: usize) -> Plan {
+        let from =
+            if jobs > 1 { format!("{} ({jobs} runs at once)", self.from) } else { self.from };
+        Plan { bytes: self.bytes.saturating_mul(jobs as u64), from }
+    }
+}
+
+/// The most a command may take: the machine's and the user's limits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limit {
+    /// `--max-memory`, when given.
+    pub max_memory: Option<u64>,
+}
+
+impl Limit {
+    pub fn new(max_memory: Option<u64>) -> Limit {
+        Limit { max_memory }
+    }
+
+    /// Refuses `plan` for `command` when it does not fit (exit 2, one line).
+    pub fn check(&self, command: &str, plan: &Plan) -> LabResult<()> {
+        check_against(command, plan, self.max_memory, available_bytes())
+    }
+}
+
+/// `plan` against the user's limit and against `available` bytes.
+fn check_against(
+    command: &str,
+    plan: &Plan,
+    max_memory: Option<u64>,
+    available: Option<u64>,
+) -> LabResult<()> {
+    let need = plan.bytes.saturating_add(SLACK_BYTES);
+    let over = match (max_memory, available) {
+        (Some(m), _) if need > m => Some(format!("more than --max-memory {} ({m} B)", human(m))),
+        (_, Some(a)) if need > a => {
+            Some(format!("more than this machine has available ({}, {a} B)", human(a)))
+        }
+        _ => None,
+    };
+    match over {
+        None => Ok(()),
+        Some(why) => Err(LabError::usage(format!(
+            "{command} needs about {} ({need} B) for {}, {why}: lower it",
+            human(need),
+            plan.from
+        ))),
+    }
+}
+
+/// `Vec::with_capacity(n)` that refuses instead of aborting when `n` elements cannot be had
+/// (`what` names the flag the size came from).
+pub fn try_vec<T>(n: usize, what: &str) -> LabResult<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        let bytes = (n as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        LabError::usage(format!(
+            "cannot allocate {} ({bytes} B) for {what}: lower it",
+            human(bytes)
+        ))
+    })?;
+    Ok(v)
+}
+
+/// A field of `/proc/self/status` in bytes (`VmRSS`, `VmHWM`, `VmSize`: kB there).
+pub fn proc_status_bytes(field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/status").ok()?;
+    kib_field(&text, field)
+}
+
+/// What this process can still take: the smallest of `MemAvailable`, the memory cgroup's
+/// room, and the address-space limit less the address space in use; `None` when none is known.
+pub fn available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok();
+    let machine = meminfo.as_deref().and_then(|t| kib_field(t, "MemAvailable"));
+    let read = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok();
+    let cgroup = match (read("memory.max"), read("memory.current")) {
+        (Some(max), Some(cur)) => max
+            .trim()
+            .parse::<u64>()
+            .ok()
+            .zip(cur.trim().parse::<u64>().ok())
+            .map(|(m, c)| m.saturating_sub(c)),
+        _ => None,
+    };
+    let address_space = address_space_limit()
+        .map(|limit| limit.saturating_sub(proc_status_bytes("VmSize").unwrap_or(0)));
+    [machine, cgroup, address_space].into_iter().flatten().min()
+}
+
+/// `RLIMIT_AS` in bytes, `None` when unlimited.
+fn address_space_limit() -> Option<u64> {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit through a pointer to a live local.
+    let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+/// `Field:   1234 kB` in `text`, in bytes.
+fn kib_field(text: &str, field: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.split(':').next() == Some(field))?;
+    let kib: u64 = line.split(':').nth(1)?.split_whitespace().next()?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// `--max-memory`: a byte count with an optional K, M, G or T suffix (powers of 1024; `KiB`,
+/// `MB` and the like accepted).
+pub fn parse_memory(s: &str) -> LabResult<u64> {
+    let bad = || {
+        LabError::usage(format!(
+            "invalid --max-memory '{s}': a size such as 6G, 4096M or 1073741824"
+        ))
+    };
+    let t = s.trim().to_ascii_lowercase();
+    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
+    let (digits, shift) = match t.chars().last().ok_or_else(bad)? {
+        'k' => (&t[..t.len() - 1], 10),
+        'm' => (&t[..t.len() - 1], 20),
+        'g' => (&t[..t.len() - 1], 30),
+        't' => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).filter(|&b| b > 0).ok_or_else(bad)
+}
+
+/// `1.5 GiB`, `312 MiB`, `64 KiB`.
+pub fn human(bytes: u64) -> String {
+    let b = bytes as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", b / f64::from(1 << 30))
+    } else if bytes >= 1 << 20 {
+        format!("{:.0} MiB", b / f64::from(1 << 20))
+    } else {
+        format!("{:.0} KiB", b / 1024.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_and_print() {
+        assert_eq!(parse_memory("6G").unwrap(), 6 << 30);
+        assert_eq!(parse_memory("4096MiB").unwrap(), 4 << 30);
+        assert_eq!(parse_memory("512m").unwrap(), 512 << 20);
+        assert_eq!(parse_memory("1048576").unwrap(), 1 << 20);
+        for bad in ["", "G", "-1G", "0", "1.5G", "lots", "99999999999T"] {
+            assert!(parse_memory(bad).is_err(), "{bad}");
+        }
+        assert_eq!(human(3 << 29), "1.5 GiB");
+        assert_eq!(human(312 << 20), "312 MiB");
+    }
+
+    #[test]
+    fn a_plan_over_a_limit_is_one_line_naming_the_flag_and_both_sizes() {
+        let plan = Plan::new(40 << 30, "--objects 200000000");
+        assert!(
+            check_against("run", &Plan::new(1 << 30, "x"), Some(2 << 30), Some(8 << 30)).is_ok()
+        );
+        let e = check_against("run", &plan, None, Some(20 << 30)).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(!msg.contains('\n'), "{msg}");
+        assert!(msg.contains("--objects 200000000") && msg.contains("available"), "{msg}");
+        assert!(msg.contains(&(20u64 << 30).to_string()), "{msg}");
+        assert!(msg.contains(&((40u64 << 30) + SLACK_BYTES).to_string()), "{msg}");
+        let e = check_against("run", &Plan::new(3 << 30, "-n 9"), Some(2 << 30), None);
+        assert!(e.unwrap_err().to_string().contains("--max-memory 2.0 GiB"));
+        assert!(check_against("run", &plan, None, None).is_ok());
+        assert_eq!(Plan::new(3, "x").times(4), Plan::new(12, "x (4 runs at once)"));
+    }
+
+    #[test]
+    fn an_impossible_reservation_is_refused_not_aborted() {
+        let e = try_vec::<u64>(usize::MAX / 4, "--batch").unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("--batch"), "{e}");
+        assert!(try_vec::<u8>(16, "x").unwrap().capacity() >= 16);
+    }
+
+    #[test]
+    fn fields_are_read_in_bytes_and_something_is_available() {
+        let t = "Name:\tx\nVmHWM:\t  1234 kB\nVmRSS:\t 1000 kB\n";
+        assert_eq!(kib_field(t, "VmHWM"), Some(1234 * 1024));
+        assert_eq!(kib_field(t, "Vm"), None);
+        assert!(proc_status_bytes("VmRSS").is_some_and(|b| b > 0));
+        assert!(available_bytes().is_some_and(|b| b > 0));
+    }
+}
