@@ -55,6 +55,13 @@ pub fn class_table(
     if step == 0 || !step.is_multiple_of(8) {
         return Err(LabError::usage(format!("invalid --step {step}: a positive multiple of 8")));
     }
+    if let (Some(lo), Some(hi)) = (min, max) {
+        if lo > hi {
+            return Err(LabError::usage(format!(
+                "--min-size {lo} is above --max-size {hi}: the range holds no size"
+            )));
+        }
+    }
     let cfg = spec.pool_config()?;
     let page = cfg.page_size;
     let table = ClassTable::new(&cfg)?;
@@ -79,7 +86,14 @@ pub fn class_table(
             spanning_per_zspage: r.class.spanning_per_zspage(page),
             huge: r.class.huge,
         })
-        .collect();
+        .collect::<Vec<_>>();
+    if rows.is_empty() {
+        return Err(LabError::usage(format!(
+            "no logical size in --min-size {}..=--max-size {} (sizes run {step}..={page} by {step})",
+            min.map_or("-".into(), |m| m.to_string()),
+            max.map_or("-".into(), |m| m.to_string())
+        )));
+    }
     Ok(ClassTableReport {
         label: spec.label.clone(),
         config: ConfigDesc::from(spec),

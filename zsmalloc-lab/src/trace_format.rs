@@ -110,17 +110,25 @@ impl TraceOp {
     }
 }
 
-/// Writes a trace file (`--record`).
+/// Writes a trace file (`--record`, `kernel capture`, `kernel import`). The lines go to a
+/// temporary file beside the trace, renamed to it by [`TraceWriter::finish`]: a command that
+/// fails (or is interrupted) leaves no partial trace, and an existing file at the path is kept
+/// until the new one is complete.
 pub struct TraceWriter {
     out: BufWriter<File>,
     path: PathBuf,
+    temp: PathBuf,
+    finished: bool,
 }
 
 impl TraceWriter {
-    /// Creates `path` and writes the header comments.
+    /// Creates the temporary file for `path` and writes the header comments.
     pub fn create(path: &Path, header: &[String]) -> LabResult<Self> {
-        let file = File::create(path).map_err(|e| LabError::io("write", path, &e))?;
-        let mut w = TraceWriter { out: BufWriter::with_capacity(1 << 16, file), path: path.into() };
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let temp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
+        let file = File::create(&temp).map_err(|e| LabError::io("write", path, &e))?;
+        let out = BufWriter::with_capacity(1 << 16, file);
+        let mut w = TraceWriter { out, path: path.into(), temp, finished: false };
         w.raw_line(
             "# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact",
         )?;
@@ -145,8 +153,22 @@ impl TraceWriter {
         r.map_err(|e| LabError::io("write", &self.path, &e))
     }
 
+    /// Writes what is buffered and puts the trace at its path.
     pub fn finish(mut self) -> LabResult<()> {
-        self.out.flush().map_err(|e| LabError::io("write", &self.path, &e))
+        self.out.flush().map_err(|e| LabError::io("write", &self.path, &e))?;
+        std::fs::rename(&self.temp, &self.path)
+            .map_err(|e| LabError::io("write", &self.path, &e))?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for TraceWriter {
+    /// A trace that was not finished is removed.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_file(&self.temp);
+        }
     }
 }
 

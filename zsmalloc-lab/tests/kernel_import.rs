@@ -118,6 +118,30 @@ zs_compact 0xffff1
 }
 
 #[test]
+fn an_input_without_events_is_refused_and_writes_no_trace() {
+    for text in ["", "Attaching 4 probes...\n\n", "zs_malloc 0xffff2 300 0xb0\n"] {
+        let out = scratch("empty.trace");
+        let _ = std::fs::remove_file(&out);
+        let pool = text.contains("zs_malloc").then_some("0xffff1");
+        let e = import(Cursor::new(text), &out, pool).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with("no input"), "{e}");
+        assert!(!out.exists(), "a failed import leaves no file");
+    }
+    // A failed import leaves neither a partial trace nor a temporary file, and an earlier trace
+    // at the path stays as it was.
+    let dir = scratch("failed-import");
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = dir.join("t.trace");
+    std::fs::write(&out, "store 1 10\n").unwrap();
+    let e =
+        import(Cursor::new("zs_malloc 0xffff1 1200 0xa0\nzs_malloc 0xffff1 1200\n"), &out, None);
+    assert!(e.unwrap_err().to_string().contains("line 2"));
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "store 1 10\n");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
+}
+
+#[test]
 fn truncated_lines_are_errors_with_their_number() {
     let cases = [
         ("      kswapd0-85 [001] d..1. 1.0: a: (zs_malloc+0x0/0x2f0) si", "line 2", "no size="),

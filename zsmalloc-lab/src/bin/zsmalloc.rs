@@ -7,7 +7,7 @@
 //! back as written).
 
 use clap::error::ErrorKind;
-use clap::{Parser, Subcommand};
+use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use zsmalloc_lab::commands::{classes, compare, cost, kernel, optimize, replay, run};
 use zsmalloc_lab::{LabError, LabResult};
@@ -85,11 +85,25 @@ fn one_line(e: &clap::Error) -> String {
     if let Some(next) = lines.next().filter(|n| msg.ends_with(':') || n.starts_with("[possible")) {
         msg = format!("{msg} {next}");
     }
+    // A negative value for a count or a size: say what is accepted, not how parsing failed.
+    if msg.starts_with("invalid value '-") && msg.ends_with("invalid digit found in string") {
+        let at = msg.len() - "invalid digit found in string".len();
+        msg = format!("{}a whole number from 0 up is accepted, not a negative one", &msg[..at]);
+    }
     format!("{msg} (see 'zsmalloc --help')")
 }
 
+/// The command line with negative numbers taken as values everywhere, so that `--seed -1` is
+/// refused by the flag's own range rather than as an unknown argument.
+fn negatives_as_values(cmd: Command) -> Command {
+    cmd.allow_negative_numbers(true).mut_subcommands(negatives_as_values)
+}
+
 fn real_main() -> LabResult<()> {
-    let cli = match Cli::try_parse() {
+    let parsed = negatives_as_values(Cli::command())
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(c) => c,
         Err(e) => match e.kind() {
             ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {

@@ -276,6 +276,13 @@ pub fn import(input: impl BufRead, output: &Path, pool: Option<&str>) -> LabResu
     }
     r.unpaired_entries += pending.len() as u64;
     r.pools = pools.iter().map(|p| format!("{p:#x}")).collect();
+    if r.stores + r.frees + r.compactions == 0 {
+        // Nothing to replay: no trace is written (the temporary one goes with `w`).
+        return Err(LabError::usage(format!(
+            "no input: no zs_malloc, zs_free or zs_compact event of the pool in {} lines",
+            r.lines
+        )));
+    }
     w.finish()?;
     Ok(r)
 }
@@ -287,12 +294,19 @@ pub fn run(a: &ImportArgs) -> LabResult<ImportReport> {
             a.format
         )));
     }
-    let mut r = if a.input.as_os_str() == "-" {
-        import(std::io::stdin().lock(), &a.output, a.pool.as_deref())?
+    let imported = if a.input.as_os_str() == "-" {
+        import(std::io::stdin().lock(), &a.output, a.pool.as_deref())
     } else {
         let f = std::fs::File::open(&a.input).map_err(|e| LabError::io("read", &a.input, &e))?;
-        import(std::io::BufReader::new(f), &a.output, a.pool.as_deref())?
+        import(std::io::BufReader::new(f), &a.output, a.pool.as_deref())
     };
+    // Errors of the input's lines name the input.
+    let mut r = imported.map_err(|e| match e {
+        LabError::Usage(m) if m.starts_with("line ") || m.starts_with("no input") => {
+            LabError::Usage(format!("{}: {m}", a.input.display()))
+        }
+        other => other,
+    })?;
     r.input = a.input.display().to_string();
     Ok(r)
 }

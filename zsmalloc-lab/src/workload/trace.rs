@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{Extra, WorkloadKind};
 use crate::driver::Driver;
-use crate::error::LabResult;
+use crate::error::{LabError, LabResult};
 use crate::memory::Plan;
 use crate::trace_format::{TraceOp, TraceReader};
 
@@ -29,9 +29,16 @@ impl WorkloadKind for Trace {
         (json!({"file": self.file.display().to_string()}), format!("trace {}", self.file.display()))
     }
 
-    /// Opens and parses the whole file, so a bad line fails before anything runs.
+    /// Opens and parses the whole file, so a bad line fails before anything runs; a trace
+    /// without an operation is refused (there would be nothing to measure).
     fn check(&self, _page: usize) -> LabResult<()> {
-        TraceReader::count_ops(&self.file).map(|_| ())
+        if TraceReader::count_ops(&self.file)? == 0 {
+            return Err(LabError::usage(format!(
+                "trace: no input: {} has no operation",
+                self.file.display()
+            )));
+        }
+        Ok(())
     }
 
     fn estimated_ops(&self) -> u64 {
