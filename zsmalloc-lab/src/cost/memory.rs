@@ -128,8 +128,8 @@ fn check_peak(
     match over {
         None => Ok(()),
         Some(why) => Err(LabError::usage(format!(
-            "cost needs about {} ({peak} B) at its peak, {why}: lower --pool-mib, --max-pages or \
-             --synthetic-pages, or measure fewer modes, configurations or compressors",
+            "cost needs about {} ({peak} B) at its peak, {why}: lower --pool-mib, --max-pages, \
+             --synthetic-pages or --batch, or measure fewer modes, configurations or compressors",
             human(peak)
         ))),
     }
