@@ -10,8 +10,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use kernel_support::*;
+use zsmalloc_lab::kernel::device::leftover::{Record, RECORD_DIR};
 use zsmalloc_lab::kernel::device::{Device, DeviceSpec};
-use zsmalloc_lab::kernel::leftover::{Record, RECORD_DIR};
 
 /// Starts a long check (a large built-in corpus) and waits until it is writing to its device;
 /// returns the child and the device id.

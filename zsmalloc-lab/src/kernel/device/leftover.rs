@@ -11,8 +11,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::host;
 use crate::error::{LabError, LabResult};
+use crate::kernel::host;
 
 /// Where records live (a tmpfs: gone with the boot, as the devices are).
 pub const RECORD_DIR: &str = "/run/zsmalloc-lab";
@@ -116,9 +116,8 @@ pub fn sweep() -> Vec<(Record, Outcome)> {
         }
         let outcome = if rec.owner_alive() {
             Outcome::Owned
-        } else if rec.boot == host::boot_id() && super::device::diskseq(rec.id) == Some(rec.diskseq)
-        {
-            match super::device::hot_remove(rec.id) {
+        } else if rec.boot == host::boot_id() && super::diskseq(rec.id) == Some(rec.diskseq) {
+            match super::hot_remove(rec.id) {
                 Ok(()) => Outcome::Removed,
                 Err(e) => Outcome::Failed(e.to_string()),
             }

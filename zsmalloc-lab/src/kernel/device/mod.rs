@@ -2,7 +2,7 @@
 //! [`Device::create`], which makes a new device through `hot_add`; every method acts on that
 //! device only, and dropping it (normal end, error, panic) removes it through `hot_remove`.
 //! SIGINT/SIGTERM/SIGHUP remove it too (`signals`); a SIGKILL leaves a record under
-//! `/run` that the next start acts on ([`super::leftover`]). No other device (zram0 included)
+//! `/run` that the next start acts on ([`leftover`]). No other device (zram0 included)
 //! is ever opened, reset or removed, and nothing is swapped on.
 //!
 //! Pages are written and read one per call with `O_DIRECT` (no page cache between the program
@@ -14,11 +14,13 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::host::ZRAM_CONTROL;
-use super::leftover::{self, Record};
-use super::mm_stat::MmStat;
-use super::signals;
+use self::leftover::Record;
 use crate::error::{LabError, LabResult};
+use crate::kernel::host::ZRAM_CONTROL;
+use crate::kernel::mm_stat::MmStat;
+
+pub mod leftover;
+mod signals;
 
 /// The compressor flags of every kernel subcommand that fills a device.
 #[derive(clap::Args, Debug, Clone)]
