@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use kernel_support::*;
-use zsmalloc_lab::kernel::device::leftover::{Record, RECORD_DIR};
+use zsmalloc_lab::kernel::device::record::{Record, RECORD_DIR};
 use zsmalloc_lab::kernel::device::{Device, DeviceSpec};
 
 /// Starts a long check (a large built-in corpus) and waits until it is writing to its device;

@@ -1,12 +1,31 @@
 //! A private zram device, safe by construction: the only way to get a [`Device`] is
 //! [`Device::create`], which makes a new device through `hot_add`; every method acts on that
-//! device only, and dropping it (normal end, error, panic) removes it through `hot_remove`.
-//! SIGINT/SIGTERM/SIGHUP remove it too (`signals`); a SIGKILL leaves a record under
-//! `/run` that the next start acts on ([`leftover`]). No other device (zram0 included)
-//! is ever opened, reset or removed, and nothing is swapped on.
+//! device only, and its end (normal, error, panic, SIGINT/SIGTERM/SIGHUP) removes it through
+//! `hot_remove`. No other device (zram0 included) is ever opened, reset or removed, and nothing
+//! is swapped on.
+//!
+//! Its lifetime is this module's alone, in files whose imports all point up this list:
+//!
+//! 1. `cpath` (paths built without allocating) and `identity` (who owns a device);
+//! 2. `control`: `hot_add`, and `hot_remove` (its one writer, async-signal-safe);
+//! 3. [`record`]: what is written about a device, and where;
+//! 4. `removal`: a recorded device's removal, record included, the same on every path;
+//! 5. `signals`: the SIGINT/SIGTERM/SIGHUP handler and its table of live devices;
+//! 6. `lifetime` (a device from `hot_add` to `hot_remove`) and [`sweep`] (an ended run's device,
+//!    at the next start);
+//! 7. this file: the device's use (configuration, pages, `mm_stat`) over a `lifetime::Lease`.
 //!
 //! Pages are written and read one per call with `O_DIRECT` (no page cache between the program
 //! and zram), each at its own page-aligned offset; a page is discarded with `BLKDISCARD`.
+
+mod control;
+mod cpath;
+mod identity;
+mod lifetime;
+pub mod record;
+mod removal;
+mod signals;
+pub mod sweep;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
@@ -14,13 +33,9 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use self::leftover::Record;
+use self::lifetime::Lease;
+use super::mm_stat::MmStat;
 use crate::error::{LabError, LabResult};
-use crate::kernel::host::ZRAM_CONTROL;
-use crate::kernel::mm_stat::MmStat;
-
-pub mod leftover;
-mod signals;
 
 /// The compressor flags of every kernel subcommand that fills a device.
 #[derive(clap::Args, Debug, Clone)]
@@ -35,9 +50,6 @@ pub struct CompressorArgs {
 
 /// `BLKDISCARD`: `_IO(0x12, 119)` (linux/fs.h), not in the libc crate.
 const BLKDISCARD: libc::c_ulong = 0x1277;
-
-/// How long `hot_remove` is retried while the device is busy (udev may probe a new disk).
-const BUSY_WAIT: Duration = Duration::from_secs(5);
 
 /// What to make.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,17 +66,21 @@ pub struct DeviceSpec {
 
 /// A zram device this process created (module documentation).
 pub struct Device {
-    id: u32,
-    slot: usize,
+    lease: Lease,
     sys: PathBuf,
     page: usize,
-    dev: Option<File>,
     mm_stat: File,
     /// Two pages, one of them page-aligned: `O_DIRECT` needs an aligned buffer.
     buf: Vec<u8>,
     offered: Vec<String>,
     compressor: String,
-    removed: bool,
+}
+
+/// What `configure` learnt, besides the open device.
+struct Configured {
+    mm_stat: File,
+    offered: Vec<String>,
+    compressor: String,
 }
 
 fn sys_dir(id: u32) -> PathBuf {
@@ -73,26 +89,7 @@ fn sys_dir(id: u32) -> PathBuf {
 
 /// The `diskseq` of device `id`, `None` when there is no such device.
 pub fn diskseq(id: u32) -> Option<u64> {
-    std::fs::read_to_string(sys_dir(id).join("diskseq")).ok()?.trim().parse().ok()
-}
-
-/// Removes device `id` through `hot_remove`, waiting while it is busy. Only for ids this
-/// program created (a [`Device`], or a record whose identity was checked).
-pub(super) fn hot_remove(id: u32) -> LabResult<()> {
-    let ctl = Path::new(ZRAM_CONTROL).join("hot_remove");
-    let start = Instant::now();
-    loop {
-        match std::fs::write(&ctl, id.to_string()) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EBUSY) && start.elapsed() < BUSY_WAIT => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err(e) if e.raw_os_error() == Some(libc::ENODEV) => return Ok(()),
-            Err(e) => {
-                return Err(LabError::runtime(format!("cannot remove zram{id}: {e}")));
-            }
-        }
-    }
+    control::read_diskseq(id).ok()
 }
 
 fn write_attr(path: &Path, value: &str) -> std::io::Result<()> {
@@ -102,138 +99,24 @@ fn write_attr(path: &Path, value: &str) -> std::io::Result<()> {
 impl Device {
     /// Makes a new device with `spec`'s compressor, level and size. Refuses (usage error) a
     /// compressor the kernel does not offer, naming those it does, and a level where the kernel
-    /// has no `algorithm_params`. The device is removed again on any failure.
+    /// has no `algorithm_params`; refuses (runtime error) to make a device whose owner cannot
+    /// be recorded. The device is removed again on any failure.
     pub fn create(spec: &DeviceSpec) -> LabResult<Device> {
-        let (id, slot) = {
-            // No signal between hot_add and the slot: the handler would not know the device.
-            let _blocked = signals::Blocked::new();
-            let add = Path::new(ZRAM_CONTROL).join("hot_add");
-            let text = std::fs::read_to_string(&add).map_err(|e| LabError::io("read", &add, &e))?;
-            let id: u32 = text.trim().parse().map_err(|_| {
-                LabError::runtime(format!("{}: unexpected answer '{}'", add.display(), text.trim()))
-            })?;
-            let undo = |e: LabError| {
-                let _ = hot_remove(id);
-                e
-            };
-            let seq = diskseq(id)
-                .ok_or_else(|| undo(LabError::runtime(format!("zram{id} has no diskseq"))))?;
-            let slot = signals::register(id)
-                .ok_or_else(|| undo(LabError::runtime("too many zram devices in one process")))?;
-            if let Err(e) = Record::mine(id, seq).write() {
-                signals::unregister(slot);
-                return Err(undo(e));
-            }
-            (id, slot)
-        };
-        let sys = sys_dir(id);
-        let mm_path = sys.join("mm_stat");
-        let mm_stat = match File::open(&mm_path) {
-            Ok(f) => f,
-            Err(e) => {
-                signals::unregister(slot);
-                let _ = hot_remove(id);
-                leftover::forget(id);
-                return Err(LabError::io("read", &mm_path, &e));
-            }
-        };
-        let mut d = Device {
-            id,
-            slot,
-            sys,
+        let (lease, c) = Lease::create(|id| configure(id, spec))?;
+        Ok(Device {
+            sys: sys_dir(lease.id()),
+            lease,
             page: spec.page_size,
-            dev: None,
-            mm_stat,
+            mm_stat: c.mm_stat,
             buf: vec![0; 2 * spec.page_size],
-            offered: Vec::new(),
-            compressor: String::new(),
-            removed: false,
-        };
-        d.configure(spec)?;
-        Ok(d)
-    }
-
-    fn configure(&mut self, spec: &DeviceSpec) -> LabResult<()> {
-        let alg = self.sys.join("comp_algorithm");
-        let list = std::fs::read_to_string(&alg).map_err(|e| LabError::io("read", &alg, &e))?;
-        self.offered = list
-            .split_whitespace()
-            .map(|s| s.trim_matches(|c| c == '[' || c == ']').to_string())
-            .collect();
-        let selected = list.split_whitespace().find(|s| s.starts_with('['));
-        self.compressor = match (&spec.compressor, selected) {
-            (Some(c), _) => c.clone(),
-            (None, Some(s)) => s.trim_matches(|c| c == '[' || c == ']').to_string(),
-            (None, None) => self.offered.first().cloned().unwrap_or_default(),
-        };
-        if !self.offered.contains(&self.compressor) {
-            return Err(LabError::usage(format!(
-                "this kernel's zram offers {}; --compressor {} is not among them",
-                self.offered.join(", "),
-                self.compressor
-            )));
-        }
-        write_attr(&alg, &self.compressor).map_err(|e| LabError::io("write", &alg, &e))?;
-        if let Some(level) = spec.level {
-            let params = self.sys.join("algorithm_params");
-            if !params.exists() {
-                return Err(LabError::usage(
-                    "this kernel's zram has no algorithm_params: it takes no --level",
-                ));
-            }
-            write_attr(&params, &format!("algo={} level={level}", self.compressor)).map_err(
-                |e| {
-                    LabError::usage(format!(
-                        "zram refuses level {level} for {}: {e}",
-                        self.compressor
-                    ))
-                },
-            )?;
-        }
-        let size = self.sys.join("disksize");
-        write_attr(&size, &(spec.pages.max(1) * spec.page_size as u64).to_string())
-            .map_err(|e| LabError::runtime(format!("cannot size zram{}: {e}", self.id)))?;
-        let dev = self.open_block_device()?;
-        signals::set_fd(self.slot, dev.as_raw_fd());
-        self.dev = Some(dev);
-        Ok(())
-    }
-
-    /// Opens `/dev/zram<id>` with `O_DIRECT`, after checking that the node is this device
-    /// (its device number is the one sysfs gives).
-    fn open_block_device(&self) -> LabResult<File> {
-        let path = PathBuf::from(format!("/dev/zram{}", self.id));
-        let devno = std::fs::read_to_string(self.sys.join("dev")).unwrap_or_default();
-        let start = Instant::now();
-        let file = loop {
-            match OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(&path)
-            {
-                Ok(f) => break f,
-                Err(e)
-                    if e.kind() == std::io::ErrorKind::NotFound
-                        && start.elapsed() < Duration::from_secs(2) =>
-                {
-                    std::thread::sleep(Duration::from_millis(10));
-                }
-                Err(e) => return Err(LabError::io("open", &path, &e)),
-            }
-        };
-        let rdev = file.metadata().map_err(|e| LabError::io("open", &path, &e))?.rdev();
-        let (major, minor) = (libc::major(rdev), libc::minor(rdev));
-        if devno.trim() != format!("{major}:{minor}") {
-            return Err(LabError::runtime(format!(
-                "{} is device {major}:{minor}, not zram{} ({})",
-                path.display(),
-                self.id,
-                devno.trim()
-            )));
-        }
-        Ok(file)
+            offered: c.offered,
+            compressor: c.compressor,
+        })
     }
 
     /// The device id (`zram<id>`).
     pub fn id(&self) -> u32 {
-        self.id
+        self.lease.id()
     }
 
     /// The compressor the device uses.
@@ -247,8 +130,7 @@ impl Device {
     }
 
     fn dev(&self) -> &File {
-        // `configure` opens it before `create` returns a device.
-        self.dev.as_ref().expect("a created device is open")
+        self.lease.file()
     }
 
     fn aligned(&mut self) -> &mut [u8] {
@@ -261,18 +143,18 @@ impl Device {
         let page = self.page;
         self.aligned().copy_from_slice(&data[..page]);
         let off = self.buf.as_ptr().align_offset(page);
-        self.dev()
-            .write_all_at(&self.buf[off..off + page], index * page as u64)
-            .map_err(|e| LabError::runtime(format!("zram{}: write of page {index}: {e}", self.id)))
+        self.dev().write_all_at(&self.buf[off..off + page], index * page as u64).map_err(|e| {
+            LabError::runtime(format!("zram{}: write of page {index}: {e}", self.id()))
+        })
     }
 
     /// Reads page `index`.
     pub fn read_page(&mut self, index: u64) -> LabResult<&[u8]> {
         let page = self.page;
         let off = self.buf.as_ptr().align_offset(page);
-        let dev = self.dev.as_ref().expect("a created device is open");
+        let dev = self.lease.file();
         dev.read_exact_at(&mut self.buf[off..off + page], index * page as u64).map_err(|e| {
-            LabError::runtime(format!("zram{}: read of page {index}: {e}", self.id))
+            LabError::runtime(format!("zram{}: read of page {index}: {e}", self.id()))
         })?;
         Ok(&self.buf[off..off + page])
     }
@@ -287,7 +169,7 @@ impl Device {
             let e = std::io::Error::last_os_error();
             return Err(LabError::runtime(format!(
                 "zram{}: discard of page {index}: {e}",
-                self.id
+                self.id()
             )));
         }
         Ok(())
@@ -296,7 +178,7 @@ impl Device {
     /// Compacts the device's pool (`zs_compact`).
     pub fn compact(&self) -> LabResult<()> {
         write_attr(&self.sys.join("compact"), "1")
-            .map_err(|e| LabError::runtime(format!("zram{}: compact: {e}", self.id)))
+            .map_err(|e| LabError::runtime(format!("zram{}: compact: {e}", self.id())))
     }
 
     /// Reads `mm_stat` now.
@@ -305,33 +187,86 @@ impl Device {
         let n = self
             .mm_stat
             .read_at(&mut buf, 0)
-            .map_err(|e| LabError::runtime(format!("zram{}: mm_stat: {e}", self.id)))?;
+            .map_err(|e| LabError::runtime(format!("zram{}: mm_stat: {e}", self.id())))?;
         MmStat::parse(&String::from_utf8_lossy(&buf[..n]))
     }
 
     /// Removes the device now, reporting a failure (dropping removes it too, warning instead).
-    pub fn remove(mut self) -> LabResult<()> {
-        self.remove_now()
-    }
-
-    fn remove_now(&mut self) -> LabResult<()> {
-        if self.removed {
-            return Ok(());
-        }
-        self.removed = true;
-        // Out of the handler's reach first: from here the normal path owns the removal.
-        signals::unregister(self.slot);
-        self.dev = None;
-        hot_remove(self.id)?;
-        leftover::forget(self.id);
-        Ok(())
+    /// A device that could not be removed (still open in another process after every try)
+    /// keeps its record: the next start removes it once it is closed.
+    pub fn remove(self) -> LabResult<()> {
+        self.lease.remove()
     }
 }
 
-impl Drop for Device {
-    fn drop(&mut self) {
-        if let Err(e) = self.remove_now() {
-            eprintln!("zsmalloc: warning: {e} (its record under /run stays for the next start)");
-        }
+/// Chooses the compressor, sets the level and the size of device `id`, and opens it.
+fn configure(id: u32, spec: &DeviceSpec) -> LabResult<(File, Configured)> {
+    let sys = sys_dir(id);
+    let mm_path = sys.join("mm_stat");
+    let mm_stat = File::open(&mm_path).map_err(|e| LabError::io("read", &mm_path, &e))?;
+    let alg = sys.join("comp_algorithm");
+    let list = std::fs::read_to_string(&alg).map_err(|e| LabError::io("read", &alg, &e))?;
+    let offered: Vec<String> = list
+        .split_whitespace()
+        .map(|s| s.trim_matches(|c| c == '[' || c == ']').to_string())
+        .collect();
+    let selected = list.split_whitespace().find(|s| s.starts_with('['));
+    let compressor = match (&spec.compressor, selected) {
+        (Some(c), _) => c.clone(),
+        (None, Some(s)) => s.trim_matches(|c| c == '[' || c == ']').to_string(),
+        (None, None) => offered.first().cloned().unwrap_or_default(),
+    };
+    if !offered.contains(&compressor) {
+        return Err(LabError::usage(format!(
+            "this kernel's zram offers {}; --compressor {compressor} is not among them",
+            offered.join(", "),
+        )));
     }
+    write_attr(&alg, &compressor).map_err(|e| LabError::io("write", &alg, &e))?;
+    if let Some(level) = spec.level {
+        let params = sys.join("algorithm_params");
+        if !params.exists() {
+            return Err(LabError::usage(
+                "this kernel's zram has no algorithm_params: it takes no --level",
+            ));
+        }
+        write_attr(&params, &format!("algo={compressor} level={level}")).map_err(|e| {
+            LabError::usage(format!("zram refuses level {level} for {compressor}: {e}"))
+        })?;
+    }
+    let size = sys.join("disksize");
+    write_attr(&size, &(spec.pages.max(1) * spec.page_size as u64).to_string())
+        .map_err(|e| LabError::runtime(format!("cannot size zram{id}: {e}")))?;
+    let dev = open_block_device(id, &sys)?;
+    Ok((dev, Configured { mm_stat, offered, compressor }))
+}
+
+/// Opens `/dev/zram<id>` with `O_DIRECT`, after checking that the node is this device (its
+/// device number is the one sysfs gives).
+fn open_block_device(id: u32, sys: &Path) -> LabResult<File> {
+    let path = PathBuf::from(format!("/dev/zram{id}"));
+    let devno = std::fs::read_to_string(sys.join("dev")).unwrap_or_default();
+    let start = Instant::now();
+    let file = loop {
+        match OpenOptions::new().read(true).write(true).custom_flags(libc::O_DIRECT).open(&path) {
+            Ok(f) => break f,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    && start.elapsed() < Duration::from_secs(2) =>
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            Err(e) => return Err(LabError::io("open", &path, &e)),
+        }
+    };
+    let rdev = file.metadata().map_err(|e| LabError::io("open", &path, &e))?.rdev();
+    let (major, minor) = (libc::major(rdev), libc::minor(rdev));
+    if devno.trim() != format!("{major}:{minor}") {
+        return Err(LabError::runtime(format!(
+            "{} is device {major}:{minor}, not zram{id} ({})",
+            path.display(),
+            devno.trim()
+        )));
+    }
+    Ok(file)
 }
