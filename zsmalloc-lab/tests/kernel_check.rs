@@ -1,8 +1,8 @@
 //! `zsmalloc kernel check` and `capture` against the running kernel: the project's pool agrees
 //! with the kernel's after every write, discard and the compaction, with two of the kernel's
 //! compressors on real pages; a capture replays to the kernel's pages; refusals are one line
-//! with exit 2. Skipped, with the reason printed, without root or zram control. No test leaves
-//! a device behind.
+//! with exit 2. Skipped, with the reason printed, without root or zram control. Every run is
+//! checked to leave none of its devices behind (`kernel_support::run`).
 
 mod kernel_support;
 
@@ -27,7 +27,6 @@ fn check_agrees_at_every_step_with_two_compressors_on_real_pages() {
     let Some(_g) = kernel_or_skip("check_agrees_at_every_step_with_two_compressors") else {
         return;
     };
-    let before = block_devices();
     let algs = two_compressors();
     assert_eq!(algs.len(), 2, "the kernel offers two of lz4, lzo-rle, lzo, zstd");
     for (alg, seed) in algs.iter().zip(["3", "11"]) {
@@ -60,7 +59,6 @@ fn check_agrees_at_every_step_with_two_compressors_on_real_pages() {
             phases[2]["pages_compacted"]
         );
     }
-    assert_eq!(block_devices(), before, "no device left behind");
 }
 
 fn host_page() -> u64 {
@@ -70,7 +68,6 @@ fn host_page() -> u64 {
 #[test]
 fn a_capture_replays_to_the_kernels_pages() {
     let Some(_g) = kernel_or_skip("a_capture_replays_to_the_kernels_pages") else { return };
-    let before = block_devices();
     let trace = scratch("kernel.trace");
     let t = trace.to_str().unwrap();
     let mut args = vec!["kernel", "capture"];
@@ -102,13 +99,11 @@ fn a_capture_replays_to_the_kernels_pages() {
     let mem_used: u64 = line.split_whitespace().nth(2).unwrap().parse().unwrap();
     assert_eq!(mem_used / host_page(), cap["kernel_pages_at_end"].as_u64().unwrap());
     let _ = std::fs::remove_file(&trace);
-    assert_eq!(block_devices(), before, "no device left behind");
 }
 
 #[test]
 fn refusals_are_one_line_with_exit_2() {
     let Some(_g) = kernel_or_skip("refusals_are_one_line_with_exit_2") else { return };
-    let before = block_devices();
     let one_line = |args: &[&str], needle: &str| {
         let out = run(args);
         let err = String::from_utf8_lossy(&out.stderr);
@@ -141,7 +136,6 @@ fn refusals_are_one_line_with_exit_2() {
         }
         Err(why) => eprintln!("SKIP the not-root refusal: {why}"),
     }
-    assert_eq!(block_devices(), before, "no device left behind");
 }
 
 /// The uid and gid of `nobody`.

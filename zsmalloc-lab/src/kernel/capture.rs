@@ -110,7 +110,7 @@ pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
     }
     check_writable("-o", &a.output)?;
     let host = Host::probe()?;
-    super::leftover::sweep_and_report();
+    super::device::sweep::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
     let plan = Plan {
         compressor: a.codec.compressor.clone(),

@@ -147,7 +147,7 @@ pub fn run(a: &CheckArgs) -> LabResult<CheckReport> {
     let host = Host::probe()?;
     // Bad flags fail before the device is made.
     kernel_spec(host.page_size, chain, &a.chain_policy)?;
-    super::leftover::sweep_and_report();
+    super::device::sweep::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
     let plan = Plan {
         compressor: a.codec.compressor.clone(),

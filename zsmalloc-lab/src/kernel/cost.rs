@@ -189,7 +189,7 @@ pub fn run(a: &CostArgs) -> LabResult<CostReport> {
         });
     }
     let host = Host::probe()?;
-    super::leftover::sweep_and_report();
+    super::device::sweep::sweep_and_report();
     let llc = last_level_cache_bytes();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
     let mut report = CostReport::new(&host, facts, llc, a.rounds, a.seed);

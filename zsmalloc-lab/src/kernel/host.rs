@@ -78,29 +78,12 @@ pub fn check_memory(need: u64, what: &str) -> LabResult<()> {
     Ok(())
 }
 
-/// The boot's id: a leftover record from another boot names no device of this one.
-pub fn boot_id() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default()
-}
-
-/// When process `pid` started (clock ticks since boot, field 22 of `/proc/PID/stat`), or `None`
-/// when there is no such process: with the pid it names one process for the whole boot.
-pub fn process_start(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn this_process_has_a_start_time() {
-        assert!(process_start(std::process::id()).is_some());
+    fn the_host_has_a_page_size_and_a_release() {
         assert!(page_size() >= 4096);
         assert!(!release().is_empty());
     }

@@ -2,8 +2,8 @@
 //! a private zram device of the running kernel, driven page by page, read through `mm_stat`.
 //!
 //! - [`host`]: root, zram control, release, page size, memory; [`device`]: one device this
-//!   process created, removed on every exit (`signals` for SIGINT/SIGTERM, [`leftover`] for
-//!   a killed run); [`mm_stat`]: the kernel's line;
+//!   process created, its whole lifetime (record, removal on every exit, the signal handler,
+//!   the sweep of an ended run's device); [`mm_stat`]: the kernel's line;
 //! - [`steps`]: fill, discard, compact on the device, the kernel's outcome per step;
 //! - [`replay`]: the same steps through the project's pool, compared step by step;
 //! - [`check`], [`capture`], [`cost`] (+ [`cost_report`]): the commands; [`corpus`]: the
@@ -20,10 +20,8 @@ pub mod cost_report;
 pub mod device;
 pub mod host;
 pub mod import;
-pub mod leftover;
 pub mod mm_stat;
 pub mod replay;
-mod signals;
 pub mod steps;
 
 use crate::error::LabResult;
