@@ -114,3 +114,13 @@ fn an_empty_size_range_is_refused_with_the_range_named() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("no logical size"), "{err}");
 }
+
+#[test]
+fn zblocks_table_is_not_exported_as_a_class_table() {
+    let path = std::env::temp_dir().join(format!("zsmalloc-zb-{}.table", std::process::id()));
+    let (code, err) =
+        limited(&["classes", "--backend", "zblock", "--export", path.to_str().unwrap()]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--export") && err.trim().lines().count() == 1, "{err}");
+    assert!(!path.exists());
+}

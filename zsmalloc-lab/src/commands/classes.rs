@@ -92,6 +92,12 @@ fn block_table(a: &ClassesArgs, page_size: u32, format: Format) -> LabResult<()>
              table has one row per block type",
         ));
     }
+    if a.export.is_some() {
+        return Err(LabError::usage(
+            "--export writes zsmalloc's class tables (the class-table file format); zblock's \
+             block table is fixed by the page size: print it with --format csv or json instead",
+        ));
+    }
     let t = block_table::block_table(page_size)?;
     if let Some(path) = &a.plot {
         plot::block_table(path, &t)?;
