@@ -162,9 +162,14 @@ impl Environment {
         let [lo, hi] = self.pool_bytes_held.map(mib);
         let held = if lo == hi { format!("{lo} MiB") } else { format!("{lo}-{hi} MiB") };
         format!(
-            "pools of {held} (objects stored to at least {} MiB, and to a batch of distinct \
-             objects per row)",
-            mib(self.pool_bytes_target)
+            "pools of {held} (objects stored to at least {} MiB, and to a batch of {} distinct \
+             objects per row, which a small --pool-mib cannot lower), caches flushed before \
+             each pass by a {} MiB buffer (twice the last-level cache of {}, at most 512 MiB, \
+             whatever the pools' size)",
+            mib(self.pool_bytes_target),
+            self.batch,
+            mib(self.evict_bytes),
+            self.last_level_cache_bytes.map_or("unknown size".into(), |b| format!("{} MiB", mib(b)))
         )
     }
 }
