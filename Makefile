@@ -42,7 +42,7 @@ EX_LINK = -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
 # examples/: programs a user would copy. tests/c/: programs that check or measure the library.
 EXAMPLES := zsmalloc_test zram_store compat_demo replay
 C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel read_modes reliability \
-  class_tables kernel_test_zs
+  class_tables kernel_test_zs multi_pages
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 TEST_BINS := $(addprefix $(TESTDIR)/,$(C_TESTS))
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h
