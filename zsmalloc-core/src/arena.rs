@@ -276,58 +276,6 @@ impl PageArena {
         true
     }
 
-    /// Allocates a zspage of class `class_pos` made of `out.len()` units of order `order`
-    /// (`2^order` adjacent pages each, aligned, the multi-page band's compound pages): `out[i]`
-    /// is unit `i`'s first page, all its pages in role (`class_pos`, `i`). In `contiguous` mode
-    /// the units are one run. Order 0 is [`Self::alloc_pages`]. False when the reserved address
-    /// space is exhausted (nothing taken).
-    pub fn alloc_zspage(&self, out: &mut [Pfn], class_pos: usize, order: u32) -> bool {
-        if order == 0 {
-            return self.alloc_pages(out, class_pos);
-        }
-        if crate::fault::fails(crate::fault::Point::Pages) {
-            return false;
-        }
-        let unit = 1usize << order;
-        if self.runs {
-            let Some(first) =
-                self.alloc_run_of_order(role_of(class_pos, 0), out.len() * unit, order)
-            else {
-                return false;
-            };
-            for (i, p) in out.iter_mut().enumerate() {
-                *p = first + (i * unit) as Pfn;
-            }
-            return true;
-        }
-        for i in 0..out.len() {
-            match self.alloc_run_of_order(role_of(class_pos, i), unit, order) {
-                Some(first) => out[i] = first,
-                None => {
-                    self.free_zspage(&out[..i], order);
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// Gives back a zspage's units that [`Self::alloc_zspage`] handed out.
-    pub fn free_zspage(&self, units: &[Pfn], order: u32) {
-        if order == 0 {
-            return self.free_pages(units);
-        }
-        if self.runs {
-            if let Some(&first) = units.first() {
-                self.free_run(first, units.len() << order);
-            }
-            return;
-        }
-        for &first in units {
-            self.free_run(first, 1 << order);
-        }
-    }
-
     fn roles_capacity(&self) -> usize {
         ChunkedTable::<AtomicU32, ROLE_CHUNK_SHIFT, ROLE_CHUNKS>::capacity()
     }

@@ -31,6 +31,10 @@ pub struct ClassInfo {
     /// A unit is `page << order` bytes of adjacent pages; 0 (single pages) but in the
     /// multi-page band's classes above a page.
     pub order: u32,
+    /// log2 of the unit's bytes (`page_shift + order`) and the unit's bytes less one, kept for
+    /// the hot paths.
+    pub unit_shift: u32,
+    pub unit_mask: u32,
 }
 
 impl ClassInfo {
@@ -81,6 +85,8 @@ pub struct ClassTable {
     band: Option<MultiBand>,
     /// `huge_class_size` of the multi-page band (0 without one).
     huge_class_size_multi: u32,
+    /// The longest object served: the multi-page size, else the page.
+    max_size: u32,
 }
 
 impl ClassTable {
@@ -137,6 +143,8 @@ impl ClassTable {
                     huge: pages == 1 && objs == 1,
                     first_index: i,
                     order,
+                    unit_shift: page.trailing_zeros() + order,
+                    unit_mask: (page << order) - 1,
                 }),
             }
             by_index_rev[i as usize] = (rev.len() - 1) as u16;
@@ -153,6 +161,7 @@ impl ClassTable {
             huge_class_size_multi: huge_class_size(&multi),
             base_count,
             band,
+            max_size: band.map_or(page, |b| b.size),
             classes: rev,
             by_index,
             by_size8: Vec::new(),
@@ -181,6 +190,8 @@ impl ClassTable {
                     huge: c.chain == 1 && objs == 1,
                     first_index: i as u32,
                     order: 0,
+                    unit_shift: page.trailing_zeros(),
+                    unit_mask: page - 1,
                 }
             })
             .collect();
@@ -200,6 +211,7 @@ impl ClassTable {
             base_count: classes.len() as u32,
             band: None,
             huge_class_size_multi: 0,
+            max_size: page,
             by_index: (0..classes.len() as u16).collect(),
             by_size8,
             classes,
@@ -227,8 +239,9 @@ impl ClassTable {
 
     /// The longest object the table serves (bytes, header excluded): the multi-page size, else
     /// a page.
+    #[inline]
     pub fn max_size(&self) -> u32 {
-        self.band.map_or(self.page, |b| b.size)
+        self.max_size
     }
 
     /// Whether the table was given class by class (no spacing, no merging).

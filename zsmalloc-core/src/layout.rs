@@ -42,7 +42,7 @@ impl Pool {
     /// The shift of a unit of class `info`'s zspages: a page's, or a compound page's.
     #[inline(always)]
     pub(crate) fn unit_shift(&self, info: &ClassInfo) -> u32 {
-        self.page_shift() + info.order
+        info.unit_shift
     }
 
     /// Geometry of object `obj` of `len` bytes in zspage `z`.
@@ -52,8 +52,8 @@ impl Pool {
             let pieces = [Piece { pfn: z.page(0), offset: 0, len }, Piece::default()];
             return Layout { pieces, spanning: false };
         }
-        let shift = self.unit_shift(info);
-        let (page, mask) = (1usize << shift, (1usize << shift) - 1);
+        let (shift, mask) = (info.unit_shift, info.unit_mask as usize);
+        let page = mask + 1;
         let start = obj as usize * info.size as usize;
         let offset = start & mask;
         let spanning = offset + HDR as usize + len > page;
@@ -70,7 +70,7 @@ impl Pool {
     /// `layout` of object `obj` whose handle location (header, or huge payload) is at arena
     /// byte `offset`: the zspage's page list is read only when the payload continues on the
     /// next unit.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn layout_at(
         &self,
         z: &Zspage,
@@ -100,6 +100,7 @@ impl Pool {
     /// `layout_at` for a class of compound units (units are aligned: the offset within its
     /// unit is the arena offset modulo the unit).
     #[cold]
+    #[inline(never)]
     fn layout_at_unit(
         &self,
         z: &Zspage,
@@ -134,8 +135,7 @@ impl Pool {
             return &z.huge_header;
         }
         let start = obj as usize * info.size as usize;
-        let shift = self.unit_shift(info);
-        self.arena.word(z.page(start >> shift), start & ((1 << shift) - 1))
+        self.arena.word(z.page(start >> info.unit_shift), start & info.unit_mask as usize)
     }
 
     /// The header word of the object at `loc` (checked by `place::<ZSPAGE>`).
@@ -176,12 +176,12 @@ impl Pool {
     /// The handle word of object `obj` of the zspage at table entry `entry`.
     #[inline]
     pub(crate) fn locate(&self, entry: u32, z: &Zspage, info: &ClassInfo, obj: u32) -> Location {
-        let ushift = self.unit_shift(info);
         let start = if info.huge { 0 } else { obj as usize * info.size as usize };
-        let page = start >> ushift;
+        let page = start >> info.unit_shift;
         // A unit's first page is aligned to the unit, so its offset and the offset within the
         // unit do not overlap.
-        let offset = ((z.page(page) as usize) << self.page_shift()) | (start & ((1 << ushift) - 1));
+        let offset =
+            ((z.page(page) as usize) << self.page_shift()) | (start & info.unit_mask as usize);
         Location { tag: self.tag, entry, page: page as u32, pos: (offset >> 3) as u64 }
     }
 

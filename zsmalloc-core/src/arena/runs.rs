@@ -74,6 +74,74 @@ impl PageArena {
         Some(first as Pfn)
     }
 
+    /// Allocates a zspage of class `class_pos` made of `out.len()` units of order `order`
+    /// (`2^order` adjacent pages each, aligned, the multi-page band's compound pages): `out[i]`
+    /// is unit `i`'s first page, all its pages in role (`class_pos`, `i`). In `contiguous` mode
+    /// the units are one run. Order 0 is [`Self::alloc_pages`]. False when the reserved address
+    /// space is exhausted (nothing taken).
+    #[inline]
+    pub fn alloc_zspage(&self, out: &mut [Pfn], class_pos: usize, order: u32) -> bool {
+        if order == 0 {
+            return self.alloc_pages(out, class_pos);
+        }
+        self.alloc_units(out, class_pos, order)
+    }
+
+    /// `alloc_zspage` of units of order `order > 0`.
+    #[cold]
+    #[inline(never)]
+    fn alloc_units(&self, out: &mut [Pfn], class_pos: usize, order: u32) -> bool {
+        if crate::fault::fails(crate::fault::Point::Pages) {
+            return false;
+        }
+        let unit = 1usize << order;
+        if self.runs {
+            let Some(first) =
+                self.alloc_run_of_order(role_of(class_pos, 0), out.len() * unit, order)
+            else {
+                return false;
+            };
+            for (i, p) in out.iter_mut().enumerate() {
+                *p = first + (i * unit) as Pfn;
+            }
+            return true;
+        }
+        for i in 0..out.len() {
+            match self.alloc_run_of_order(role_of(class_pos, i), unit, order) {
+                Some(first) => out[i] = first,
+                None => {
+                    self.free_zspage(&out[..i], order);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// Gives back a zspage's units that [`Self::alloc_zspage`] handed out.
+    #[inline]
+    pub fn free_zspage(&self, units: &[Pfn], order: u32) {
+        if order == 0 {
+            return self.free_pages(units);
+        }
+        self.free_units(units, order)
+    }
+
+    /// `free_zspage` of units of order `order > 0`.
+    #[cold]
+    #[inline(never)]
+    fn free_units(&self, units: &[Pfn], order: u32) {
+        if self.runs {
+            if let Some(&first) = units.first() {
+                self.free_run(first, units.len() << order);
+            }
+            return;
+        }
+        for &first in units {
+            self.free_run(first, 1 << order);
+        }
+    }
+
     /// Gives back the run of `len` pages at `first` that `alloc_run(kind, len)` handed out:
     /// kept resident in the cache; when the cache is full, its oldest runs go back to the system.
     pub fn free_run(&self, first: Pfn, len: usize) {
