@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use zsmalloc_core::BackendKind;
 
-use super::output::{emit, table_json_or_csv};
+use super::output::emit;
 use crate::classes::{self, ClassTableReport};
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
@@ -32,9 +32,9 @@ pub struct ClassesArgs {
     pub max_size: Option<u32>,
     #[command(flatten)]
     pub pool: ConfigFlags,
-    /// table, json or csv [default: table]
-    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
-    pub format: Option<String>,
+    /// Output format: table, json or csv
+    #[arg(long, value_name = "FORMAT", help_heading = "Output", value_enum, default_value_t = Format::Table, hide_possible_values = true)]
+    pub format: Format,
     /// Write the configuration's table in the class-table file format instead (load it back
     /// with --class-table or ZSMALLOC_CLASS_TABLE: it places every object as this configuration)
     #[arg(long, value_name = "FILE", conflicts_with_all = ["vs", "plot"], help_heading = "Output")]
@@ -46,7 +46,7 @@ pub struct ClassesArgs {
 }
 
 pub fn run(a: ClassesArgs) -> LabResult<()> {
-    let format = table_json_or_csv(a.format.as_deref(), "classes")?;
+    let format = a.format.offered_by::<[ClassTableReport]>()?;
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
     }

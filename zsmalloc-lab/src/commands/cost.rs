@@ -6,14 +6,14 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::callgrind;
-use super::output::{emit, table_json_or_csv};
+use super::output::emit;
 use crate::config::assemble::{assemble, Defaults};
 use crate::config::flags::{ConfigFlags, ConfigList};
 use crate::config::ConfigSpec;
 use crate::cost::{self, codec::Algo, corpus::Source};
 use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
-use crate::report::Render;
+use crate::report::{Format, Render};
 use crate::{codec, plot, report};
 
 /// The command's help after the flags.
@@ -85,9 +85,9 @@ pub struct CostArgs {
     pub pool: ConfigFlags,
     #[command(flatten)]
     pub list: ConfigList,
-    /// table, json or csv [default: table]
-    #[arg(long, value_name = "FORMAT", help_heading = "Output")]
-    pub format: Option<String>,
+    /// Output format: table, json or csv
+    #[arg(long, value_name = "FORMAT", help_heading = "Output", value_enum, default_value_t = Format::Table, hide_possible_values = true)]
+    pub format: Format,
     /// Draw an SVG: read cost by class and mode; with several configurations, a Pareto plot
     /// of pages against read CPU
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
@@ -157,7 +157,7 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
 }
 
 pub fn run(mut a: CostArgs) -> LabResult<()> {
-    let format = table_json_or_csv(a.format.as_deref(), "cost")?;
+    let format = a.format.offered_by::<cost::CostReport>()?;
     let (mut opts, sweep_keys) = options(&mut a)?;
     if let Some(dir) = &a.callgrind_child {
         return callgrind::run_child(&mut opts, dir);

@@ -15,9 +15,10 @@ use crate::workload::Workload;
 #[derive(Args, Debug, Clone, Default)]
 #[command(next_help_heading = "Output")]
 pub struct OutputFlags {
-    /// table, json, csv, mm_stat or debugfs [default: table]
-    #[arg(long, global = true, value_name = "FORMAT")]
-    pub format: Option<String>,
+    /// Output format: table, json, csv, mm_stat (zram's line) or debugfs (the kernel's
+    /// classes table)
+    #[arg(long, global = true, value_name = "FORMAT", value_enum, default_value_t = Format::Table, hide_possible_values = true)]
+    pub format: Format,
     /// Draw an SVG: per-class steps, huge classes apart, differences between configurations;
     /// with --sweep, curves and a Pareto plot of pages against spanning reads
     #[arg(long, global = true, value_name = "FILE.svg")]
@@ -51,7 +52,7 @@ pub struct OutputFlags {
 impl OutputFlags {
     /// `--format`, table when absent.
     pub fn format(&self) -> LabResult<Format> {
-        self.format.as_deref().map_or(Ok(Format::Table), Format::parse)
+        Ok(self.format)
     }
 
     /// `--seed`, 1 when absent.
@@ -92,14 +93,6 @@ impl OutputFlags {
             repeat,
             max_memory,
         })
-    }
-}
-
-/// `--format` of a command that prints tables, JSON or CSV only (`classes`, `cost`).
-pub fn table_json_or_csv(format: Option<&str>, command: &str) -> LabResult<Format> {
-    match format.map_or(Ok(Format::Table), Format::parse)? {
-        f @ (Format::Table | Format::Json | Format::Csv) => Ok(f),
-        _ => Err(LabError::usage(format!("{command} prints --format table, json or csv"))),
     }
 }
 

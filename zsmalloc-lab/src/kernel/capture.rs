@@ -14,12 +14,12 @@ use super::corpus::{CorpusArgs, CorpusFacts};
 use super::device::CompressorArgs;
 use super::host::Host;
 use super::steps::{self, KernelSteps, Op, Phase, Plan, Stored};
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 use crate::report::check_writable;
 use crate::trace_format::{TraceOp, TraceWriter};
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct CaptureArgs {
+pub struct Capture {
     #[command(flatten)]
     pub corpus: CorpusArgs,
     #[command(flatten)]
@@ -33,9 +33,6 @@ pub struct CaptureArgs {
     /// Seeds the built-in corpus and the discards
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
-    /// table or json
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -101,13 +98,7 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
     Ok(ops)
 }
 
-pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
-    if !matches!(a.format.as_str(), "table" | "json") {
-        return Err(LabError::usage(format!(
-            "invalid --format '{}' (accepted: table, json)",
-            a.format
-        )));
-    }
+pub fn run(a: &Capture) -> LabResult<CaptureReport> {
     check_writable("-o", &a.output)?;
     let host = Host::probe()?;
     super::device::sweep::sweep_and_report();
@@ -131,34 +122,4 @@ pub fn run(a: &CaptureArgs) -> LabResult<CaptureReport> {
         corpus: facts,
         operations,
     })
-}
-
-impl CaptureReport {
-    pub fn render(&self, format: &str) -> LabResult<String> {
-        if format == "json" {
-            return crate::report::json(self);
-        }
-        let k = &self.kernel;
-        let s = &self.stored;
-        Ok(format!(
-            "wrote {} ({} operations): kernel {} (page {}), zram {}\n\
-             corpus: {} — {} pages: {} same-filled, {} huge, {} compressed\n\
-             kernel pool pages after the fill: {}; at the end: {}\n\
-             replay it: zsmalloc replay {} --page-size {} --chain-size 8 --format mm_stat\n",
-            self.file,
-            self.operations,
-            k.release,
-            k.page_size,
-            k.compressor,
-            self.corpus.source,
-            self.corpus.pages,
-            s.same_filled,
-            s.huge,
-            s.compressed,
-            self.kernel_pages_after_fill,
-            self.kernel_pages_at_end,
-            self.file,
-            k.page_size
-        ))
-    }
 }

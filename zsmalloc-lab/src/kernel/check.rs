@@ -9,13 +9,32 @@ use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
 use super::steps::{self, KernelSteps, Phase, Plan, Stored};
 use crate::config::ConfigSpec;
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 
 /// The kernel's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
 pub const KERNEL_DEFAULT_CHAIN: u32 = 8;
 
+/// `--chain-size`: a chain size, or every one tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChainSize {
+    /// Pages per zspage at most (checked against 1..=16 with the configuration).
+    Pages(u32),
+    /// Every chain size 1..=16, the ones that agree at every step named.
+    Auto,
+}
+
+impl ChainSize {
+    /// `N` or `auto` (clap's value parser: its message names the flag).
+    pub fn parse(s: &str) -> Result<ChainSize, String> {
+        match s {
+            "auto" => Ok(ChainSize::Auto),
+            n => n.parse().map(ChainSize::Pages).map_err(|_| "1..=16 or auto".to_string()),
+        }
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
-pub struct CheckArgs {
+pub struct Check {
     #[command(flatten)]
     pub corpus: CorpusArgs,
     #[command(flatten)]
@@ -27,16 +46,13 @@ pub struct CheckArgs {
     #[arg(long, value_name = "S", default_value_t = 1)]
     pub seed: u64,
     /// The project's chain size, 1..=16, or `auto`: every chain size is tried and the ones
-    /// that agree at every step are named [default: 8, the kernel's default]
-    #[arg(long, value_name = "N|auto")]
-    pub chain_size: Option<String>,
+    /// that agree at every step are named
+    #[arg(long, value_name = "N|auto", default_value = "8", value_parser = ChainSize::parse)]
+    pub chain_size: ChainSize,
     /// The project's chain policy (classic = mainline; heuristic for a kernel with the
     /// chain-length patch)
     #[arg(long, value_name = "POLICY", default_value = "classic")]
     pub chain_policy: String,
-    /// table or json
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
 }
 
 /// The kernel side of a report.
@@ -130,19 +146,11 @@ fn total_steps(r: &Replay) -> (u64, u64) {
 }
 
 /// Runs the check (module documentation).
-pub fn run(a: &CheckArgs) -> LabResult<CheckReport> {
-    if !matches!(a.format.as_str(), "table" | "json") {
-        return Err(LabError::usage(format!(
-            "invalid --format '{}' (accepted: table, json)",
-            a.format
-        )));
-    }
-    let auto = a.chain_size.as_deref() == Some("auto");
-    let chain = match a.chain_size.as_deref() {
-        None | Some("auto") => KERNEL_DEFAULT_CHAIN,
-        Some(n) => n
-            .parse::<u32>()
-            .map_err(|_| LabError::usage(format!("invalid --chain-size '{n}' (1..=16 or auto)")))?,
+pub fn run(a: &Check) -> LabResult<CheckReport> {
+    let auto = a.chain_size == ChainSize::Auto;
+    let chain = match a.chain_size {
+        ChainSize::Auto => KERNEL_DEFAULT_CHAIN,
+        ChainSize::Pages(n) => n,
     };
     let host = Host::probe()?;
     // Bad flags fail before the device is made.
@@ -207,95 +215,5 @@ impl CheckReport {
         } else {
             1
         }
-    }
-
-    pub fn render(&self, format: &str) -> LabResult<String> {
-        if format == "json" {
-            return crate::report::json(self);
-        }
-        Ok(self.table())
-    }
-
-    fn table(&self) -> String {
-        let k = &self.kernel;
-        let level = k.level.map(|l| format!(" level {l}")).unwrap_or_default();
-        let s = &self.stored;
-        let mut out = format!(
-            "kernel {} (page {}), zram {}{level}; project: {}\n\
-             corpus: {} — {} pages: {} same-filled, {} huge, {} compressed ({} bytes to zs_malloc)\n\
-             then {:.0}% of them discarded (seed {}), then compacted\n\n",
-            k.release,
-            k.page_size,
-            k.compressor,
-            self.project,
-            self.corpus.source,
-            self.corpus.pages,
-            s.same_filled,
-            s.huge,
-            s.compressed,
-            s.bytes,
-            self.free_share * 100.0,
-            self.seed
-        );
-        out += &format!(
-            "{:<8} {:>7} {:>9} {:>12} {:>13} {:>6} {:>6} {:>16}\n",
-            "phase",
-            "steps",
-            "agreeing",
-            "kernel pages",
-            "project pages",
-            "huge",
-            "same",
-            "compacted k/p"
-        );
-        for t in &self.phases {
-            out += &format!(
-                "{:<8} {:>7} {:>9} {:>12} {:>13} {:>6} {:>6} {:>16}\n",
-                t.phase.name(),
-                t.steps,
-                t.agreeing,
-                t.kernel_pages,
-                t.project_pages,
-                t.huge_pages,
-                t.same_pages,
-                format!("{}/{}", t.pages_compacted, t.project_pages_compacted)
-            );
-        }
-        if self.shrinker_compactions > 0 {
-            out += &format!(
-                "\nthe kernel's shrinker compacted the pool around {} step(s); the project \
-                 compacted there too\n",
-                self.shrinker_compactions
-            );
-        }
-        if let Some(fits) = &self.chain_search {
-            let agree: Vec<String> =
-                fits.iter().filter(|f| f.agree).map(|f| f.chain_size.to_string()).collect();
-            out += &if agree.is_empty() {
-                "\nchain search: no chain size 1..=16 agrees at every step\n".to_string()
-            } else {
-                format!(
-                    "\nchain search: chain size {} agree(s) at every step; shown: chain {}\n",
-                    agree.join(", "),
-                    self.chain_size
-                )
-            };
-        }
-        let (agreeing, steps) =
-            self.phases.iter().fold((0, 0), |(a, s), t| (a + t.agreeing, s + t.steps));
-        out += &match &self.first_disagreement {
-            None => format!("\nagree: every step ({agreeing} of {steps})\n"),
-            Some(d) => format!(
-                "\nDISAGREE: {agreeing} of {steps} steps agree; first: {} step {}{}{}: kernel \
-                 {} pages, project {}\n",
-                d.phase.name(),
-                d.step,
-                d.page.map(|p| format!(" (page {p}")).unwrap_or_default(),
-                d.length.map(|l| format!(", {l} bytes)")).unwrap_or_default(),
-                d.kernel_pages,
-                d.project_pages
-            ),
-        };
-        out
     }
 }

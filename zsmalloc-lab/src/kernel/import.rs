@@ -27,7 +27,7 @@ use crate::error::{LabError, LabResult};
 use crate::trace_format::{TraceOp, TraceWriter};
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct ImportArgs {
+pub struct Import {
     /// trace_pipe lines of kprobe events, or the bpftrace one-liner's output ('-': stdin)
     pub input: PathBuf,
     /// The trace file to write
@@ -36,9 +36,6 @@ pub struct ImportArgs {
     /// Keep only this pool's events (its address, as the lines print it)
     #[arg(long, value_name = "ADDR")]
     pub pool: Option<String>,
-    /// table or json
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
 }
 
 /// What the import found.
@@ -287,13 +284,7 @@ pub fn import(input: impl BufRead, output: &Path, pool: Option<&str>) -> LabResu
     Ok(r)
 }
 
-pub fn run(a: &ImportArgs) -> LabResult<ImportReport> {
-    if !matches!(a.format.as_str(), "table" | "json") {
-        return Err(LabError::usage(format!(
-            "invalid --format '{}' (accepted: table, json)",
-            a.format
-        )));
-    }
+pub fn run(a: &Import) -> LabResult<ImportReport> {
     let imported = if a.input.as_os_str() == "-" {
         import(std::io::stdin().lock(), &a.output, a.pool.as_deref())
     } else {
@@ -309,37 +300,4 @@ pub fn run(a: &ImportArgs) -> LabResult<ImportReport> {
     })?;
     r.input = a.input.display().to_string();
     Ok(r)
-}
-
-impl ImportReport {
-    pub fn render(&self, format: &str) -> LabResult<String> {
-        if format == "json" {
-            return crate::report::json(self);
-        }
-        let mut out = format!(
-            "wrote {}: {} stores, {} frees, {} compactions from {} lines of {}\n",
-            self.output, self.stores, self.frees, self.compactions, self.lines, self.input
-        );
-        let counts = [
-            (self.lost_events, "events lost by the kernel's buffer"),
-            (self.unpaired_entries, "zs_malloc entries without a return"),
-            (self.unpaired_returns, "zs_malloc returns without an entry"),
-            (self.failed_allocations, "failed allocations"),
-            (self.unknown_frees, "frees of handles allocated before the trace"),
-            (self.null_frees, "frees of handle 0 (no-ops)"),
-            (self.other_pool_events, "events of other pools"),
-            (self.other_lines, "lines of other events, headers or blank"),
-        ];
-        for (n, what) in counts.iter().filter(|c| c.0 > 0) {
-            out += &format!("  {n} {what}\n");
-        }
-        if self.pools.len() > 1 && self.other_pool_events == 0 {
-            out += &format!(
-                "  warning: {} pools mixed ({}); keep one with --pool\n",
-                self.pools.len(),
-                self.pools.join(", ")
-            );
-        }
-        Ok(out)
-    }
 }

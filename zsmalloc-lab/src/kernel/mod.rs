@@ -9,8 +9,9 @@
 //! - [`check`], [`capture`], [`cost`] (+ [`cost_report`]): the commands; [`corpus`]: the
 //!   corpus flags they share; [`import`]: kprobe and bpftrace traces into the trace format.
 //!
-//! Each command is a library call (`check::run(&CheckArgs) -> CheckReport`), rendered as a
-//! table or JSON; [`run`] dispatches a parsed [`KernelCmd`].
+//! Each command is a library call on its parameters (`check::run(&Check) -> CheckReport`);
+//! the `zsmalloc kernel` subcommands (`crate::commands::kernel`) parse them and render the
+//! reports (`crate::report::kernel`).
 
 pub mod capture;
 pub mod check;
@@ -23,53 +24,3 @@ pub mod import;
 pub mod mm_stat;
 pub mod replay;
 pub mod steps;
-
-use crate::error::LabResult;
-
-/// `zsmalloc kernel <command>`.
-#[derive(clap::Subcommand, Debug, Clone)]
-pub enum KernelCmd {
-    /// Fill a private zram device with a corpus one page at a time, discard a seeded share,
-    /// compact, and compare its pool pages with the project's after every step (exit 1 on any
-    /// disagreement)
-    Check(check::CheckArgs),
-    /// Write the kernel's exact outcome per page (same-filled, huge, compressed length) as a
-    /// trace `zsmalloc replay` reads
-    Capture(capture::CaptureArgs),
-    /// Time O_DIRECT reads of every stored page, warm (pool inside the last-level cache) and
-    /// cold (twice the cache), grouped by the project's placement: spanning or in place, per
-    /// length band, with the spanning extra and its confidence interval
-    Cost(cost::CostArgs),
-    /// Turn kprobe trace_pipe lines or the bpftrace one-liner's output (zs_malloc, zs_free,
-    /// zs_compact) into a trace `zsmalloc replay` reads (no root needed)
-    Import(import::ImportArgs),
-}
-
-/// A command's output and exit code.
-#[derive(Debug, Clone)]
-pub struct Outcome {
-    pub text: String,
-    pub exit_code: i32,
-}
-
-/// Runs one kernel command.
-pub fn run(cmd: &KernelCmd) -> LabResult<Outcome> {
-    match cmd {
-        KernelCmd::Check(a) => {
-            let r = check::run(a)?;
-            Ok(Outcome { text: r.render(&a.format)?, exit_code: r.exit_code() })
-        }
-        KernelCmd::Capture(a) => {
-            let r = capture::run(a)?;
-            Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
-        }
-        KernelCmd::Cost(a) => {
-            let r = cost::run(a)?;
-            Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
-        }
-        KernelCmd::Import(a) => {
-            let r = import::run(a)?;
-            Ok(Outcome { text: r.render(&a.format)?, exit_code: 0 })
-        }
-    }
-}

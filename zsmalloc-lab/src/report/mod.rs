@@ -5,7 +5,8 @@
 //!   debugfs `classes` table);
 //! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
-//! - [`cost`]: the cost study (`zsmalloc cost`).
+//! - [`cost`]: the cost study (`zsmalloc cost`);
+//! - [`kernel`]: `zsmalloc kernel check`, `capture` and `import`.
 //!
 //! A report's JSON is its data structures serialised; its CSV columns are read out of that
 //! JSON by key ([`csv::Column`]), so a CSV header is the JSON key it comes from and cannot
@@ -17,6 +18,7 @@ pub mod classes;
 pub mod cost;
 pub mod csv;
 pub mod grid;
+pub mod kernel;
 pub mod runs;
 
 use std::path::Path;
@@ -25,32 +27,51 @@ use serde::Serialize;
 
 use crate::error::{LabError, LabResult};
 
-/// An output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// An output format: the one `--format` of every command (clap parses it; each report says
+/// which it has, [`Render::FORMATS`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
+    /// A table for people
     #[default]
     Table,
+    /// The report's data, for tools
     Json,
+    /// One row per line, columns named by their JSON keys
     Csv,
+    /// zram's `mm_stat` line (runs)
+    #[value(name = "mm_stat", alias = "mm-stat")]
     MmStat,
+    /// The kernel's debugfs `classes` table (runs)
     Debugfs,
 }
 
 impl Format {
-    pub const NAMES: [&'static str; 5] = ["table", "json", "csv", "mm_stat", "debugfs"];
-
-    pub fn parse(s: &str) -> LabResult<Self> {
-        match s {
-            "table" => Ok(Format::Table),
-            "json" => Ok(Format::Json),
-            "csv" => Ok(Format::Csv),
-            "mm_stat" | "mm-stat" => Ok(Format::MmStat),
-            "debugfs" => Ok(Format::Debugfs),
-            _ => Err(LabError::usage(format!(
-                "invalid --format '{s}' (accepted: {})",
-                Format::NAMES.join(", ")
-            ))),
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Table => "table",
+            Format::Json => "json",
+            Format::Csv => "csv",
+            Format::MmStat => "mm_stat",
+            Format::Debugfs => "debugfs",
         }
+    }
+
+    /// `self`, if a report of type `R` has it: checked before a command runs, so a format
+    /// the report does not have costs no run.
+    pub fn offered_by<R: Render + ?Sized>(self) -> LabResult<Format> {
+        if R::FORMATS.contains(&self) {
+            return Ok(self);
+        }
+        let names: Vec<&str> = R::FORMATS.iter().map(|f| f.name()).collect();
+        Err(LabError::usage(format!(
+            "{} prints --format {}",
+            R::COMMAND,
+            match names.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                None => String::new(),
+            }
+        )))
     }
 }
 
@@ -58,10 +79,15 @@ impl Format {
 pub trait Render {
     /// The command printing it, to word the refusal of a format it does not have.
     const COMMAND: &'static str;
+    /// The formats it has.
+    const FORMATS: &'static [Format] = &[Format::Table, Format::Json, Format::Csv];
 
     fn table(&self) -> String;
     fn json(&self) -> LabResult<String>;
-    fn csv(&self) -> String;
+    /// Its CSV, when [`Self::FORMATS`] has it.
+    fn csv(&self) -> String {
+        String::new()
+    }
 
     /// zram's `mm_stat` and the kernel's debugfs table: runs only.
     fn kernel_format(&self, _format: Format) -> Option<String> {
@@ -70,12 +96,12 @@ pub trait Render {
 
     /// The report in `format`.
     fn render(&self, format: Format) -> LabResult<String> {
-        match format {
+        match format.offered_by::<Self>()? {
             Format::Table => Ok(self.table()),
             Format::Json => self.json(),
             Format::Csv => Ok(self.csv()),
             Format::MmStat | Format::Debugfs => self.kernel_format(format).ok_or_else(|| {
-                LabError::usage(format!("{} prints --format table, json or csv", Self::COMMAND))
+                LabError::usage(format!("{} has no {}", Self::COMMAND, format.name()))
             }),
         }
     }

@@ -12,8 +12,13 @@ use crate::compare::Comparison;
 use crate::error::LabResult;
 use crate::result::RunResult;
 
+/// Runs have every format, zram's and the kernel's too.
+const ALL: [Format; 5] =
+    [Format::Table, Format::Json, Format::Csv, Format::MmStat, Format::Debugfs];
+
 impl Render for RunResult {
     const COMMAND: &'static str = "run";
+    const FORMATS: &'static [Format] = &ALL;
 
     fn table(&self) -> String {
         table::run(self)
@@ -42,6 +47,7 @@ impl Render for RunResult {
 
 impl Render for Comparison {
     const COMMAND: &'static str = "compare";
+    const FORMATS: &'static [Format] = &ALL;
 
     fn table(&self) -> String {
         table::comparison(self)
