@@ -200,12 +200,6 @@ impl<'p> Driver<'p> {
                 if spanning {
                     self.counters.kernel_spanning += 1;
                     self.counters.kernel_memcpy += len as u64;
-                    if let Some(t) = self.table {
-                        let pos = t.position(len + HANDLE_SIZE);
-                        if let Some(n) = self.class_spanning.get_mut(pos) {
-                            *n += 1;
-                        }
-                    }
                 }
                 if !verified {
                     return Err(mismatch(slot, len));

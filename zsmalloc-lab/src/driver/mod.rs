@@ -107,8 +107,6 @@ pub struct Driver<'p> {
     batch_ops: usize,
     cpu: CpuTimer,
     peak: Peak,
-    /// Spanning reads per class position.
-    class_spanning: Vec<u64>,
     /// A queued store may be refused by its length: run the queue after this operation.
     must_flush: bool,
 }
@@ -159,7 +157,6 @@ impl<'p> Driver<'p> {
             batch_ops: if limited { 1 } else { BATCH_OPS },
             cpu: CpuTimer::new(),
             peak: Peak::default(),
-            class_spanning: vec![0; table.map_or(0, |t| t.classes().len())],
             must_flush: false,
         }
     }
@@ -315,8 +312,9 @@ impl<'p> Driver<'p> {
         n
     }
 
-    /// Bytes the live objects lose to class merging, per class index.
-    fn merge_waste(&self, by_len: &[u64]) -> Vec<(u32, u64)> {
+    /// Bytes the live objects lose to class merging, per class in the table's order (the
+    /// pool's).
+    fn merge_waste(&self, by_len: &[u64]) -> Vec<u64> {
         let Some(table) = self.table else { return Vec::new() };
         let classes = table.classes();
         let mut waste = vec![0u64; classes.len()];
@@ -326,7 +324,7 @@ impl<'p> Driver<'p> {
             let own = table.own_size(size);
             waste[pos] += n * u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
         }
-        classes.iter().zip(waste).map(|(c, w)| (c.index, w)).collect()
+        waste
     }
 
     /// Ends the run: runs what is queued, flushes the trace, takes the last sample, removes
@@ -341,15 +339,11 @@ impl<'p> Driver<'p> {
         if let Some(r) = self.recorder.take() {
             r.finish()?;
         }
-        let classes = self.table.map_or(&[][..], |t| t.classes());
-        let spanning_reads =
-            classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
         let by_len = self.live_by_len();
         let huge_pages = by_len.iter().skip(self.huge_len).sum();
         Ok(Outcome {
             huge_pages,
             merge_waste: self.merge_waste(&by_len),
-            spanning_reads,
             counters: std::mem::take(&mut self.counters),
             samples: std::mem::take(&mut self.samples),
             same_pages: self.same_pages,
