@@ -2,8 +2,8 @@
 //! on the thread CPU clock, then settled (verification, counters, refusals); rare operations
 //! run at once on the clock ([`Driver::timed_now`]).
 
+use super::batch_arena::BatchArena;
 use super::{Driver, Peak, Slot, Visitor};
-use crate::batch_arena::BatchArena;
 use crate::error::{LabError, LabResult};
 use crate::timing::Clock;
 use zsmalloc_core::HandleWords;
@@ -32,7 +32,7 @@ pub(super) enum Reader {
 /// Where a queued store's bytes are.
 #[derive(Clone, Copy)]
 pub(super) enum Payload {
-    /// Generated content: [`crate::content::Content::bytes`] of this key, copied straight from
+    /// Generated content: [`super::content::Content::bytes`] of this key, copied straight from
     /// the pattern.
     Generated(u64),
     /// Caller-supplied bytes, staged in the batch arena at this offset.

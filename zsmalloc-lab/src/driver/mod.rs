@@ -15,9 +15,12 @@
 //!
 //! By job: this file holds the driver's state, phases, timeline samples and the outcome;
 //! `ops` the operations workloads call; `batch` the queue and its timed runs;
-//! `outcome` what a finished run hands back.
+//! `outcome` what a finished run hands back; `batch_arena` the batch's bytes and `content` the
+//! generated object contents.
 
 mod batch;
+mod batch_arena;
+mod content;
 mod ops;
 mod outcome;
 
@@ -25,13 +28,13 @@ pub use outcome::{Counters, Outcome, Peak};
 
 use batch::{Answer, Op};
 
-use crate::batch_arena::BatchArena;
-use crate::content::Content;
 use crate::error::{LabError, LabResult};
 use crate::progress::Progress;
 use crate::timeline::Sample;
 use crate::timing::CpuTimer;
 use crate::trace_format::{TraceOp, TraceWriter};
+use batch_arena::BatchArena;
+use content::Content;
 use zsmalloc_core::{AnyPool, Backend, ClassTable, HandleWords, HANDLE_SIZE};
 
 /// Operations per batch, and payload bytes a batch may hold before it runs.
