@@ -6,7 +6,7 @@
 //!   for every command (`--sweep` in `config::sweep`);
 //! - [`workload`]: `kernel-test`, `dist`, `pages` (+ synthetic corpus), `trace`;
 //! - [`driver`]: runs a workload's operations on a pool through raw handle words
-//!   ([`zsmalloc_core::HandleWords`]), with generated [`content`] verified on read, trace recording
+//!   ([`zsmalloc_core::HandleWords`]), with generated contents verified on read, trace recording
 //!   ([`trace_format`]), the [`timeline`] and the [`progress`] bar;
 //! - [`runner`]: one workload on one configuration -> [`result::RunResult`]; timed repeats;
 //! - [`timing`]: the thread CPU clock, timed batches, `{min, median, max}`, interleaved repeats
@@ -34,14 +34,12 @@
 //! assert_eq!(r.pages, 175111);
 //! ```
 
-mod batch_arena;
 pub mod block_table;
 pub mod classes;
 pub mod codec;
 pub mod commands;
 pub mod compare;
 pub mod config;
-pub mod content;
 pub mod cost;
 pub mod driver;
 pub mod error;

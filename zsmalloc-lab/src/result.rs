@@ -141,45 +141,23 @@ pub struct CorpusFacts {
     pub read_time_s: Option<f64>,
 }
 
-/// One class's row of a run: the core's [`ClassStats`] (debugfs `classes` plus layout facts),
-/// field for field and in the same order, as the lab serialises it.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+/// One class's row of a run: the core's figures of the class ([`ClassStats`]: debugfs
+/// `classes`, layout facts and read counters, spanning reads among them) and what only the lab
+/// knows, from the lengths of the live objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClassRow {
-    pub index: u32,
-    pub size: u32,
-    pub pages_per_zspage: u32,
-    pub objs_per_zspage: u32,
-    pub huge: bool,
-    /// Zspages per fullness group: 0 empty, 1..=10 by tenths of inuse ratio, 11 full.
-    pub fullness: [u64; 12],
-    pub obj_allocated: u64,
-    pub obj_used: u64,
-    pub pages_used: u64,
-    /// Pages compaction could free now (`zs_can_compact`).
-    pub freeable: u64,
-    /// Objects of a full zspage crossing a page boundary.
-    pub spanning_per_zspage: u32,
-    pub tail_waste: u32,
-    pub worst_merge_waste: u32,
-    /// Smallest and largest class index served by this class.
-    pub first_index: u32,
-    pub last_index: u32,
-    pub bytes_stored: u64,
+    pub stats: ClassStats,
     /// Bytes the live objects of this class lose to merging: for each object, this class's
     /// size minus the size of the class its length would have without merging.
     pub merge_waste: u64,
-    /// Read sections on this class's objects that found them spanning two pages.
-    pub spanning_reads: u64,
-    /// Read sections on this class's objects, those on objects crossing a page, and the object
-    /// bytes they copied.
-    pub reads: u64,
-    pub reads_spanning: u64,
-    pub read_copy_bytes: u64,
 }
 
-impl From<&ClassStats> for ClassRow {
-    fn from(c: &ClassStats) -> Self {
-        // Destructured without `..`: a field the core adds must be given a column here.
+impl Serialize for ClassRow {
+    /// The core's fields in the core's order, the lab's `merge_waste` after `bytes_stored`: the
+    /// JSON keys and per-class CSV columns (the core's type carries no serde of its own).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        // Destructured without `..`: a field the core adds must be given a key here.
         let ClassStats {
             index,
             size,
@@ -200,32 +178,70 @@ impl From<&ClassStats> for ClassRow {
             reads,
             reads_spanning,
             read_copy_bytes,
-            // The lab configures no multi-page band yet, so every class is of order 0.
+            // The order of a class of the multi-page band: the lab's rows are of order 0 until
+            // it configures the band.
             order: _,
-        } = *c;
-        ClassRow {
-            index,
-            size,
-            pages_per_zspage,
-            objs_per_zspage,
-            huge,
-            fullness,
-            obj_allocated,
-            obj_used,
-            pages_used,
-            freeable,
-            spanning_per_zspage,
-            tail_waste,
-            worst_merge_waste,
-            first_index,
-            last_index,
-            bytes_stored,
-            merge_waste: 0,
-            spanning_reads: 0,
-            reads,
-            reads_spanning,
-            read_copy_bytes,
+        } = &self.stats;
+        let mut row = s.serialize_struct("ClassRow", 20)?;
+        row.serialize_field("index", index)?;
+        row.serialize_field("size", size)?;
+        row.serialize_field("pages_per_zspage", pages_per_zspage)?;
+        row.serialize_field("objs_per_zspage", objs_per_zspage)?;
+        row.serialize_field("huge", huge)?;
+        row.serialize_field("fullness", fullness)?;
+        row.serialize_field("obj_allocated", obj_allocated)?;
+        row.serialize_field("obj_used", obj_used)?;
+        row.serialize_field("pages_used", pages_used)?;
+        row.serialize_field("freeable", freeable)?;
+        row.serialize_field("spanning_per_zspage", spanning_per_zspage)?;
+        row.serialize_field("tail_waste", tail_waste)?;
+        row.serialize_field("worst_merge_waste", worst_merge_waste)?;
+        row.serialize_field("first_index", first_index)?;
+        row.serialize_field("last_index", last_index)?;
+        row.serialize_field("bytes_stored", bytes_stored)?;
+        row.serialize_field("merge_waste", &self.merge_waste)?;
+        row.serialize_field("reads", reads)?;
+        row.serialize_field("reads_spanning", reads_spanning)?;
+        row.serialize_field("read_copy_bytes", read_copy_bytes)?;
+        row.end()
+    }
+}
+
+/// A run's per-class rows, in the pool's class order (none for malloc). Always measured: the
+/// plots, the debugfs table and the optimizer read them; reported (table, JSON `classes`, CSV
+/// class rows) with `--per-class`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClassRows {
+    pub rows: Vec<ClassRow>,
+    pub reported: bool,
+}
+
+impl ClassRows {
+    /// The rows a report shows: all of them with `--per-class`, else none.
+    pub fn reported_rows(&self) -> &[ClassRow] {
+        if self.reported {
+            &self.rows
+        } else {
+            &[]
         }
+    }
+
+    fn unreported(&self) -> bool {
+        !self.reported
+    }
+}
+
+impl std::ops::Deref for ClassRows {
+    type Target = [ClassRow];
+
+    fn deref(&self) -> &[ClassRow] {
+        &self.rows
+    }
+}
+
+impl Serialize for ClassRows {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(&self.rows)
     }
 }
 
@@ -292,26 +308,13 @@ pub struct RunResult {
     pub corpus: Option<CorpusFacts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dist: Option<DistFacts>,
-    /// Per-class rows (`--per-class`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub classes: Option<Vec<ClassRow>>,
+    /// Per-class rows (in the output with `--per-class`).
+    #[serde(skip_serializing_if = "ClassRows::unreported")]
+    pub classes: ClassRows,
     #[serde(skip)]
     pub utilization_permille: u64,
     #[serde(skip)]
-    pub class_stats: Vec<ClassStats>,
-    /// Per class index, bytes lost to merging (as [`ClassRow::merge_waste`]).
-    #[serde(skip)]
-    pub class_merge_waste: Vec<(u32, u64)>,
-    /// Per class index, spanning reads (as [`ClassRow::spanning_reads`]).
-    #[serde(skip)]
-    pub class_spanning_reads: Vec<(u32, u64)>,
-    #[serde(skip)]
     pub timeline: Vec<Sample>,
-}
-
-/// The value of class `index` in a per-class list (0 when absent).
-pub fn per_class(list: &[(u32, u64)], index: u32) -> u64 {
-    list.iter().find(|(i, _)| *i == index).map_or(0, |&(_, v)| v)
 }
 
 impl RunResult {

@@ -11,7 +11,7 @@ use crate::driver::Driver;
 use crate::error::{LabError, LabResult};
 use crate::memory::Limit;
 use crate::progress::{Progress, ProgressSink};
-use crate::result::{density, per_class, utilization_permille, ClassRow, RunResult};
+use crate::result::{density, utilization_permille, ClassRow, ClassRows, RunResult};
 use crate::timing::{interleave, Samples};
 use crate::trace_format::TraceWriter;
 use crate::workload::Workload;
@@ -95,22 +95,11 @@ fn run_labelled(
     let wall = start.elapsed();
 
     let stats = pool.stats();
-    let class_stats = pool.class_stats();
+    let classes = class_rows(pool.class_stats(), &outcome.merge_waste, opts.per_class)?;
     let c = &outcome.counters;
     let peak = outcome.peak;
     let permille = utilization_permille(stats.bytes_stored, stats.pages_allocated, page);
     let peak_permille = utilization_permille(peak.bytes, peak.pages, page);
-    let classes = opts.per_class.then(|| {
-        class_stats
-            .iter()
-            .map(|s| {
-                let mut row = ClassRow::from(s);
-                row.merge_waste = per_class(&outcome.merge_waste, s.index);
-                row.spanning_reads = per_class(&outcome.spanning_reads, s.index);
-                row
-            })
-            .collect()
-    });
     Ok(RunResult {
         label: spec.label.clone(),
         config: ConfigDesc::from(spec),
@@ -136,7 +125,7 @@ fn run_labelled(
         store_failures: c.store_failures,
         op_errors: c.op_errors,
         same_pages: outcome.same_pages,
-        huge_objects: class_stats.iter().filter(|r| r.huge).map(|r| r.obj_used).sum(),
+        huge_objects: classes.iter().filter(|c| c.stats.huge).map(|c| c.stats.obj_used).sum(),
         huge_pages: outcome.huge_pages,
         huge_stores: c.huge_stores,
         metadata_bytes: pool.metadata_bytes().0 as u64,
@@ -148,11 +137,33 @@ fn run_labelled(
         corpus: extra.corpus,
         dist: extra.dist,
         classes,
-        class_stats,
-        class_merge_waste: outcome.merge_waste,
-        class_spanning_reads: outcome.spanning_reads,
         timeline: outcome.samples,
     })
+}
+
+/// The pool's class rows with the driver's merge waste beside each (`merge_waste` is in the
+/// same class order, or empty for a backend without a class table).
+fn class_rows(
+    stats: Vec<zsmalloc_core::ClassStats>,
+    merge_waste: &[u64],
+    reported: bool,
+) -> LabResult<ClassRows> {
+    if !merge_waste.is_empty() && merge_waste.len() != stats.len() {
+        return Err(LabError::runtime(format!(
+            "internal: {} class rows but merge waste for {} classes",
+            stats.len(),
+            merge_waste.len()
+        )));
+    }
+    let rows = stats
+        .into_iter()
+        .enumerate()
+        .map(|(pos, stats)| ClassRow {
+            stats,
+            merge_waste: merge_waste.get(pos).copied().unwrap_or(0),
+        })
+        .collect();
+    Ok(ClassRows { rows, reported })
 }
 
 /// Every spec's run: untimed runs in parallel (`jobs` at a time, the counts do not depend on

@@ -50,22 +50,10 @@ impl Default for ConfigSpec {
     }
 }
 
-/// Parses a byte count: `4096`, `16K`, `16k`, `64KiB`.
+/// Parses a byte count the core's way ([`zsmalloc_core::config::parse_bytes`]: `4096`, `16K`,
+/// `16k`, `64KiB`), refused in the lab's words.
 pub fn parse_bytes(key: &str, value: &str) -> LabResult<u64> {
-    let v = value.trim();
-    let lower = v.to_ascii_lowercase();
-    let (digits, mult) = if let Some(d) =
-        lower.strip_suffix("kib").or_else(|| lower.strip_suffix("kb")).or(lower.strip_suffix('k'))
-    {
-        (d.to_string(), 1024)
-    } else {
-        (lower.clone(), 1)
-    };
-    digits
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(mult))
+    zsmalloc_core::config::parse_bytes(value)
         .ok_or_else(|| LabError::usage(format!("invalid {key}: '{value}' is not a byte count")))
 }
 

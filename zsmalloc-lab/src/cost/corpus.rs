@@ -136,8 +136,7 @@ fn read_process(pid: u32, page: usize, max_pages: usize, out: &mut Vec<u8>) -> L
     // pagemap tells which host pages are resident (bit 63) or swapped (bit 62); without it
     // every page of a region is read (untouched ones read as zeros, same-filled, skipped).
     let pagemap = File::open(format!("/proc/{pid}/pagemap")).ok();
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let host = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let host = zsmalloc_core::config::host_page_size().max(4096) as u64;
     let per = (page as u64 / host).max(1);
     let mut buf = vec![0u8; page];
     let mut entries = vec![0u8; 8 * per as usize];

@@ -2,8 +2,8 @@
 //! on the thread CPU clock, then settled (verification, counters, refusals); rare operations
 //! run at once on the clock ([`Driver::timed_now`]).
 
-use super::{Driver, Peak, Slot, Visitor};
-use crate::batch_arena::BatchArena;
+use super::batch_arena::BatchArena;
+use super::{Driver, Peak, Slot, Visitor, BATCH_BYTES, BATCH_OPS};
 use crate::error::{LabError, LabResult};
 use crate::timing::Clock;
 use zsmalloc_core::HandleWords;
@@ -32,7 +32,7 @@ pub(super) enum Reader {
 /// Where a queued store's bytes are.
 #[derive(Clone, Copy)]
 pub(super) enum Payload {
-    /// Generated content: [`crate::content::Content::bytes`] of this key, copied straight from
+    /// Generated content: [`super::content::Content::bytes`] of this key, copied straight from
     /// the pattern.
     Generated(u64),
     /// Caller-supplied bytes, staged in the batch arena at this offset.
@@ -55,24 +55,64 @@ pub(super) enum Answer {
     },
 }
 
+/// The queue of pool calls and the buffers a batch run reuses.
+pub(super) struct Batch {
+    pub(super) queue: Vec<Op>,
+    answers: Vec<Answer>,
+    /// The errors of a batch's refused operations (see [`Answer::Refused`]).
+    refusals: Vec<zsmalloc_core::Error>,
+    /// Caller-supplied store payloads of the queued operations, and the copies of reads that a
+    /// visitor looks at (or of bytes the lab did not generate).
+    pub(super) arena: BatchArena,
+    /// Operations per batch: [`BATCH_OPS`], or 1 under a memory limit, so that a refused store
+    /// is known at once.
+    pub(super) max_ops: usize,
+    /// A queued store may be refused by its length: run the queue after this operation.
+    pub(super) must_flush: bool,
+    /// The reader's local copy (page + header bytes): where `copy` mode copies a spanning
+    /// object, and how a spanning read is told the kernel's way.
+    local: Vec<u8>,
+}
+
+impl Batch {
+    pub(super) fn new(page: usize, limited: bool) -> Self {
+        Batch {
+            queue: Vec::with_capacity(BATCH_OPS),
+            answers: Vec::with_capacity(BATCH_OPS),
+            refusals: Vec::new(),
+            arena: BatchArena::with_capacity(BATCH_BYTES + page),
+            max_ops: if limited { 1 } else { BATCH_OPS },
+            must_flush: false,
+            local: vec![0u8; page + HANDLE_SIZE],
+        }
+    }
+
+    /// Whether the queue must run now: full, its payloads at their limit, or a store whose
+    /// answer the workload must know.
+    #[inline(always)]
+    pub(super) fn full(&self) -> bool {
+        self.must_flush || self.queue.len() >= self.max_ops || self.arena.len() >= BATCH_BYTES
+    }
+}
+
 impl<'p> Driver<'p> {
     /// Runs the queued operations: their pool calls back to back on the thread CPU clock, each
     /// read consuming its object inside its section ([`Reader`]), then the bookkeeping
     /// (counters, refusals, verdicts). `visit` sees the bytes of reads queued by
     /// [`Self::read_each`].
     pub(super) fn flush(&mut self, mut visit: Option<Visitor<'_>>) -> LabResult<()> {
-        if self.queue.is_empty() {
+        if self.batch.queue.is_empty() {
             return Ok(());
         }
-        let ops = std::mem::take(&mut self.queue);
-        let mut answers = std::mem::take(&mut self.answers);
-        let mut refusals = std::mem::take(&mut self.refusals);
-        let mut arena = std::mem::replace(&mut self.arena, BatchArena::with_capacity(0));
+        let ops = std::mem::take(&mut self.batch.queue);
+        let mut answers = std::mem::take(&mut self.batch.answers);
+        let mut refusals = std::mem::take(&mut self.batch.refusals);
+        let mut arena = std::mem::replace(&mut self.batch.arena, BatchArena::with_capacity(0));
         answers.clear();
         refusals.clear();
-        let (pool, words, content) = (self.pool, &self.words, &self.content);
-        let local = self.local.as_mut_ptr();
-        let mut peak_pages = self.peak.pages;
+        let (pool, words, content) = (self.pool, &self.objects.words, &self.content);
+        let local = self.batch.local.as_mut_ptr();
+        let mut peak_pages = self.telemetry.peak.pages;
         let mut peak_at = None;
         let mut refuse = |e: zsmalloc_core::Error| {
             refusals.push(e);
@@ -86,8 +126,8 @@ impl<'p> Driver<'p> {
                         Payload::Generated(key) => content.bytes(key, len),
                         Payload::Arena(off) => arena.get(off, len),
                     };
-                    // SAFETY: handle words live in `self.words`, never moved or freed while
-                    // they hold objects (the driver is dropped before the pool).
+                    // SAFETY: handle words live in `self.objects.words`, never moved or freed
+                    // while they hold objects (the driver is dropped before the pool).
                     match unsafe { pool.store_raw(super::word(words, slot), bytes) } {
                         Ok(()) => {
                             // The last store that leaves the pool at its peak.
@@ -137,10 +177,10 @@ impl<'p> Driver<'p> {
             };
             answers.push(answer);
         }
-        self.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
+        self.telemetry.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
         if let Some(i) = peak_at {
             if let Op::Store { objects, bytes, .. } = ops[i] {
-                self.peak = Peak { pages: peak_pages, objects, bytes };
+                self.telemetry.peak = Peak { pages: peak_pages, objects, bytes };
             }
         }
         let mut result = Ok(());
@@ -152,12 +192,12 @@ impl<'p> Driver<'p> {
             }
         }
         arena.clear();
-        self.arena = arena;
-        self.answers = answers;
-        self.refusals = refusals;
+        self.batch.arena = arena;
+        self.batch.answers = answers;
+        self.batch.refusals = refusals;
         let mut ops = ops;
         ops.clear();
-        self.queue = ops;
+        self.batch.queue = ops;
         result
     }
 
@@ -174,38 +214,32 @@ impl<'p> Driver<'p> {
             |i: usize| std::mem::replace(&mut refusals[i], zsmalloc_core::Error::OutOfMemory);
         match (op, answer) {
             (&Op::Store { len, .. }, Answer::Done) => {
-                self.counters.stores += 1;
+                self.telemetry.counters.stores += 1;
                 if len >= self.huge_len {
-                    self.counters.huge_stores += 1;
+                    self.telemetry.counters.huge_stores += 1;
                 }
                 Ok(())
             }
             (&Op::Store { slot, len, .. }, Answer::Refused(i)) => {
                 // Queued as stored: undo.
-                let s = self.slots[slot];
+                let s = self.objects.slots[slot];
                 if s.state.holds_object() && s.len as usize == len {
-                    self.slots[slot] = Slot::EMPTY;
-                    self.live_objects -= 1;
-                    self.live_bytes -= len as u64;
+                    self.objects.slots[slot] = Slot::EMPTY;
+                    self.objects.live_objects -= 1;
+                    self.objects.live_bytes -= len as u64;
                 }
                 self.store_failed(slot, error(i)).map(|_| ())
             }
             (&Op::Free { .. }, Answer::Done) => {
-                self.counters.frees += 1;
+                self.telemetry.counters.frees += 1;
                 Ok(())
             }
             (&Op::Free { slot, .. }, Answer::Refused(i)) => self.refused("free", slot, &error(i)),
             (&Op::Read { slot, len, reader }, Answer::Read { spanning, verified, end_refused }) => {
-                self.counters.reads += 1;
+                self.telemetry.counters.reads += 1;
                 if spanning {
-                    self.counters.kernel_spanning += 1;
-                    self.counters.kernel_memcpy += len as u64;
-                    if let Some(t) = self.table {
-                        let pos = t.position(len + HANDLE_SIZE);
-                        if let Some(n) = self.class_spanning.get_mut(pos) {
-                            *n += 1;
-                        }
-                    }
+                    self.telemetry.counters.kernel_spanning += 1;
+                    self.telemetry.counters.kernel_memcpy += len as u64;
                 }
                 if !verified {
                     return Err(mismatch(slot, len));
@@ -238,8 +272,8 @@ impl<'p> Driver<'p> {
     ) -> LabResult<R> {
         self.flush(None)?;
         let t0 = Clock::now_ns();
-        let r = f(self.pool, &self.words);
-        self.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
+        let r = f(self.pool, &self.objects.words);
+        self.telemetry.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
         Ok(r)
     }
 }

@@ -13,64 +13,34 @@
 //! scatter-gather reads, moves, compaction) are rare and timed one by one. Under a memory limit
 //! every operation is its own batch, so a refused store is known at once.
 //!
-//! By job: this file holds the driver's state, phases, timeline samples and the outcome;
-//! `ops` the operations workloads call; `batch` the queue and its timed runs;
-//! `outcome` what a finished run hands back.
+//! By job: this file holds the driver and its phases, timeline samples and the outcome;
+//! `state` its state grouped by job (the objects, the telemetry, the phase); `ops` the
+//! operations workloads call; `batch` the queue and its timed runs; `outcome` what a finished
+//! run hands back; `batch_arena` the batch's bytes and `content` the generated object contents.
 
 mod batch;
+mod batch_arena;
+mod content;
 mod ops;
 mod outcome;
+mod state;
 
 pub use outcome::{Counters, Outcome, Peak};
+pub use state::Phase;
 
-use batch::{Answer, Op};
+use batch::Batch;
+use state::{Objects, Slot, State, Telemetry};
 
-use crate::batch_arena::BatchArena;
-use crate::content::Content;
 use crate::error::{LabError, LabResult};
 use crate::progress::Progress;
 use crate::timeline::Sample;
-use crate::timing::CpuTimer;
 use crate::trace_format::{TraceOp, TraceWriter};
+use content::Content;
 use zsmalloc_core::{AnyPool, Backend, ClassTable, HandleWords, HANDLE_SIZE};
 
 /// Operations per batch, and payload bytes a batch may hold before it runs.
 const BATCH_OPS: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
-
-/// What a slot (one handle word) holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum State {
-    Empty,
-    /// An object whose bytes the driver generated and verifies.
-    Pattern,
-    /// Allocated by `malloc`, not yet written.
-    Unwritten,
-    /// An object whose bytes the workload supplied (and verifies itself).
-    Bytes,
-    /// A same-filled page kept outside the pool (as modern zram does).
-    Same,
-}
-
-impl State {
-    fn holds_object(self) -> bool {
-        matches!(self, State::Pattern | State::Unwritten | State::Bytes)
-    }
-}
-
-/// One slot's record: 16 bytes, so a slot's checks and updates touch one cache line.
-#[derive(Debug, Clone, Copy)]
-struct Slot {
-    /// The content key of a [`State::Pattern`] object.
-    key: u64,
-    /// The object's length (0 when empty).
-    len: u32,
-    state: State,
-}
-
-impl Slot {
-    const EMPTY: Slot = Slot { key: 0, len: 0, state: State::Empty };
-}
 
 /// Runs operations on one pool.
 pub struct Driver<'p> {
@@ -79,38 +49,15 @@ pub struct Driver<'p> {
     table: Option<&'p ClassTable>,
     page: usize,
     huge_len: usize,
-    words: HandleWords,
-    /// What each slot holds, indexed like `words`.
-    slots: Vec<Slot>,
-    content: Content,
-    scratch: Vec<u8>,
-    local: Vec<u8>,
-    counters: Counters,
-    next_key: u64,
-    live_objects: u64,
-    live_bytes: u64,
-    same_pages: u64,
+    /// Any refusal other than a full pool is an error (generated workloads); otherwise
+    /// refusals are counted (traces).
     strict: bool,
-    recorder: Option<TraceWriter>,
-    timeline_every: u64,
-    samples: Vec<Sample>,
-    phase: String,
-    progress: Progress,
-    ops: u64,
-    queue: Vec<Op>,
-    answers: Vec<Answer>,
-    /// The errors of a batch's refused operations (see [`Answer::Refused`]).
-    refusals: Vec<zsmalloc_core::Error>,
-    /// Caller-supplied store payloads of the queued operations, and the copies of reads that a
-    /// visitor looks at (or of bytes the lab did not generate).
-    arena: BatchArena,
-    batch_ops: usize,
-    cpu: CpuTimer,
-    peak: Peak,
-    /// Spanning reads per class position.
-    class_spanning: Vec<u64>,
-    /// A queued store may be refused by its length: run the queue after this operation.
-    must_flush: bool,
+    content: Content,
+    /// A page-sized buffer for the rare operations run one by one (write, scatter-gather read).
+    scratch: Vec<u8>,
+    objects: Objects,
+    batch: Batch,
+    telemetry: Telemetry,
 }
 
 type Visitor<'a> = &'a mut dyn FnMut(usize, &[u8]) -> LabResult<()>;
@@ -129,38 +76,17 @@ impl<'p> Driver<'p> {
     ) -> Self {
         let page = pool.config().page_size as usize;
         let limited = pool.config().mem_limit_pages != 0;
-        let table = pool.as_zsmalloc().map(|z| z.class_table());
         Driver {
             pool,
-            table,
+            table: pool.as_zsmalloc().map(|z| z.class_table()),
             page,
             huge_len: pool.huge_class_size(),
-            words: HandleWords::new(),
-            slots: Vec::new(),
+            strict,
             content: Content::new(seed, page),
             scratch: Vec::with_capacity(page),
-            local: vec![0u8; page + HANDLE_SIZE],
-            counters: Counters::default(),
-            next_key: 0,
-            live_objects: 0,
-            live_bytes: 0,
-            same_pages: 0,
-            strict,
-            recorder,
-            timeline_every,
-            samples: Vec::new(),
-            phase: "start".into(),
-            progress,
-            ops: 0,
-            queue: Vec::with_capacity(BATCH_OPS),
-            answers: Vec::with_capacity(BATCH_OPS),
-            refusals: Vec::new(),
-            arena: BatchArena::with_capacity(BATCH_BYTES + page),
-            batch_ops: if limited { 1 } else { BATCH_OPS },
-            cpu: CpuTimer::new(),
-            peak: Peak::default(),
-            class_spanning: vec![0; table.map_or(0, |t| t.classes().len())],
-            must_flush: false,
+            objects: Objects::new(),
+            batch: Batch::new(page, limited),
+            telemetry: Telemetry::new(recorder, timeline_every, progress),
         }
     }
 
@@ -174,43 +100,43 @@ impl<'p> Driver<'p> {
 
     /// Counters of the operations run so far (call [`Self::sync`] first for exact figures).
     pub fn counters(&self) -> &Counters {
-        &self.counters
+        &self.telemetry.counters
     }
 
     /// Live objects in the pool (as the driver counts them).
     pub fn live_objects(&self) -> u64 {
-        self.live_objects
+        self.objects.live_objects
     }
 
     pub fn live_bytes(&self) -> u64 {
-        self.live_bytes
+        self.objects.live_bytes
     }
 
     /// A new, empty slot; refused when the handle-word table is full
     /// ([`HandleWords::capacity`] words).
     pub fn new_slot(&mut self) -> LabResult<usize> {
-        let i = self.words.push().ok_or_else(|| {
+        let i = self.objects.words.push().ok_or_else(|| {
             LabError::usage(format!(
                 "more than {} objects: the lab's handle-word table is full",
                 HandleWords::capacity()
             ))
         })?;
-        self.slots.push(Slot::EMPTY);
+        self.objects.slots.push(Slot::EMPTY);
         Ok(i)
     }
 
     pub fn slots(&self) -> usize {
-        self.words.len()
+        self.objects.words.len()
     }
 
     /// Whether `slot` holds an object in the pool.
     pub fn holds(&self, slot: usize) -> bool {
-        self.slots.get(slot).is_some_and(|s| s.state.holds_object())
+        self.objects.slots.get(slot).is_some_and(|s| s.state.holds_object())
     }
 
     /// Whether `slot` holds a same-filled page kept outside the pool.
     pub fn is_same(&self, slot: usize) -> bool {
-        self.slots.get(slot).is_some_and(|s| s.state == State::Same)
+        self.objects.slots.get(slot).is_some_and(|s| s.state == State::Same)
     }
 
     /// Runs the queued operations, so the pool is up to date (before reading its figures).
@@ -218,11 +144,11 @@ impl<'p> Driver<'p> {
         self.flush(None)
     }
 
-    /// Starts a named phase (a timeline sample is taken).
-    pub fn phase(&mut self, name: &str) -> LabResult<()> {
+    /// Starts a phase of the workload (a timeline sample is taken).
+    pub fn phase(&mut self, phase: Phase) -> LabResult<()> {
         self.flush(None)?;
-        self.phase = name.to_string();
-        if self.timeline_every > 0 {
+        self.telemetry.phase = phase;
+        if self.telemetry.timeline_every > 0 {
             self.sample();
         }
         Ok(())
@@ -230,14 +156,14 @@ impl<'p> Driver<'p> {
 
     fn sample(&mut self) {
         let pages = self.pool.total_pages();
-        self.samples.push(Sample {
-            op: self.ops,
-            phase: self.phase.clone(),
-            objects: self.live_objects,
-            bytes_stored: self.live_bytes,
+        self.telemetry.samples.push(Sample {
+            op: self.telemetry.ops,
+            phase: self.telemetry.phase.name().to_string(),
+            objects: self.objects.live_objects,
+            bytes_stored: self.objects.live_bytes,
             pages,
             utilization_permille: crate::result::utilization_permille(
-                self.live_bytes,
+                self.objects.live_bytes,
                 pages,
                 self.page as u64,
             ),
@@ -247,23 +173,19 @@ impl<'p> Driver<'p> {
     /// Counts an operation; runs the batch when it is full or a timeline sample is due.
     #[inline(always)]
     fn op_done(&mut self) -> LabResult<()> {
-        self.ops += 1;
-        let sample = self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every);
-        if sample
-            || self.must_flush
-            || self.queue.len() >= self.batch_ops
-            || self.arena.len() >= BATCH_BYTES
-        {
+        self.telemetry.ops += 1;
+        let sample = self.telemetry.sample_due();
+        if sample || self.batch.full() {
             self.batch_done(sample)?;
         }
-        self.progress.tick(self.ops);
+        self.telemetry.progress.tick(self.telemetry.ops);
         Ok(())
     }
 
     /// [`Self::op_done`]'s rare branch, out of line so the common one stays a few instructions.
     #[inline(never)]
     fn batch_done(&mut self, sample: bool) -> LabResult<()> {
-        self.must_flush = false;
+        self.batch.must_flush = false;
         self.flush(None)?;
         if sample {
             self.sample();
@@ -273,21 +195,25 @@ impl<'p> Driver<'p> {
 
     fn note_pages(&mut self) {
         let p = self.pool.total_pages();
-        if p >= self.peak.pages {
-            self.peak = Peak { pages: p, objects: self.live_objects, bytes: self.live_bytes };
+        if p >= self.telemetry.peak.pages {
+            self.telemetry.peak = Peak {
+                pages: p,
+                objects: self.objects.live_objects,
+                bytes: self.objects.live_bytes,
+            };
         }
     }
 
     #[inline]
     fn record(&mut self, op: TraceOp) -> LabResult<()> {
-        match &mut self.recorder {
+        match &mut self.telemetry.recorder {
             Some(r) => r.op(&op),
             None => Ok(()),
         }
     }
 
     fn check_slot(&self, slot: usize) -> LabResult<()> {
-        if slot < self.words.len() {
+        if slot < self.objects.words.len() {
             Ok(())
         } else {
             Err(LabError::runtime(format!("slot {slot} does not exist")))
@@ -299,24 +225,14 @@ impl<'p> Driver<'p> {
         if self.strict {
             Err(LabError::runtime(format!("{what} of object {slot} was refused: {why}")))
         } else {
-            self.counters.op_errors += 1;
+            self.telemetry.counters.op_errors += 1;
             Ok(())
         }
     }
 
-    /// Live objects by length (index: length in bytes, up to the page).
-    fn live_by_len(&self) -> Vec<u64> {
-        let mut n = vec![0u64; self.page + 1];
-        for s in &self.slots {
-            if s.state.holds_object() {
-                n[(s.len as usize).min(self.page)] += 1;
-            }
-        }
-        n
-    }
-
-    /// Bytes the live objects lose to class merging, per class index.
-    fn merge_waste(&self, by_len: &[u64]) -> Vec<(u32, u64)> {
+    /// Bytes the live objects lose to class merging, per class in the table's order (the
+    /// pool's).
+    fn merge_waste(&self, by_len: &[u64]) -> Vec<u64> {
         let Some(table) = self.table else { return Vec::new() };
         let classes = table.classes();
         let mut waste = vec![0u64; classes.len()];
@@ -326,35 +242,31 @@ impl<'p> Driver<'p> {
             let own = table.own_size(size);
             waste[pos] += n * u64::from(classes[pos].size.saturating_sub(own.max(size as u32)));
         }
-        classes.iter().zip(waste).map(|(c, w)| (c.index, w)).collect()
+        waste
     }
 
     /// Ends the run: runs what is queued, flushes the trace, takes the last sample, removes
     /// the progress bar.
     pub fn finish(mut self) -> LabResult<Outcome> {
         self.flush(None)?;
-        if self.timeline_every > 0 {
-            self.phase = "end".into();
+        if self.telemetry.timeline_every > 0 {
+            self.telemetry.phase = Phase::End;
             self.sample();
         }
-        self.progress.finish();
-        if let Some(r) = self.recorder.take() {
+        self.telemetry.progress.finish();
+        if let Some(r) = self.telemetry.recorder.take() {
             r.finish()?;
         }
-        let classes = self.table.map_or(&[][..], |t| t.classes());
-        let spanning_reads =
-            classes.iter().zip(&self.class_spanning).map(|(c, &n)| (c.index, n)).collect();
-        let by_len = self.live_by_len();
+        let by_len = self.objects.by_len(self.page);
         let huge_pages = by_len.iter().skip(self.huge_len).sum();
         Ok(Outcome {
             huge_pages,
             merge_waste: self.merge_waste(&by_len),
-            spanning_reads,
-            counters: std::mem::take(&mut self.counters),
-            samples: std::mem::take(&mut self.samples),
-            same_pages: self.same_pages,
-            cpu: self.cpu,
-            peak: self.peak,
+            counters: std::mem::take(&mut self.telemetry.counters),
+            samples: std::mem::take(&mut self.telemetry.samples),
+            same_pages: self.objects.same_pages,
+            cpu: self.telemetry.cpu,
+            peak: self.telemetry.peak,
         })
     }
 }
@@ -398,11 +310,11 @@ mod tests {
 
     /// Overwrites the object of `slot` behind the driver's back, as a faulty pool would.
     fn corrupt(pool: &AnyPool, d: &Driver<'_>, slot: usize) {
-        let len = d.slots[slot].len as usize;
-        let mut bytes = d.content.bytes(d.slots[slot].key, len).to_vec();
+        let len = d.objects.slots[slot].len as usize;
+        let mut bytes = d.content.bytes(d.objects.slots[slot].key, len).to_vec();
         bytes[len / 2] ^= 1;
         // SAFETY: the word holds an object of `len` bytes of this pool; no section is open.
-        unsafe { pool.write_raw(word(&d.words, slot), &bytes) }.unwrap();
+        unsafe { pool.write_raw(word(&d.objects.words, slot), &bytes) }.unwrap();
     }
 
     #[test]
@@ -428,7 +340,7 @@ mod tests {
             assert!(matches!(e, LabError::Verify(_)), "{e}");
             let e = d.read_each(&[s], |_, _| Ok(())).expect_err("copied for a visitor");
             assert!(matches!(e, LabError::Verify(_)), "{e}");
-            let len = d.slots[s].len as usize;
+            let len = d.objects.slots[s].len as usize;
             let e = d.read_sg(s, len).expect_err("scatter-gather");
             assert!(matches!(e, LabError::Verify(_)), "{e}");
         }

@@ -9,7 +9,7 @@ use zsmalloc_core::Backend;
 
 impl<'p> Driver<'p> {
     pub(super) fn store_failed(&mut self, slot: usize, e: zsmalloc_core::Error) -> LabResult<bool> {
-        self.counters.store_failures += 1;
+        self.telemetry.counters.store_failures += 1;
         // A length the backend does not store (zblock's top lengths) is a fact of that backend,
         // counted like a full pool's refusals.
         let backend_refuses =
@@ -22,16 +22,16 @@ impl<'p> Driver<'p> {
 
     /// Marks `slot` as holding an object (the pool call may still be queued).
     fn stored(&mut self, slot: usize, state: State, len: usize, key: u64) {
-        self.slots[slot] = Slot { key, len: len as u32, state };
-        self.live_objects += 1;
-        self.live_bytes += len as u64;
+        self.objects.slots[slot] = Slot { key, len: len as u32, state };
+        self.objects.live_objects += 1;
+        self.objects.live_bytes += len as u64;
     }
 
     /// Takes a same-filled page out of `slot` before it is reused (not a pool operation).
     fn drop_same(&mut self, slot: usize) {
-        if self.slots[slot].state == State::Same {
-            self.slots[slot].state = State::Empty;
-            self.same_pages -= 1;
+        if self.objects.slots[slot].state == State::Same {
+            self.objects.slots[slot].state = State::Empty;
+            self.objects.same_pages -= 1;
         }
     }
 
@@ -55,17 +55,17 @@ impl<'p> Driver<'p> {
 
     fn queue_store(&mut self, slot: usize, payload: Payload, len: usize, state: State, key: u64) {
         self.stored(slot, state, len, key);
-        self.queue.push(Op::Store {
+        self.batch.queue.push(Op::Store {
             slot,
             payload,
             len,
-            objects: self.live_objects,
-            bytes: self.live_bytes,
+            objects: self.objects.live_objects,
+            bytes: self.objects.live_bytes,
         });
         // zblock and malloc refuse lengths from their `huge_class_size` up (zblock) or above
         // the page: run such a store at once, so that its answer is known to the workload.
         if self.table.is_none() && len >= self.huge_len {
-            self.must_flush = true;
+            self.batch.must_flush = true;
         }
     }
 
@@ -78,8 +78,8 @@ impl<'p> Driver<'p> {
         self.drop_same(slot);
         let allowed = self.store_allowed(slot, len)?;
         if allowed {
-            let key = self.next_key;
-            self.next_key += 1;
+            let key = self.objects.next_key;
+            self.objects.next_key += 1;
             self.queue_store(slot, Payload::Generated(key), len, State::Pattern, key);
         }
         self.op_done()?;
@@ -93,7 +93,7 @@ impl<'p> Driver<'p> {
         self.drop_same(slot);
         let allowed = self.store_allowed(slot, data.len())?;
         if allowed {
-            let off = self.arena.push(data);
+            let off = self.batch.arena.push(data);
             self.queue_store(slot, Payload::Arena(off), data.len(), State::Bytes, 0);
         }
         self.op_done()?;
@@ -106,18 +106,18 @@ impl<'p> Driver<'p> {
         if self.holds(slot) {
             return Err(LabError::runtime(format!("slot {slot} already holds an object")));
         }
-        if self.slots[slot].state != State::Same {
-            self.slots[slot].state = State::Same;
-            self.same_pages += 1;
+        if self.objects.slots[slot].state != State::Same {
+            self.objects.slots[slot].state = State::Same;
+            self.objects.same_pages += 1;
         }
-        self.counters.same_seen += 1;
-        self.progress.tick(self.ops);
+        self.telemetry.counters.same_seen += 1;
+        self.telemetry.progress.tick(self.telemetry.ops);
         Ok(())
     }
 
     /// Counts a same-filled page that is stored in the pool anyway (2012 zram).
     pub fn note_same_stored(&mut self) {
-        self.counters.same_seen += 1;
+        self.telemetry.counters.same_seen += 1;
     }
 
     /// Allocates an object of `len` bytes without writing it (`zs_malloc`).
@@ -132,9 +132,9 @@ impl<'p> Driver<'p> {
             match self.timed_now(|pool, w| unsafe { pool.malloc_raw(super::word(w, slot), len) })? {
                 Ok(()) => {
                     self.stored(slot, State::Unwritten, len, 0);
-                    self.counters.stores += 1;
+                    self.telemetry.counters.stores += 1;
                     if len >= self.huge_len {
-                        self.counters.huge_stores += 1;
+                        self.telemetry.counters.huge_stores += 1;
                     }
                     self.note_pages();
                     Ok(true)
@@ -150,12 +150,12 @@ impl<'p> Driver<'p> {
     pub fn write(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         self.check_slot(slot)?;
         self.record(TraceOp::Write { id: slot as u64, len })?;
-        let r = if !self.holds(slot) || self.slots[slot].len as usize != len {
+        let r = if !self.holds(slot) || self.objects.slots[slot].len as usize != len {
             let why = if self.holds(slot) { "wrong length" } else { "empty handle" };
             self.refused("write", slot, &why).map(|_| false)
         } else {
-            let key = self.next_key;
-            self.next_key += 1;
+            let key = self.objects.next_key;
+            self.objects.next_key += 1;
             self.content.fill(key, len, &mut self.scratch);
             let data = std::mem::take(&mut self.scratch);
             // SAFETY: single-threaded: no read section of this object is open.
@@ -164,8 +164,8 @@ impl<'p> Driver<'p> {
             self.scratch = data;
             match r? {
                 Ok(()) => {
-                    self.slots[slot].state = State::Pattern;
-                    self.slots[slot].key = key;
+                    self.objects.slots[slot].state = State::Pattern;
+                    self.objects.slots[slot].key = key;
                     Ok(true)
                 }
                 Err(e) => self.refused("write", slot, &e).map(|_| false),
@@ -178,30 +178,30 @@ impl<'p> Driver<'p> {
     /// Frees the object of `slot` (an empty slot: no-op; a same-filled page: dropped).
     pub fn free(&mut self, slot: usize) -> LabResult<()> {
         self.check_slot(slot)?;
-        if self.slots[slot].state == State::Same {
+        if self.objects.slots[slot].state == State::Same {
             self.drop_same(slot);
             return Ok(());
         }
         self.record(TraceOp::Free { id: slot as u64 })?;
         if self.holds(slot) {
-            let len = self.slots[slot].len as usize;
-            self.live_objects -= 1;
-            self.live_bytes -= len as u64;
-            self.slots[slot] = Slot::EMPTY;
-            self.queue.push(Op::Free { slot });
+            let len = self.objects.slots[slot].len as usize;
+            self.objects.live_objects -= 1;
+            self.objects.live_bytes -= len as u64;
+            self.objects.slots[slot] = Slot::EMPTY;
+            self.batch.queue.push(Op::Free { slot });
         }
         self.op_done()
     }
 
     fn queue_read(&mut self, slot: usize, visit: bool) {
-        let Slot { key, len, state } = self.slots[slot];
+        let Slot { key, len, state } = self.objects.slots[slot];
         let len = len as usize;
         let key = (state == State::Pattern).then_some(key);
         let reader = match key {
             Some(key) if !visit => Reader::Verify(key),
-            _ => Reader::Copy { off: self.arena.reserve(len), key, visit },
+            _ => Reader::Copy { off: self.batch.arena.reserve(len), key, visit },
         };
-        self.queue.push(Op::Read { slot, len, reader });
+        self.batch.queue.push(Op::Read { slot, len, reader });
     }
 
     /// A read section on the object of `slot`, verifying generated content. `len`: the length
@@ -210,7 +210,7 @@ impl<'p> Driver<'p> {
     /// [`Self::sync`]).
     pub fn read(&mut self, slot: usize, len: Option<usize>) -> LabResult<bool> {
         self.check_slot(slot)?;
-        let stored = self.slots[slot].len as usize;
+        let stored = self.objects.slots[slot].len as usize;
         let len = len.unwrap_or(stored);
         self.record(TraceOp::Read { id: slot as u64, len })?;
         let r = if !self.holds(slot) || len != stored {
@@ -232,25 +232,25 @@ impl<'p> Driver<'p> {
         mut f: impl FnMut(usize, &[u8]) -> LabResult<()>,
     ) -> LabResult<()> {
         self.flush(None)?;
-        for chunk in slots.chunks(self.batch_ops) {
+        for chunk in slots.chunks(self.batch.max_ops) {
             for &slot in chunk {
                 self.check_slot(slot)?;
-                let len = self.slots[slot].len as usize;
+                let len = self.objects.slots[slot].len as usize;
                 self.record(TraceOp::Read { id: slot as u64, len })?;
                 if self.holds(slot) {
                     self.queue_read(slot, true);
                 } else {
                     self.refused("read", slot, &"empty handle")?;
                 }
-                self.ops += 1;
-                if self.timeline_every > 0 && self.ops.is_multiple_of(self.timeline_every) {
+                self.telemetry.ops += 1;
+                if self.telemetry.sample_due() {
                     self.flush(Some(&mut f))?;
                     self.sample();
                 }
-                if self.arena.len() >= BATCH_BYTES {
+                if self.batch.arena.len() >= BATCH_BYTES {
                     self.flush(Some(&mut f))?;
                 }
-                self.progress.tick(self.ops);
+                self.telemetry.progress.tick(self.telemetry.ops);
             }
             self.flush(Some(&mut f))?;
         }
@@ -261,7 +261,7 @@ impl<'p> Driver<'p> {
     pub fn read_sg(&mut self, slot: usize, len: usize) -> LabResult<bool> {
         self.check_slot(slot)?;
         self.record(TraceOp::ReadSg { id: slot as u64, len })?;
-        let stored = self.slots[slot].len as usize;
+        let stored = self.objects.slots[slot].len as usize;
         let r = if !self.holds(slot) || len != stored {
             let why = if self.holds(slot) { "wrong length" } else { "empty handle" };
             self.refused("read_sg", slot, &why).map(|_| false)
@@ -288,9 +288,9 @@ impl<'p> Driver<'p> {
             match answer {
                 Err(e) => self.refused("read_sg", slot, &e).map(|_| false),
                 Ok((n, ended)) => {
-                    self.counters.reads += 1;
-                    if self.slots[slot].state == State::Pattern
-                        && !self.content.verify(self.slots[slot].key, &self.scratch)
+                    self.telemetry.counters.reads += 1;
+                    if self.objects.slots[slot].state == State::Pattern
+                        && !self.content.verify(self.objects.slots[slot].key, &self.scratch)
                     {
                         return Err(LabError::Verify(format!(
                             "object {slot} ({len} bytes) does not read back as written (sg)"
@@ -322,8 +322,8 @@ impl<'p> Driver<'p> {
             })?;
             match r {
                 Ok(()) => {
-                    self.slots[to] = self.slots[from];
-                    self.slots[from] = Slot::EMPTY;
+                    self.objects.slots[to] = self.objects.slots[from];
+                    self.objects.slots[from] = Slot::EMPTY;
                 }
                 Err(e) => self.refused("move", from, &e)?,
             }
@@ -335,7 +335,7 @@ impl<'p> Driver<'p> {
     pub fn compact(&mut self) -> LabResult<u64> {
         self.record(TraceOp::Compact)?;
         let freed = self.timed_now(|pool, _| pool.compact())?;
-        self.counters.compactions += 1;
+        self.telemetry.counters.compactions += 1;
         self.op_done()?;
         Ok(freed)
     }

@@ -44,11 +44,10 @@ pub struct Outcome {
     /// Thread CPU time of the pool calls (the timed phase).
     pub cpu: CpuTimer,
     pub peak: Peak,
-    /// Per class index: bytes the live objects lose to class merging (the class they are in is
-    /// larger than the class of their size would be without merging).
-    pub merge_waste: Vec<(u32, u64)>,
-    /// Per class index: read sections that found the object spanning two pages.
-    pub spanning_reads: Vec<(u32, u64)>,
+    /// Per class, in the pool's class order (empty without a class table): bytes the live
+    /// objects lose to class merging (the class they are in is larger than the class of their
+    /// size would be without merging).
+    pub merge_waste: Vec<u64>,
     /// Live objects of `huge_class_size` bytes or more: the pages zram would hold whole
     /// (zram's `huge_pages`; never above [`Counters::huge_stores`]).
     pub huge_pages: u64,

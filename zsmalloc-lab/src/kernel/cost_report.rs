@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::corpus::CorpusFacts;
 use super::host::Host;
 use crate::error::LabResult;
+use crate::timing::Samples;
 
 /// What the project's placement says about a page's object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -41,34 +42,22 @@ pub fn band_of(len: u32) -> u32 {
     len / BAND * BAND
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+/// The median of `v` ([`Samples`]' definition); NaN when `v` is empty.
+fn median(v: &[f64]) -> f64 {
+    Samples::of(v).map_or(f64::NAN, |s| s.median)
 }
 
-/// Count, median, min and max of per-page times (ns).
-#[derive(Debug, Clone, Serialize)]
-pub struct Figures {
-    pub count: usize,
-    pub median_ns: f64,
-    pub min_ns: f64,
-    pub max_ns: f64,
-}
-
-impl Figures {
-    fn of(v: &[f64]) -> Option<Figures> {
-        if v.is_empty() {
-            return None;
-        }
-        let mut s = v.to_vec();
-        let median_ns = median(&mut s);
-        Some(Figures { count: v.len(), median_ns, min_ns: s[0], max_ns: s[s.len() - 1] })
-    }
+/// Per-page times (ns) as `{count, median_ns, min_ns, max_ns}`: the report's names for a
+/// [`Samples`].
+fn samples_ns<S: serde::Serializer>(v: &Option<Samples>, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let Some(v) = v else { return s.serialize_none() };
+    let mut f = s.serialize_struct("Samples", 4)?;
+    f.serialize_field("count", &v.n)?;
+    f.serialize_field("median_ns", &v.median)?;
+    f.serialize_field("min_ns", &v.min)?;
+    f.serialize_field("max_ns", &v.max)?;
+    f.end()
 }
 
 /// The spanning extra: median(spanning) - median(in place), with its 95% interval.
@@ -88,7 +77,7 @@ fn bootstrap(span: &[f64], in_place: &[f64], seed: u64) -> (f64, f64) {
     for _ in 0..RESAMPLES {
         a.iter_mut().for_each(|x| *x = span[rng.gen_range(0..span.len())]);
         b.iter_mut().for_each(|x| *x = in_place[rng.gen_range(0..in_place.len())]);
-        diffs.push(median(&mut a) - median(&mut b));
+        diffs.push(median(&a) - median(&b));
     }
     diffs.sort_by(f64::total_cmp);
     (diffs[RESAMPLES * 25 / 1000], diffs[RESAMPLES * 975 / 1000])
@@ -100,8 +89,10 @@ pub struct BandRow {
     pub condition: String,
     /// `512-1023`, `huge` or `same-filled`.
     pub band: String,
-    pub spanning: Option<Figures>,
-    pub in_place: Option<Figures>,
+    #[serde(serialize_with = "samples_ns")]
+    pub spanning: Option<Samples>,
+    #[serde(serialize_with = "samples_ns")]
+    pub in_place: Option<Samples>,
     pub spanning_extra: Option<Extra>,
     /// Median write time of the same pages (the fill's one write each).
     pub spanning_write_median_ns: Option<f64>,
@@ -187,22 +178,22 @@ impl CostReport {
         seed: u64,
     ) {
         let med = |p: &PageCost| {
-            let mut v: Vec<f64> = p.read_ns.iter().map(|&n| n as f64).collect();
-            median(&mut v)
+            let v: Vec<f64> = p.read_ns.iter().map(|&n| n as f64).collect();
+            median(&v)
         };
         let read_time_ns: f64 = pages.iter().map(med).sum();
         let row = |band: String, span: Vec<&PageCost>, inp: Vec<&PageCost>, heur: u64| {
             let s: Vec<f64> = span.iter().map(|p| med(p)).collect();
             let i: Vec<f64> = inp.iter().map(|p| med(p)).collect();
             let w = |v: &[&PageCost]| {
-                let mut w: Vec<f64> = v.iter().map(|p| p.write_ns as f64).collect();
-                (!w.is_empty()).then(|| median(&mut w))
+                let w: Vec<f64> = v.iter().map(|p| p.write_ns as f64).collect();
+                Samples::of(&w).map(|w| w.median)
             };
-            let (sf, inf) = (Figures::of(&s), Figures::of(&i));
+            let (sf, inf) = (Samples::of(&s), Samples::of(&i));
             let extra = sf.as_ref().zip(inf.as_ref()).map(|(a, b)| {
                 let (lo, hi) = bootstrap(&s, &i, seed);
-                let m = a.median_ns - b.median_ns;
-                Extra { median_ns: m, ci_low_ns: lo, ci_high_ns: hi, share: m / b.median_ns }
+                let m = a.median - b.median;
+                Extra { median_ns: m, ci_low_ns: lo, ci_high_ns: hi, share: m / b.median }
             });
             BandRow {
                 condition: condition.into(),
@@ -247,7 +238,7 @@ impl CostReport {
             .iter()
             .filter_map(|r| {
                 let e = r.spanning_extra.as_ref()?;
-                let n = r.spanning.as_ref()?.count as f64 - r.heuristic_spanning as f64;
+                let n = r.spanning.as_ref()?.n as f64 - r.heuristic_spanning as f64;
                 Some(n * e.median_ns)
             })
             .sum();
@@ -283,9 +274,9 @@ impl CostReport {
             self.rounds,
             self.seed
         );
-        let f = |x: &Option<Figures>| {
+        let f = |x: &Option<Samples>| {
             x.as_ref().map_or("-".to_string(), |f| {
-                format!("{} {:.0} [{:.0}..{:.0}]", f.count, f.median_ns, f.min_ns, f.max_ns)
+                format!("{} {:.0} [{:.0}..{:.0}]", f.n, f.median, f.min, f.max)
             })
         };
         for c in &self.conditions {
@@ -340,13 +331,33 @@ mod tests {
 
     #[test]
     fn medians_and_intervals() {
-        assert_eq!(median(&mut [3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
         let span: Vec<f64> = (0..200).map(|i| 1100.0 + (i % 7) as f64).collect();
         let inp: Vec<f64> = (0..200).map(|i| 1000.0 + (i % 5) as f64).collect();
         let (lo, hi) = bootstrap(&span, &inp, 1);
         assert!(lo <= 103.0 && hi >= 101.0 && lo > 90.0 && hi < 110.0, "{lo} {hi}");
         assert_eq!(band_of(511), 0);
         assert_eq!(band_of(512), 512);
+    }
+
+    #[test]
+    fn figures_keep_their_json_names() {
+        let row = BandRow {
+            condition: "c".into(),
+            band: "0-511".into(),
+            spanning: Samples::of(&[3.0, 1.0, 2.0]),
+            in_place: None,
+            spanning_extra: None,
+            spanning_write_median_ns: None,
+            in_place_write_median_ns: None,
+            heuristic_spanning: 0,
+        };
+        let v = serde_json::to_value(&row).unwrap();
+        assert_eq!(
+            v["spanning"],
+            serde_json::json!({"count": 3, "median_ns": 2.0, "min_ns": 1.0, "max_ns": 3.0})
+        );
+        assert!(v["in_place"].is_null());
     }
 }

@@ -40,23 +40,23 @@ impl Evaluation {
     /// the pool's: the optimizer's sums rest on it.
     pub fn from_run(run: &RunResult, cfg: &PoolConfig) -> LabResult<Self> {
         let table = ClassTable::new(cfg).map_err(LabError::from)?.spec();
-        if run.class_stats.len() != table.classes().len() {
+        if run.classes.len() != table.classes().len() {
             return Err(LabError::runtime(format!(
                 "{}: {} class rows for a table of {} classes",
                 run.label,
-                run.class_stats.len(),
+                run.classes.len(),
                 table.classes().len()
             )));
         }
         let classes: Vec<ClassFigures> = run
-            .class_stats
+            .classes
             .iter()
             .zip(table.classes())
-            .map(|(s, c)| ClassFigures {
+            .map(|(row, c)| ClassFigures {
                 size: c.size,
                 chain: c.chain as u8,
-                pages: s.pages_used,
-                spanning: s.reads_spanning,
+                pages: row.stats.pages_used,
+                spanning: row.stats.reads_spanning,
             })
             .collect();
         let pages: u64 = classes.iter().map(|c| c.pages).sum();

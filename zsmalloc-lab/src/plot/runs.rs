@@ -5,7 +5,7 @@ use std::path::Path;
 use super::draw::draw;
 use super::figure::{steps, Figure, Panel, Series, Style};
 use crate::error::LabResult;
-use crate::result::{per_class, RunResult};
+use crate::result::{ClassRow, RunResult};
 use zsmalloc_core::BackendKind;
 
 /// `label: page 4096, chain 10, delta 16, classic`, or what the backend has instead.
@@ -27,31 +27,28 @@ fn describe(r: &RunResult) -> String {
 }
 
 /// One run's per-class values (non-huge classes, by class size).
-fn class_values(
-    r: &RunResult,
-    f: &dyn Fn(&RunResult, &zsmalloc_core::ClassStats) -> f64,
-) -> Vec<(f64, f64)> {
-    r.class_stats.iter().filter(|c| !c.huge).map(|c| (f64::from(c.size), f(r, c))).collect()
+fn class_values(r: &RunResult, f: &dyn Fn(&RunResult, &ClassRow) -> f64) -> Vec<(f64, f64)> {
+    r.classes.iter().filter(|c| !c.stats.huge).map(|c| (f64::from(c.stats.size), f(r, c))).collect()
 }
 
-fn slack_kib(r: &RunResult, c: &zsmalloc_core::ClassStats) -> f64 {
+fn slack_kib(r: &RunResult, c: &ClassRow) -> f64 {
     let page = u64::from(r.config.page_size);
-    (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0
+    (c.stats.pages_used * page).saturating_sub(c.stats.bytes_stored) as f64 / 1024.0
 }
 
-fn merge_kib(r: &RunResult, c: &zsmalloc_core::ClassStats) -> f64 {
-    per_class(&r.class_merge_waste, c.index) as f64 / 1024.0
+fn merge_kib(_: &RunResult, c: &ClassRow) -> f64 {
+    c.merge_waste as f64 / 1024.0
 }
 
-fn spanning(r: &RunResult, c: &zsmalloc_core::ClassStats) -> f64 {
-    per_class(&r.class_spanning_reads, c.index) as f64
+fn spanning(_: &RunResult, c: &ClassRow) -> f64 {
+    c.stats.reads_spanning as f64
 }
 
-fn pages(_: &RunResult, c: &zsmalloc_core::ClassStats) -> f64 {
-    c.pages_used as f64
+fn pages(_: &RunResult, c: &ClassRow) -> f64 {
+    c.stats.pages_used as f64
 }
 
-type ClassFn = fn(&RunResult, &zsmalloc_core::ClassStats) -> f64;
+type ClassFn = fn(&RunResult, &ClassRow) -> f64;
 
 const PER_CLASS: [(&str, &str, ClassFn, bool); 4] = [
     ("pages per class", "pages", pages, true),
@@ -99,7 +96,7 @@ pub fn runs(path: &Path, runs: &[&RunResult]) -> LabResult<()> {
 fn figure(runs: &[&RunResult]) -> Figure {
     // Each run keeps its colour (its position) whether or not it has classes to draw.
     let classed: Vec<(usize, &RunResult)> =
-        runs.iter().copied().enumerate().filter(|(_, r)| !r.class_stats.is_empty()).collect();
+        runs.iter().copied().enumerate().filter(|(_, r)| !r.classes.is_empty()).collect();
     let huge_stored = classed.iter().any(|(_, r)| r.huge_objects > 0);
     let mut panels = Vec::new();
     for (title, unit, f, int) in PER_CLASS {
@@ -140,7 +137,7 @@ fn figure(runs: &[&RunResult]) -> Figure {
 /// Huge classes: pages and slack, one bar per configuration.
 fn huge_panel(classed: &[(usize, &RunResult)]) -> Panel {
     let huge = |r: &RunResult, f: &dyn Fn(&zsmalloc_core::ClassStats) -> f64| -> f64 {
-        r.class_stats.iter().filter(|c| c.huge).map(f).sum()
+        r.classes.iter().map(|c| &c.stats).filter(|c| c.huge).map(f).sum()
     };
     let cats: Vec<String> = classed.iter().map(|(_, r)| r.label.clone()).collect();
     let bar = |name: &str, color: usize, f: &dyn Fn(&RunResult) -> f64| {
@@ -185,7 +182,7 @@ fn huge_panel(classed: &[(usize, &RunResult)]) -> Panel {
 /// Each run minus `base`, per class (grouped where the class grids differ).
 fn difference_panels(base: &RunResult, rest: &[(usize, &RunResult)]) -> Vec<Panel> {
     let same_grid = rest.iter().all(|(_, r)| {
-        r.class_stats.iter().map(|c| c.size).eq(base.class_stats.iter().map(|c| c.size))
+        r.classes.iter().map(|c| c.stats.size).eq(base.classes.iter().map(|c| c.stats.size))
     });
     let mut panels = Vec::new();
     for (title, unit, f, int) in PER_CLASS {

@@ -11,7 +11,7 @@ pub fn table(r: &RunResult) -> String {
     );
     let mut totals = [0u64; 12];
     let (mut objs, mut used, mut pages, mut freeable) = (0u64, 0u64, 0u64, 0u64);
-    for c in &r.class_stats {
+    for c in r.classes.iter().map(|row| &row.stats) {
         out += &format!(" {:>5} {:>5} ", c.index, c.size);
         for (t, n) in totals.iter_mut().zip(&c.fullness).skip(1) {
             *t += n;

@@ -29,7 +29,7 @@ impl Render for RunResult {
     }
 
     fn csv(&self) -> String {
-        if self.classes.is_some() {
+        if self.classes.reported {
             csv::class_rows(std::slice::from_ref(self))
         } else {
             csv::runs(std::slice::from_ref(self), None)
@@ -58,7 +58,7 @@ impl Render for Comparison {
     }
 
     fn csv(&self) -> String {
-        if self.runs.iter().any(|r| r.classes.is_some()) {
+        if self.runs.iter().any(|r| r.classes.reported) {
             csv::class_rows(&self.runs)
         } else {
             csv::runs(&self.runs, self.runs.first())

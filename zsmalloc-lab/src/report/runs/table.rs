@@ -4,7 +4,7 @@
 
 use crate::compare::Comparison;
 use crate::report::grid::with_head as grid;
-use crate::result::{delta_str, density_str, per_class, permille_str, RunResult};
+use crate::result::{delta_str, density_str, permille_str, RunResult};
 use crate::timing::Samples;
 
 fn config_line(r: &RunResult) -> String {
@@ -106,14 +106,15 @@ pub fn classes(r: &RunResult) -> String {
         "tail_waste",
         "worst_merge_waste",
         "merge_waste",
-        "spanning_reads",
+        "reads_spanning",
         "bytes_stored",
     ];
     let rows: Vec<Vec<String>> = r
-        .class_stats
+        .classes
         .iter()
-        .filter(|c| c.obj_allocated > 0)
-        .map(|c| {
+        .filter(|row| row.stats.obj_allocated > 0)
+        .map(|row| {
+            let c = &row.stats;
             vec![
                 c.index.to_string(),
                 c.size.to_string(),
@@ -127,8 +128,8 @@ pub fn classes(r: &RunResult) -> String {
                 c.spanning_per_zspage.to_string(),
                 c.tail_waste.to_string(),
                 c.worst_merge_waste.to_string(),
-                per_class(&r.class_merge_waste, c.index).to_string(),
-                per_class(&r.class_spanning_reads, c.index).to_string(),
+                row.merge_waste.to_string(),
+                c.reads_spanning.to_string(),
                 c.bytes_stored.to_string(),
             ]
         })
@@ -147,7 +148,7 @@ pub fn run(r: &RunResult) -> String {
     for (k, v) in f {
         out += &format!("{k:<w$}  {v}\n");
     }
-    if r.classes.is_some() {
+    if r.classes.reported {
         out += "\n";
         out += &classes(r);
     }
@@ -276,7 +277,7 @@ pub fn comparison(c: &Comparison) -> String {
             }
         }
     }
-    if c.runs.iter().any(|r| r.classes.is_some()) {
+    if c.runs.iter().any(|r| r.classes.reported) {
         for r in &c.runs {
             out += "\n";
             out += &classes(r);
