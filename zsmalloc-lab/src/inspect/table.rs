@@ -47,13 +47,14 @@ const LEGEND: [(&str, &str); 11] = [
         "pool memory holding no compressed byte = pool memory - compressed, and its share of \
          the pool: room left in partly filled pages, objects rounded up to a size class",
     ),
-    ("ratio", "stored data / pool memory: bytes of data per byte of RAM"),
+    ("ratio", "data / pool memory: bytes of data per byte of RAM"),
     (
-        "same-filled",
-        "pages of one repeated word (mostly zeros): kept in zram's table, no pool memory",
+        "same",
+        "same-filled pages, one word repeated (mostly zeros): kept in zram's table, no pool \
+         memory",
     ),
-    ("huge", "pages that did not compress: stored whole, a page each (same, huge and compacted count pages)"),
-    ("compacted", "pool pages freed by compaction since the device was set up"),
+    ("huge", "pages that did not compress: stored whole, a page each"),
+    ("compacted", "pool pages freed by compaction since the device was set up (same, huge and compacted count pages)"),
     ("peak", "the most pool memory the device has held (mem_used_max)"),
 ];
 
@@ -86,6 +87,25 @@ fn row(d: &ZramDevice) -> Vec<String> {
         None => r.extend(std::iter::repeat_with(dash).take(9)),
     }
     r
+}
+
+/// `first` then `text`, wrapped at 100 columns under the text's start.
+fn wrap(first: &str, text: &str) -> String {
+    let indent = " ".repeat(first.chars().count());
+    let mut out = String::new();
+    let mut line = first.to_string();
+    for word in text.split_whitespace() {
+        if line.chars().count() + word.len() >= 100 && line.len() > indent.len() {
+            out += line.trim_end();
+            out.push('\n');
+            line = indent.clone();
+        }
+        line += word;
+        line.push(' ');
+    }
+    out += line.trim_end();
+    out.push('\n');
+    out
 }
 
 /// One sentence per device with data: what its overhead is, in its own figures.
@@ -166,13 +186,14 @@ impl Render for Machine {
             out += &grid::align(&rows, 4);
             out.push('\n');
             for (name, what) in LEGEND {
-                out += &format!("  {name:<12} {what}\n");
+                out += &wrap(&format!("  {name:<12} "), what);
             }
             let sentences: Vec<String> = self.zram.iter().filter_map(overhead_sentence).collect();
             if !sentences.is_empty() {
                 out.push('\n');
-                out += &sentences.join("\n");
-                out.push('\n');
+                for sentence in sentences {
+                    out += &wrap("", &sentence);
+                }
             }
         }
         out.push('\n');
