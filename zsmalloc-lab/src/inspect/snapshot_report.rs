@@ -100,6 +100,13 @@ fn counts(r: &Reading) -> PageCounts {
 pub fn run(o: &SnapshotOptions) -> LabResult<SnapshotReport> {
     let id = device_id(&o.device)?;
     let name = format!("zram{id}");
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err(LabError::usage(format!(
+            "--snapshot {name} needs root (it reads the device and stores its pages again on a \
+             private zram device); zsmalloc inspect without it lists every device"
+        )));
+    }
     let host = Host::probe()?;
     let page = host.page_size;
     let swaps = zram::swaps(&mut Vec::new());

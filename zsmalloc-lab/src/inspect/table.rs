@@ -197,8 +197,10 @@ impl Render for Machine {
             }
         }
         out.push('\n');
-        out += &zswap_lines(&self.zswap).join("\n");
-        out.push('\n');
+        for (i, line) in zswap_lines(&self.zswap).iter().enumerate() {
+            let indent = if i == 0 { "" } else { "  " };
+            out += &wrap(indent, line.trim_start());
+        }
         for m in &self.missing {
             out += &format!("missing: {m}\n");
         }
