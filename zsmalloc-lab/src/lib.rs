@@ -21,6 +21,8 @@
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
+//! - [`inspect`]: the machine's own zram and zswap, and what another table would save
+//!   (`zsmalloc inspect`);
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
 //! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
@@ -43,6 +45,7 @@ pub mod config;
 pub mod cost;
 pub mod driver;
 pub mod error;
+pub mod inspect;
 pub mod kernel;
 pub mod memory;
 pub mod optimize;

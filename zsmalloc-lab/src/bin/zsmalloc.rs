@@ -9,7 +9,7 @@
 use clap::error::ErrorKind;
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use zsmalloc_lab::commands::{classes, compare, cost, kernel, optimize, replay, run};
+use zsmalloc_lab::commands::{classes, compare, cost, inspect, kernel, optimize, replay, run};
 use zsmalloc_lab::{LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
@@ -25,6 +25,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc compare --repeat 5 dist                   # CPU times as min/median/max, deltas with their spread
   zsmalloc replay app.trace --format mm_stat
   zsmalloc cost --page-size 16K --format json        # CPU time of reads per mode, decompression included
+  zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -61,6 +62,10 @@ enum Cmd {
     /// cost, exact over per-class chains for a fixed layout, with classic and the heuristic on
     /// the same axes (default workload: kernel-test).
     Optimize(optimize::OptimizeCmd),
+    /// This machine's zram devices and zswap: data, compressed bytes, pool memory and the
+    /// allocator's overhead (no root needed); --snapshot zramN (root): the fragmentation its
+    /// history holds and what other class tables would save on its data.
+    Inspect(inspect::InspectArgs),
 }
 
 fn main() {
@@ -125,5 +130,6 @@ fn real_main() -> LabResult<()> {
         Cmd::Cost(a) => cost::run(a),
         Cmd::Kernel(k) => kernel::run(k),
         Cmd::Optimize(a) => optimize::run(a),
+        Cmd::Inspect(a) => inspect::run(a),
     }
 }

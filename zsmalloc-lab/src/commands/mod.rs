@@ -7,12 +7,14 @@
 //! - [`classes`]: class tables (and zblock's block table);
 //! - [`cost`]: the cost study, with [`callgrind`] for `--instructions`;
 //! - [`kernel`]: the running kernel's zram beside the project;
+//! - [`inspect`]: the machine's own zram devices and zswap;
 //! - [`optimize`]: the best class tables for a workload.
 
 pub mod callgrind;
 pub mod classes;
 pub mod compare;
 pub mod cost;
+pub mod inspect;
 pub mod kernel;
 pub mod optimize;
 pub mod output;

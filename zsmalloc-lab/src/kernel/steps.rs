@@ -115,7 +115,12 @@ fn unexpected(page: usize, before: &MmStat, after: &MmStat) -> LabError {
 }
 
 /// How the kernel stored the page of one write, from `mm_stat` before and after.
-fn classify(page: usize, size: usize, b: &MmStat, a: &MmStat) -> LabResult<(Stored, u32)> {
+pub(crate) fn classify(
+    page: usize,
+    size: usize,
+    b: &MmStat,
+    a: &MmStat,
+) -> LabResult<(Stored, u32)> {
     if a.orig_data_size != b.orig_data_size + size as u64 {
         return Err(unexpected(page, b, a));
     }

@@ -33,6 +33,7 @@ from ._zsmalloc import (
     ZsError,
     class_table,
 )
+from .machine import inspect
 
 __all__ = [
     "HANDLE_SIZE",
@@ -44,6 +45,7 @@ __all__ = [
     "class_table",
     "library_path",
     "kernel_test",
+    "inspect",
     "utilization_pct",
     "__version__",
 ]

@@ -1,0 +1,104 @@
+//! `--watch SECONDS`: the report again every interval until Ctrl-C (or `--count` reports). On
+//! a terminal the screen is redrawn in place; otherwise (a pipe, a file) each report is printed
+//! after the last, JSON as one line per report (JSON Lines) and CSV with its header once.
+//! SIGINT and SIGTERM end the loop cleanly between two reports: exit 0.
+
+use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::error::{LabError, LabResult};
+
+/// Set by the handler; read by the loop.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    // Async-signal-safe: one atomic store.
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn install() {
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: an all-zero sigaction is a valid value (no flags, empty mask) before the
+        // handler is set; `on_signal` only stores to an atomic, which is async-signal-safe;
+        // the pointers passed point to live locals.
+        unsafe {
+            let mut sa: libc::sigaction = std::mem::zeroed();
+            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
+            libc::sigemptyset(&mut sa.sa_mask);
+            libc::sigaction(sig, &sa, std::ptr::null_mut());
+        }
+    }
+}
+
+/// The interval of `--watch`: 0.1 s to a day.
+pub fn interval(seconds: f64) -> LabResult<Duration> {
+    if !(0.1..=86400.0).contains(&seconds) {
+        return Err(LabError::usage(format!(
+            "--watch {seconds}: an interval from 0.1 to 86400 seconds is accepted"
+        )));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+/// How each report is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// The text as rendered (a table).
+    Whole,
+    /// JSON on one line.
+    JsonLine,
+    /// CSV: the header line once.
+    Csv,
+}
+
+/// Prints `report(n)` (n = 0, 1, ...) every `every` until a signal or `count` reports.
+pub fn watch(
+    every: Duration,
+    count: Option<u64>,
+    shape: Shape,
+    mut report: impl FnMut() -> LabResult<String>,
+) -> LabResult<()> {
+    install();
+    let tty = std::io::stdout().is_terminal();
+    let mut n = 0u64;
+    while !STOP.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
+        let start = Instant::now();
+        let text = report()?;
+        let text = match shape {
+            Shape::Whole => text,
+            Shape::JsonLine => {
+                let v: serde_json::Value = serde_json::from_str(&text)
+                    .map_err(|e| LabError::runtime(format!("json: {e}")))?;
+                v.to_string() + "\n"
+            }
+            Shape::Csv if n > 0 => text.lines().skip(1).map(|l| format!("{l}\n")).collect(),
+            Shape::Csv => text,
+        };
+        let framed = if tty && shape == Shape::Whole {
+            format!(
+                "\x1b[H\x1b[2J{text}\nevery {:.1} s, Ctrl-C to stop (report {})\n",
+                every.as_secs_f64(),
+                n + 1
+            )
+        } else {
+            text
+        };
+        let mut out = std::io::stdout().lock();
+        match out.write_all(framed.as_bytes()).and_then(|_| out.flush()) {
+            Ok(()) => {}
+            // A reader that went away (`| head`) ends the watch.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
+            Err(e) => return Err(LabError::usage(format!("cannot write the report: {e}"))),
+        }
+        drop(out);
+        n += 1;
+        if count.is_some_and(|c| n >= c) {
+            break;
+        }
+        while start.elapsed() < every && !STOP.load(Ordering::SeqCst) {
+            std::thread::sleep((every - start.elapsed().min(every)).min(Duration::from_millis(50)));
+        }
+    }
+    Ok(())
+}
