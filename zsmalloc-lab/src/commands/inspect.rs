@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::output::{emit, table_json_or_csv};
+use super::output::emit;
 use crate::error::{LabError, LabResult};
 use crate::inspect::machine::Machine;
 use crate::inspect::snapshot_report::{self, SnapshotOptions};
@@ -14,9 +14,9 @@ use crate::report::{Format, Render};
 
 #[derive(Args, Debug, Clone)]
 pub struct InspectArgs {
-    /// table, json or csv [default: table]
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
+    /// Output format: table, json or csv
+    #[arg(long, value_name = "FORMAT", value_enum, default_value_t = Format::Table, hide_possible_values = true)]
+    pub format: Format,
     /// Report again every SECONDS until Ctrl-C: redrawn in place on a terminal, one report
     /// after another otherwise (JSON: one line each)
     #[arg(long, value_name = "SECONDS", conflicts_with = "snapshot")]
@@ -53,7 +53,7 @@ pub struct InspectArgs {
 }
 
 pub fn run(a: InspectArgs) -> LabResult<()> {
-    let format = table_json_or_csv(a.format.as_deref(), "inspect")?;
+    let format = a.format.offered_by::<Machine>()?;
     if let Some(device) = &a.snapshot {
         let jobs = match a.jobs {
             Some(0) => return Err(LabError::usage("--jobs must be at least 1")),

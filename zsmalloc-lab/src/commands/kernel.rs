@@ -6,7 +6,7 @@ use clap::{Args, Subcommand};
 
 use super::output::emit;
 use crate::error::LabResult;
-use crate::kernel::{capture, check, cost, import};
+use crate::kernel::{capture, check, cost, cost_report, import};
 use crate::report::{Format, Render};
 
 /// `zsmalloc kernel <command>`.
@@ -22,7 +22,7 @@ pub enum KernelCmd {
     /// Time O_DIRECT reads of every stored page, warm (pool inside the last-level cache) and
     /// cold (twice the cache), grouped by the project's placement: spanning or in place, per
     /// length band, with the spanning extra and its confidence interval
-    Cost(cost::CostArgs),
+    Cost(Formatted<cost::ReadCost>),
     /// Turn kprobe trace_pipe lines or the bpftrace one-liner's output (zs_malloc, zs_free,
     /// zs_compact) into a trace `zsmalloc replay` reads (no root needed)
     Import(Formatted<import::Import>),
@@ -48,9 +48,13 @@ pub fn run(cmd: KernelCmd) -> LabResult<()> {
         }
         KernelCmd::Capture(a) => {
             let format = a.format.offered_by::<capture::CaptureReport>()?;
+            crate::report::check_writable("-o", &a.params.output)?;
             (capture::run(&a.params)?.render(format)?, 0)
         }
-        KernelCmd::Cost(a) => (cost::run(a)?.render(&a.format)?, 0),
+        KernelCmd::Cost(a) => {
+            let format = a.format.offered_by::<cost_report::ReadCostReport>()?;
+            (cost::run(&a.params)?.render(format)?, 0)
+        }
         KernelCmd::Import(a) => {
             let format = a.format.offered_by::<import::ImportReport>()?;
             (import::run(&a.params)?.render(format)?, 0)

@@ -15,7 +15,6 @@ use super::device::CompressorArgs;
 use super::host::Host;
 use super::steps::{self, KernelSteps, Op, Phase, Plan, Stored};
 use crate::error::LabResult;
-use crate::report::check_writable;
 use crate::trace_format::{TraceOp, TraceWriter};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -99,7 +98,6 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
 }
 
 pub fn run(a: &Capture) -> LabResult<CaptureReport> {
-    check_writable("-o", &a.output)?;
     let host = Host::probe()?;
     super::device::sweep::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;

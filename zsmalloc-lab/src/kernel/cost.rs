@@ -17,7 +17,7 @@ use zsmalloc_core::{Handle, Pool, HDR};
 
 use super::check::kernel_spec;
 use super::corpus::CorpusArgs;
-use super::cost_report::{self, CostReport, Group, PageCost};
+use super::cost_report::{self, Group, PageCost, ReadCostReport};
 use super::device::{CompressorArgs, Device, DeviceSpec};
 use super::host::{self, Host};
 use super::replay::project_pool;
@@ -25,7 +25,7 @@ use crate::cost::hw::last_level_cache_bytes;
 use crate::error::{LabError, LabResult};
 
 #[derive(clap::Args, Debug, Clone)]
-pub struct CostArgs {
+pub struct ReadCost {
     #[command(flatten)]
     pub corpus: CorpusArgs,
     #[command(flatten)]
@@ -39,9 +39,6 @@ pub struct CostArgs {
     /// Conditions, comma-separated: warm, cold
     #[arg(long, value_name = "LIST", default_value = "warm,cold")]
     pub conditions: String,
-    /// table or json
-    #[arg(long, value_name = "FORMAT", default_value = "table")]
-    pub format: String,
 }
 
 /// One condition's target.
@@ -77,7 +74,7 @@ fn group_of(pool: &Pool, h: Option<&Handle<&Pool>>, len: u32, page: usize) -> La
 fn measure(
     host: &Host,
     corpus: &[u8],
-    a: &CostArgs,
+    a: &ReadCost,
     cond: Condition,
     target: u64,
 ) -> LabResult<(Vec<PageCost>, u64, String)> {
@@ -166,13 +163,7 @@ fn spanning_by_band(lens: &[u32], page: usize, policy: &str) -> LabResult<Vec<(u
     Ok(out)
 }
 
-pub fn run(a: &CostArgs) -> LabResult<CostReport> {
-    if !matches!(a.format.as_str(), "table" | "json") {
-        return Err(LabError::usage(format!(
-            "invalid --format '{}' (accepted: table, json)",
-            a.format
-        )));
-    }
+pub fn run(a: &ReadCost) -> LabResult<ReadCostReport> {
     if !(1..=100).contains(&a.rounds) {
         return Err(LabError::usage(format!("--rounds {} is outside 1..=100", a.rounds)));
     }
@@ -192,7 +183,7 @@ pub fn run(a: &CostArgs) -> LabResult<CostReport> {
     super::device::sweep::sweep_and_report();
     let llc = last_level_cache_bytes();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
-    let mut report = CostReport::new(&host, facts, llc, a.rounds, a.seed);
+    let mut report = ReadCostReport::new(&host, facts, llc, a.rounds, a.seed);
     for cond in conds {
         let Some(llc) = llc else {
             report.skip(cond.name(), "the last-level cache size is unknown (no sysfs cache info)");

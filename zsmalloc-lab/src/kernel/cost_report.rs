@@ -9,7 +9,6 @@ use serde::Serialize;
 
 use super::corpus::CorpusFacts;
 use super::host::Host;
-use crate::error::LabResult;
 use crate::timing::Samples;
 
 /// What the project's placement says about a page's object.
@@ -120,7 +119,7 @@ pub struct ConditionRow {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct CostReport {
+pub struct ReadCostReport {
     pub kernel_release: String,
     pub page_size: usize,
     pub compressor: String,
@@ -132,7 +131,7 @@ pub struct CostReport {
     pub rows: Vec<BandRow>,
 }
 
-impl CostReport {
+impl ReadCostReport {
     pub fn new(
         host: &Host,
         corpus: CorpusFacts,
@@ -140,7 +139,7 @@ impl CostReport {
         rounds: usize,
         seed: u64,
     ) -> Self {
-        CostReport {
+        ReadCostReport {
             kernel_release: host.release.clone(),
             page_size: host.page_size,
             compressor: String::new(),
@@ -255,73 +254,6 @@ impl CostReport {
             heuristic_saving_share: if read_time_ns > 0.0 { saving / read_time_ns } else { 0.0 },
         });
         self.rows.extend(rows);
-    }
-
-    pub fn render(&self, format: &str) -> LabResult<String> {
-        if format == "json" {
-            return crate::report::json(self);
-        }
-        let mut out = format!(
-            "kernel {} (page {}), zram {}; corpus: {} ({} pages); last-level cache {}; {} \
-             rounds, seed {}\nO_DIRECT reads of every page in a seeded random order; a page's \
-             time is its median over the rounds; grouped by the project's placement\n",
-            self.kernel_release,
-            self.page_size,
-            self.compressor,
-            self.corpus.source,
-            self.corpus.pages,
-            self.llc_bytes.map_or("unknown".into(), |b| format!("{} MiB", b >> 20)),
-            self.rounds,
-            self.seed
-        );
-        let f = |x: &Option<Samples>| {
-            x.as_ref().map_or("-".to_string(), |f| {
-                format!("{} {:.0} [{:.0}..{:.0}]", f.n, f.median, f.min, f.max)
-            })
-        };
-        for c in &self.conditions {
-            out += &format!("\n{}: ", c.condition);
-            if let Some(why) = &c.not_run {
-                out += &format!("not run: {why}\n");
-                continue;
-            }
-            out += &format!(
-                "pool {:.1} MiB, {} pages; {} spanning objects (heuristic: {}); the heuristic \
-                 would save {:.0} ns per read of every page, {:.2}% of the read time\n",
-                c.pool_bytes as f64 / (1 << 20) as f64,
-                c.pages,
-                c.spanning_objects,
-                c.heuristic_spanning_objects,
-                c.heuristic_saving_ns,
-                c.heuristic_saving_share * 100.0
-            );
-            out += &format!(
-                "  {:<11} {:>28} {:>28} {:>30}\n",
-                "band",
-                "spanning n med [min..max]",
-                "in place n med [min..max]",
-                "extra ns (95% CI)"
-            );
-            for r in self.rows.iter().filter(|r| r.condition == c.condition) {
-                let extra = r.spanning_extra.as_ref().map_or("-".to_string(), |e| {
-                    format!(
-                        "{:+.0} ({:+.0}..{:+.0}) {:+.1}%",
-                        e.median_ns,
-                        e.ci_low_ns,
-                        e.ci_high_ns,
-                        e.share * 100.0
-                    )
-                });
-                out += &format!(
-                    "  {:<11} {:>28} {:>28} {:>30}\n",
-                    r.band,
-                    f(&r.spanning),
-                    f(&r.in_place),
-                    extra
-                );
-            }
-        }
-        Ok(out)
     }
 }
 
