@@ -17,7 +17,7 @@ use super::hw::{Evictor, InstructionCounter};
 use super::instructions;
 use super::options::{CostOptions, InstructionSource, Mode};
 use super::pass::{timed_pass, Pass, PassCtx};
-use super::plan::Phase;
+use super::plan::PoolPhase;
 use super::rounds::{ReadBuffers, ReadRound, WriteRound};
 use crate::error::{LabError, LabResult};
 use crate::progress::Progress;
@@ -64,7 +64,7 @@ pub struct RunCtx<'a> {
 }
 
 /// Jobs of a phase per round: the empty batch, its read jobs and its write jobs.
-pub fn jobs_per_round(phase: &Phase) -> usize {
+pub fn jobs_per_round(phase: &PoolPhase) -> usize {
     1 + phase.pools.len() * phase.modes.len() + phase.pools.iter().filter(|p| p.writes).count()
 }
 
@@ -84,7 +84,7 @@ struct ReadJob {
 }
 
 /// Fills the phase's pools, runs its rounds and takes its figures.
-pub fn run(phase: &Phase, corpus: &Compressed, cx: &RunCtx<'_>) -> LabResult<PhaseRows> {
+pub fn run(phase: &PoolPhase, corpus: &Compressed, cx: &RunCtx<'_>) -> LabResult<PhaseRows> {
     let opts = cx.opts;
     let mut filled = Vec::new();
     for p in &phase.pools {

@@ -48,7 +48,7 @@ pub struct PoolPlan {
 
 /// A group of pools filled, measured and freed together.
 #[derive(Debug, Clone)]
-pub struct Phase {
+pub struct PoolPhase {
     /// Index of the corpus (page size and compressor).
     pub corpus: usize,
     pub pool_mode: ReadMode,
@@ -61,7 +61,7 @@ pub struct Phase {
     pub write_batch_bytes: u64,
 }
 
-impl Phase {
+impl PoolPhase {
     /// Estimated peak memory of the phase's pools.
     pub fn bytes(&self) -> u64 {
         let writes = self.pools.iter().any(|p| p.writes);
@@ -84,7 +84,7 @@ struct Probe {
 
 /// The plan of a whole run.
 pub struct StudyPlan {
-    pub phases: Vec<Phase>,
+    pub phases: Vec<PoolPhase>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -155,7 +155,7 @@ impl StudyPlan {
                     continue;
                 }
                 let modes = opts.modes.iter().copied().filter(|m| m.pool_mode() == pm).collect();
-                phases.push(Phase {
+                phases.push(PoolPhase {
                     corpus: ci,
                     pool_mode: pm,
                     modes,

@@ -25,8 +25,8 @@ mod ops;
 mod outcome;
 mod state;
 
-pub use outcome::{Counters, Outcome, Peak};
-pub use state::Phase;
+pub use outcome::{Counters, Peak, RunOutcome};
+pub use state::RunPhase;
 
 use batch::Batch;
 use state::{Objects, Slot, State, Telemetry};
@@ -145,7 +145,7 @@ impl<'p> Driver<'p> {
     }
 
     /// Starts a phase of the workload (a timeline sample is taken).
-    pub fn phase(&mut self, phase: Phase) -> LabResult<()> {
+    pub fn phase(&mut self, phase: RunPhase) -> LabResult<()> {
         self.flush(None)?;
         self.telemetry.phase = phase;
         if self.telemetry.timeline_every > 0 {
@@ -247,10 +247,10 @@ impl<'p> Driver<'p> {
 
     /// Ends the run: runs what is queued, flushes the trace, takes the last sample, removes
     /// the progress bar.
-    pub fn finish(mut self) -> LabResult<Outcome> {
+    pub fn finish(mut self) -> LabResult<RunOutcome> {
         self.flush(None)?;
         if self.telemetry.timeline_every > 0 {
-            self.telemetry.phase = Phase::End;
+            self.telemetry.phase = RunPhase::End;
             self.sample();
         }
         self.telemetry.progress.finish();
@@ -259,7 +259,7 @@ impl<'p> Driver<'p> {
         }
         let by_len = self.objects.by_len(self.page);
         let huge_pages = by_len.iter().skip(self.huge_len).sum();
-        Ok(Outcome {
+        Ok(RunOutcome {
             huge_pages,
             merge_waste: self.merge_waste(&by_len),
             counters: std::mem::take(&mut self.telemetry.counters),

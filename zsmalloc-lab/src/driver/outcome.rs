@@ -36,7 +36,7 @@ pub struct Peak {
 }
 
 /// What a finished driver hands back.
-pub struct Outcome {
+pub struct RunOutcome {
     pub counters: Counters,
     pub samples: Vec<Sample>,
     /// Same-filled pages currently kept outside the pool.

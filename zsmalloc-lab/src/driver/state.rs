@@ -1,6 +1,6 @@
 //! The driver's state, grouped by job: the objects it keeps ([`Objects`]: handle words and
 //! slot records), what it reports as the run goes ([`Telemetry`]) and the workload's
-//! [`Phase`]. The queue of pool calls is [`super::batch::Batch`].
+//! [`RunPhase`]. The queue of pool calls is [`super::batch::Batch`].
 
 use super::outcome::{Counters, Peak};
 use crate::progress::Progress;
@@ -11,7 +11,7 @@ use zsmalloc_core::HandleWords;
 
 /// The part of a workload the driver is in, named in the timeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub enum RunPhase {
     /// Before the workload names its first phase.
     Start,
     Write,
@@ -25,19 +25,19 @@ pub enum Phase {
     End,
 }
 
-impl Phase {
+impl RunPhase {
     /// The name in the timeline's `phase` column.
     pub fn name(self) -> &'static str {
         match self {
-            Phase::Start => "start",
-            Phase::Write => "write",
-            Phase::Fill => "fill",
-            Phase::Churn => "churn",
-            Phase::Shrink => "shrink",
-            Phase::Compact => "compact",
-            Phase::Read => "read",
-            Phase::Replay => "replay",
-            Phase::End => "end",
+            RunPhase::Start => "start",
+            RunPhase::Write => "write",
+            RunPhase::Fill => "fill",
+            RunPhase::Churn => "churn",
+            RunPhase::Shrink => "shrink",
+            RunPhase::Compact => "compact",
+            RunPhase::Read => "read",
+            RunPhase::Replay => "replay",
+            RunPhase::End => "end",
         }
     }
 }
@@ -120,7 +120,7 @@ pub(super) struct Telemetry {
     pub(super) counters: Counters,
     /// Operations so far (the timeline's and the progress bar's clock).
     pub(super) ops: u64,
-    pub(super) phase: Phase,
+    pub(super) phase: RunPhase,
     /// Sample the timeline every this many operations (0: no timeline).
     pub(super) timeline_every: u64,
     pub(super) samples: Vec<Sample>,
@@ -139,7 +139,7 @@ impl Telemetry {
         Telemetry {
             counters: Counters::default(),
             ops: 0,
-            phase: Phase::Start,
+            phase: RunPhase::Start,
             timeline_every,
             samples: Vec::new(),
             progress,

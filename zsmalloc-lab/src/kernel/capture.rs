@@ -13,7 +13,7 @@ use super::check::{KernelFacts, StoredFacts};
 use super::corpus::{CorpusArgs, CorpusFacts};
 use super::device::CompressorArgs;
 use super::host::Host;
-use super::steps::{self, KernelSteps, Op, Phase, Plan, Stored};
+use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Op, Stored};
 use crate::error::LabResult;
 use crate::trace_format::{TraceOp, TraceWriter};
 
@@ -65,12 +65,12 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
         ),
         format!(
             "kernel pool pages after the fill: {}; at the end: {}",
-            k.after(Phase::Fill).pool_pages(page),
-            k.after(Phase::Compact).pool_pages(page)
+            k.after(DevicePhase::Fill).pool_pages(page),
+            k.after(DevicePhase::Compact).pool_pages(page)
         ),
     ];
     let mut w = TraceWriter::create(path, &header)?;
-    let mut holds = vec![false; k.phase(Phase::Fill).count()];
+    let mut holds = vec![false; k.phase(DevicePhase::Fill).count()];
     let mut ops = 0;
     for step in &k.steps {
         let op = match step.op {
@@ -101,7 +101,7 @@ pub fn run(a: &Capture) -> LabResult<CaptureReport> {
     let host = Host::probe()?;
     super::device::sweep::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
-    let plan = Plan {
+    let plan = FillPlan {
         compressor: a.codec.compressor.clone(),
         level: a.codec.level,
         free_share: a.free_share,
@@ -115,8 +115,8 @@ pub fn run(a: &Capture) -> LabResult<CaptureReport> {
         file: a.output.display().to_string(),
         kernel: KernelFacts::of(&k),
         stored: StoredFacts::of(&k),
-        kernel_pages_after_fill: k.after(Phase::Fill).pool_pages(host.page_size),
-        kernel_pages_at_end: k.after(Phase::Compact).pool_pages(host.page_size),
+        kernel_pages_after_fill: k.after(DevicePhase::Fill).pool_pages(host.page_size),
+        kernel_pages_at_end: k.after(DevicePhase::Compact).pool_pages(host.page_size),
         corpus: facts,
         operations,
     })

@@ -7,7 +7,7 @@ use super::corpus::{CorpusArgs, CorpusFacts};
 use super::device::CompressorArgs;
 use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
-use super::steps::{self, KernelSteps, Phase, Plan, Stored};
+use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Stored};
 use crate::config::ConfigSpec;
 use crate::error::LabResult;
 
@@ -116,7 +116,7 @@ impl KernelFacts {
 impl StoredFacts {
     pub fn of(k: &KernelSteps) -> StoredFacts {
         let mut f = StoredFacts::default();
-        for s in k.phase(Phase::Fill) {
+        for s in k.phase(DevicePhase::Fill) {
             if let steps::Op::Store { stored, len, .. } = s.op {
                 match stored {
                     Stored::Same => f.same_filled += 1,
@@ -157,7 +157,7 @@ pub fn run(a: &Check) -> LabResult<CheckReport> {
     kernel_spec(host.page_size, chain, &a.chain_policy)?;
     super::device::sweep::sweep_and_report();
     let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
-    let plan = Plan {
+    let plan = FillPlan {
         compressor: a.codec.compressor.clone(),
         level: a.codec.level,
         free_share: a.free_share,

@@ -7,14 +7,14 @@
 use serde::Serialize;
 use zsmalloc_core::{AnyPool, Handle, Pool};
 
-use super::steps::{KernelSteps, Op, Phase, Stored};
+use super::steps::{DevicePhase, KernelSteps, Op, Stored};
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
 
 /// One phase's tally.
 #[derive(Debug, Clone, Serialize)]
 pub struct PhaseTally {
-    pub phase: Phase,
+    pub phase: DevicePhase,
     pub steps: u64,
     /// Steps after which both pools held the same pages.
     pub agreeing: u64,
@@ -32,7 +32,7 @@ pub struct PhaseTally {
 /// The first step after which the pools differ.
 #[derive(Debug, Clone, Serialize)]
 pub struct Disagreement {
-    pub phase: Phase,
+    pub phase: DevicePhase,
     /// 1-based, within the phase.
     pub step: u64,
     /// The page written or discarded (none for the compaction).
@@ -81,7 +81,7 @@ pub fn replay(k: &KernelSteps, spec: &ConfigSpec) -> LabResult<Replay> {
     }
     let any = project_pool(spec)?;
     let pool: &Pool = any.as_zsmalloc().expect("checked by project_pool");
-    let pages = k.phase(Phase::Fill).count();
+    let pages = k.phase(DevicePhase::Fill).count();
     let mut objects: Vec<Option<Handle<&Pool>>> = (0..pages).map(|_| None).collect();
     let mut lens = vec![0u32; pages];
     let mut phases: Vec<PhaseTally> = Vec::new();

@@ -17,20 +17,20 @@ use crate::error::{LabError, LabResult};
 /// The three phases, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Phase {
+pub enum DevicePhase {
     Fill,
     Free,
     Compact,
 }
 
-impl Phase {
-    pub const ALL: [Phase; 3] = [Phase::Fill, Phase::Free, Phase::Compact];
+impl DevicePhase {
+    pub const ALL: [DevicePhase; 3] = [DevicePhase::Fill, DevicePhase::Free, DevicePhase::Compact];
 
     pub fn name(self) -> &'static str {
         match self {
-            Phase::Fill => "fill",
-            Phase::Free => "free",
-            Phase::Compact => "compact",
+            DevicePhase::Fill => "fill",
+            DevicePhase::Free => "free",
+            DevicePhase::Compact => "compact",
         }
     }
 }
@@ -61,7 +61,7 @@ pub enum Op {
 /// An operation and `mm_stat` right after it.
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
-    pub phase: Phase,
+    pub phase: DevicePhase,
     pub op: Op,
     pub after: MmStat,
     /// `pages_compacted` grew outside the compact phase: the kernel's shrinker compacted the
@@ -71,7 +71,7 @@ pub struct Step {
 
 /// What to do with the device.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Plan {
+pub struct FillPlan {
     pub compressor: Option<String>,
     pub level: Option<i32>,
     /// Share of the written pages discarded after the fill, 0..=1.
@@ -93,12 +93,12 @@ pub struct KernelSteps {
 
 impl KernelSteps {
     /// The steps of one phase.
-    pub fn phase(&self, phase: Phase) -> impl Iterator<Item = &Step> {
+    pub fn phase(&self, phase: DevicePhase) -> impl Iterator<Item = &Step> {
         self.steps.iter().filter(move |s| s.phase == phase)
     }
 
     /// `mm_stat` at the end of `phase` (or of the phase before it when it had no step).
-    pub fn after(&self, phase: Phase) -> MmStat {
+    pub fn after(&self, phase: DevicePhase) -> MmStat {
         self.steps
             .iter()
             .rev()
@@ -140,7 +140,7 @@ pub(crate) fn classify(
 
 /// Runs `plan` on a new device holding `corpus` (whole pages of the host's size), then removes
 /// the device.
-pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
+pub fn run(host: &Host, corpus: &[u8], plan: &FillPlan) -> LabResult<KernelSteps> {
     let page = host.page_size;
     let pages = corpus.len() / page;
     if pages == 0 {
@@ -162,7 +162,7 @@ pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
     let mut before = dev.mm_stat()?;
     let push = |steps: &mut Vec<Step>, phase, op, after: MmStat, before: &mut MmStat| {
         let shrinker_compacted =
-            phase != Phase::Compact && after.pages_compacted != before.pages_compacted;
+            phase != DevicePhase::Compact && after.pages_compacted != before.pages_compacted;
         steps.push(Step { phase, op, after, shrinker_compacted });
         *before = after;
     };
@@ -172,7 +172,7 @@ pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
         let (stored, len) = classify(i, page, &before, &after)?;
         push(
             &mut steps,
-            Phase::Fill,
+            DevicePhase::Fill,
             Op::Store { page: i as u32, stored, len },
             after,
             &mut before,
@@ -184,12 +184,12 @@ pub fn run(host: &Host, corpus: &[u8], plan: &Plan) -> LabResult<KernelSteps> {
     for &p in &order[..freed.min(pages)] {
         dev.discard_page(u64::from(p))?;
         let after = dev.mm_stat()?;
-        push(&mut steps, Phase::Free, Op::Free { page: p }, after, &mut before);
+        push(&mut steps, DevicePhase::Free, Op::Free { page: p }, after, &mut before);
     }
     if plan.compact {
         dev.compact()?;
         let after = dev.mm_stat()?;
-        push(&mut steps, Phase::Compact, Op::Compact, after, &mut before);
+        push(&mut steps, DevicePhase::Compact, Op::Compact, after, &mut before);
     }
     let compressor = dev.compressor().to_string();
     dev.remove()?;

@@ -13,7 +13,7 @@ use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
 use super::{Extra, SameFilled, WorkloadKind};
-use crate::driver::{Driver, Phase};
+use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::Plan;
 
@@ -214,13 +214,13 @@ impl WorkloadKind for Dist {
             }
             Page::Object(x.clamp(lo, hi) as usize)
         };
-        d.phase(Phase::Fill)?;
+        d.phase(RunPhase::Fill)?;
         for _ in 0..self.objects {
             let slot = d.new_slot()?;
             let p = draw(&mut rng);
             self.put(d, slot, p)?;
         }
-        d.phase(Phase::Churn)?;
+        d.phase(RunPhase::Churn)?;
         for step in 0..self.churn_steps() {
             let slot = rng.gen_range(0..self.objects);
             d.free(slot)?;
@@ -231,7 +231,7 @@ impl WorkloadKind for Dist {
             }
         }
         if self.shrink > 0.0 {
-            d.phase(Phase::Shrink)?;
+            d.phase(RunPhase::Shrink)?;
             for slot in 0..self.objects {
                 if rng.gen_bool(self.shrink) {
                     d.free(slot)?;
@@ -239,10 +239,10 @@ impl WorkloadKind for Dist {
             }
         }
         if self.compact {
-            d.phase(Phase::Compact)?;
+            d.phase(RunPhase::Compact)?;
             d.compact()?;
         }
-        d.phase(Phase::Read)?;
+        d.phase(RunPhase::Read)?;
         for slot in 0..d.slots() {
             if d.holds(slot) {
                 d.read(slot, None)?;

@@ -7,7 +7,7 @@ use serde_json::json;
 use zsmalloc_core::Backend;
 
 use super::{Extra, WorkloadKind};
-use crate::driver::{Driver, Phase};
+use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::Plan;
 use crate::result::{utilization_permille, KernelTestLines};
@@ -108,7 +108,7 @@ impl WorkloadKind for KernelTest {
     }
 
     fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
-        d.phase(Phase::Write)?;
+        d.phase(RunPhase::Write)?;
         for size in (self.lo..=self.hi).step_by(self.step) {
             for _ in 0..self.n {
                 let slot = d.new_slot()?;
@@ -118,7 +118,7 @@ impl WorkloadKind for KernelTest {
         d.sync()?;
         let pages = d.pool().total_pages();
         let (writes, bytes) = (d.live_objects(), d.live_bytes());
-        d.phase(Phase::Read)?;
+        d.phase(RunPhase::Read)?;
         for slot in 0..d.slots() {
             if d.holds(slot) {
                 d.read(slot, None)?;

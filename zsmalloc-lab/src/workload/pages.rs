@@ -19,7 +19,7 @@ use super::files::{self, FilePages, Walk};
 use super::{corpus, Extra, SameFilled, WorkloadKind};
 pub use crate::codec::Algo as Compressor;
 use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
-use crate::driver::{Driver, Phase};
+use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::Plan;
 use crate::result::CorpusFacts;
@@ -227,7 +227,7 @@ impl WorkloadKind for Pages {
             ..Default::default()
         };
         let mut compress_cpu = CpuTimer::new();
-        d.phase(Phase::Write)?;
+        d.phase(RunPhase::Write)?;
         while self.max_pages.is_none_or(|m| stored.len() < m) && src.next_page(&mut buf)? {
             let slot = d.new_slot()?;
             facts.input_pages += 1;
@@ -270,7 +270,7 @@ impl WorkloadKind for Pages {
                 self.source_name()
             )));
         }
-        d.phase(Phase::Read)?;
+        d.phase(RunPhase::Read)?;
         let mut read_cpu = CpuTimer::new();
         let t = Clock::now_ns();
         let slots: Vec<usize> = stored

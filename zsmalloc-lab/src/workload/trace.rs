@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde_json::json;
 
 use super::{Extra, WorkloadKind};
-use crate::driver::{Driver, Phase};
+use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::Plan;
 use crate::trace_format::{TraceOp, TraceReader};
@@ -96,7 +96,7 @@ impl WorkloadKind for Trace {
             slots.insert(id, s);
             Ok(s)
         };
-        d.phase(Phase::Replay)?;
+        d.phase(RunPhase::Replay)?;
         while let Some(op) = reader.next_op()? {
             match op {
                 TraceOp::Store { id, len } => {

@@ -15,7 +15,7 @@ use super::removal;
 
 /// What [`sweep`] did with one record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Outcome {
+pub enum SweepOutcome {
     /// The owner runs: left alone.
     Owned,
     /// The device was removed, and its record deleted.
@@ -28,16 +28,16 @@ pub enum Outcome {
 
 /// Acts on every record (module documentation); returns what was done per record, for the
 /// caller to report.
-pub fn sweep() -> Vec<(Record, Outcome)> {
+pub fn sweep() -> Vec<(Record, SweepOutcome)> {
     sweep_where(|_| true)
 }
 
 /// [`sweep`], for the records of devices `ids` only.
-pub fn sweep_ids(ids: &[u32]) -> Vec<(Record, Outcome)> {
+pub fn sweep_ids(ids: &[u32]) -> Vec<(Record, SweepOutcome)> {
     sweep_where(|id| ids.contains(&id))
 }
 
-fn sweep_where(want: impl Fn(u32) -> bool) -> Vec<(Record, Outcome)> {
+fn sweep_where(want: impl Fn(u32) -> bool) -> Vec<(Record, SweepOutcome)> {
     // Without this process's identity its claims could not be told from an ended run's.
     let Ok(me) = Identity::this_process() else { return Vec::new() };
     let Ok(dir) = std::fs::read_dir(RECORD_DIR) else { return Vec::new() };
@@ -67,7 +67,7 @@ fn sweep_where(want: impl Fn(u32) -> bool) -> Vec<(Record, Outcome)> {
             continue;
         };
         if rec.owner_alive() {
-            out.push((rec, Outcome::Owned));
+            out.push((rec, SweepOutcome::Owned));
             continue;
         }
         let from = match parsed {
@@ -83,7 +83,7 @@ fn sweep_where(want: impl Fn(u32) -> bool) -> Vec<(Record, Outcome)> {
 
 /// Removes `rec`'s device through `from`, its file; `None` when another process took the file
 /// first or it changed since it was read (a new owner's record).
-fn take(rec: &Record, from: &CPath, me: &Identity) -> Option<Outcome> {
+fn take(rec: &Record, from: &CPath, me: &Identity) -> Option<SweepOutcome> {
     let claim = removal::claim(from, rec.id, me.process)?;
     if Record::read(&record::cpath_to_path(&claim), rec.id).as_ref() != Some(rec) {
         removal::put_back(&claim, rec.id);
@@ -97,9 +97,9 @@ fn take(rec: &Record, from: &CPath, me: &Identity) -> Option<Outcome> {
     };
     removal::settle(&claim, rec.id, removal);
     Some(match removal {
-        Removal::Removed => Outcome::Removed,
-        Removal::Gone => Outcome::Stale,
-        other => Outcome::Failed(other.reason()),
+        Removal::Removed => SweepOutcome::Removed,
+        Removal::Gone => SweepOutcome::Stale,
+        other => SweepOutcome::Failed(other.reason()),
     })
 }
 
@@ -107,16 +107,16 @@ fn take(rec: &Record, from: &CPath, me: &Identity) -> Option<Outcome> {
 pub fn sweep_and_report() {
     for (rec, outcome) in sweep() {
         match outcome {
-            Outcome::Removed => eprintln!(
+            SweepOutcome::Removed => eprintln!(
                 "zsmalloc: removed zram{} left by an ended run (process {})",
                 rec.id, rec.pid
             ),
-            Outcome::Failed(e) => eprintln!(
+            SweepOutcome::Failed(e) => eprintln!(
                 "zsmalloc: warning: zram{} left by process {} could not be removed: {e}; its \
                  record stays for the next start",
                 rec.id, rec.pid
             ),
-            Outcome::Owned | Outcome::Stale => {}
+            SweepOutcome::Owned | SweepOutcome::Stale => {}
         }
     }
 }
