@@ -99,8 +99,7 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
 
 pub fn run(a: &Capture) -> LabResult<CaptureReport> {
     let host = Host::probe()?;
-    super::device::sweep::sweep_and_report();
-    let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
+    let (corpus, facts) = a.corpus.open(&host, a.seed)?;
     let plan = FillPlan {
         compressor: a.codec.compressor.clone(),
         level: a.codec.level,

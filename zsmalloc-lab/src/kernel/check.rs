@@ -155,8 +155,7 @@ pub fn run(a: &Check) -> LabResult<CheckReport> {
     let host = Host::probe()?;
     // Bad flags fail before the device is made.
     kernel_spec(host.page_size, chain, &a.chain_policy)?;
-    super::device::sweep::sweep_and_report();
-    let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
+    let (corpus, facts) = a.corpus.open(&host, a.seed)?;
     let plan = FillPlan {
         compressor: a.codec.compressor.clone(),
         level: a.codec.level,

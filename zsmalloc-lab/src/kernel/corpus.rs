@@ -61,6 +61,13 @@ impl CorpusArgs {
         }
     }
 
+    /// The opening every command that fills a device shares: the devices left by ended runs
+    /// removed (their records swept), then the corpus read in the host's pages.
+    pub fn open(&self, host: &host::Host, seed: u64) -> LabResult<(Vec<u8>, CorpusFacts)> {
+        super::device::sweep::sweep_and_report();
+        self.load(seed, host.page_size)
+    }
+
     /// Checks the flags and that the corpus, the device and a pool of the same pages fit in
     /// memory; then reads the corpus in pages of `page` bytes.
     pub fn load(&self, seed: u64, page: usize) -> LabResult<(Vec<u8>, CorpusFacts)> {

@@ -180,9 +180,8 @@ pub fn run(a: &ReadCost) -> LabResult<ReadCostReport> {
         });
     }
     let host = Host::probe()?;
-    super::device::sweep::sweep_and_report();
     let llc = last_level_cache_bytes();
-    let (corpus, facts) = a.corpus.load(a.seed, host.page_size)?;
+    let (corpus, facts) = a.corpus.open(&host, a.seed)?;
     let mut report = ReadCostReport::new(&host, facts, llc, a.rounds, a.seed);
     for cond in conds {
         let Some(llc) = llc else {

@@ -51,14 +51,11 @@ pub fn release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The host's page size.
+/// The host's page size (the core's reading; 4096 if the system does not say).
 pub fn page_size() -> usize {
-    // SAFETY: sysconf has no memory-safety preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as usize
-    } else {
-        4096
+    match zsmalloc_core::config::host_page_size() {
+        0 => 4096,
+        p => p,
     }
 }
 
