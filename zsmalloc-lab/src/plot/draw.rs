@@ -176,7 +176,20 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
     if p.zero_line {
         chart.draw_series(LineSeries::new([(x0, 0.0), (x1, 0.0)], BLACK.stroke_width(1)))?;
     }
-    let n_bar = p.series.iter().filter(|s| s.style == Style::Bars).count().max(1) as f64;
+    // Bar series side by side at each x; series that share no x (one per category) each get
+    // the whole width.
+    let bar_xs: Vec<u64> = p
+        .series
+        .iter()
+        .filter(|s| s.style == Style::Bars)
+        .flat_map(|s| s.points.iter().map(|pt| pt.0.to_bits()))
+        .collect();
+    let shared = bar_xs.iter().enumerate().any(|(i, x)| bar_xs[..i].contains(x));
+    let n_bar = if shared {
+        p.series.iter().filter(|s| s.style == Style::Bars).count().max(1) as f64
+    } else {
+        1.0
+    };
     let mut bar_i = 0.0;
     for s in &p.series {
         let c = color(s.color);
@@ -206,7 +219,9 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
             Style::Bars => {
                 let w = 0.8 / n_bar;
                 let off = -0.4 + w * bar_i;
-                bar_i += 1.0;
+                if shared {
+                    bar_i += 1.0;
+                }
                 chart.draw_series(s.points.iter().map(|&(x, y)| {
                     Rectangle::new([(x + off, 0.0), (x + off + w * 0.9, y)], c.mix(0.85).filled())
                 }))?;

@@ -122,7 +122,7 @@ fn figure(runs: &[&RunResult]) -> Figure {
         });
     }
     if huge_stored {
-        panels.push(huge_panel(&classed));
+        panels.extend(huge_panels(&classed));
     }
     if let Some((&(_, base), rest)) = classed.split_first() {
         if !rest.is_empty() {
@@ -134,15 +134,21 @@ fn figure(runs: &[&RunResult]) -> Figure {
     Figure { title, subtitle, panels }
 }
 
-/// Huge classes: pages and slack, one bar per configuration.
-fn huge_panel(classed: &[(usize, &RunResult)]) -> Panel {
+/// Huge classes: pages, then slack, each on its own axis, one bar per configuration in its
+/// colour.
+fn huge_panels(classed: &[(usize, &RunResult)]) -> Vec<Panel> {
     let huge = |r: &RunResult, f: &dyn Fn(&zsmalloc_core::ClassStats) -> f64| -> f64 {
         r.classes.iter().map(|c| &c.stats).filter(|c| c.huge).map(f).sum()
     };
     let cats: Vec<String> = classed.iter().map(|(_, r)| r.label.clone()).collect();
-    let bar = |name: &str, color: usize, f: &dyn Fn(&RunResult) -> f64| {
-        let pts = classed.iter().enumerate().map(|(i, (_, r))| (i as f64, f(r))).collect();
-        Series::new(name, pts, Style::Bars, color)
+    let bars = |f: &dyn Fn(&RunResult) -> f64| -> Vec<Series> {
+        classed
+            .iter()
+            .enumerate()
+            .map(|(at, &(color, r))| {
+                Series::new(r.label.clone(), vec![(at as f64, f(r))], Style::Bars, color)
+            })
+            .collect()
     };
     let mut sizes: Vec<String> = Vec::new();
     for (_, r) in classed {
@@ -160,23 +166,31 @@ fn huge_panel(classed: &[(usize, &RunResult)]) -> Panel {
     } else {
         sizes.join("")
     };
-    Panel {
-        title: format!(
-            "huge classes (objects of huge_class_size {sizes} bytes or more, one per page)"
-        ),
-        x_desc: "configuration".into(),
-        y_desc: "pages / KiB".into(),
-        series: vec![
-            bar("pages", 0, &|r| huge(r, &|c| c.pages_used as f64)),
-            bar("slack (KiB)", 1, &|r| {
+    let what = format!("objects of huge_class_size {sizes} bytes or more, one per page");
+    vec![
+        Panel {
+            title: format!("huge classes: pages ({what})"),
+            x_desc: "configuration".into(),
+            y_desc: "pages".into(),
+            series: bars(&|r| huge(r, &|c| c.pages_used as f64)),
+            from_zero: true,
+            int_y: true,
+            x_categories: cats.clone(),
+            ..Default::default()
+        },
+        Panel {
+            title: "huge classes: slack, pages minus the bytes stored in them".into(),
+            x_desc: "configuration".into(),
+            y_desc: "KiB".into(),
+            series: bars(&|r| {
                 let page = u64::from(r.config.page_size);
                 huge(r, &|c| (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0)
             }),
-        ],
-        from_zero: true,
-        x_categories: cats,
-        ..Default::default()
-    }
+            from_zero: true,
+            x_categories: cats,
+            ..Default::default()
+        },
+    ]
 }
 
 /// Each run minus `base`, per class (grouped where the class grids differ).
