@@ -56,8 +56,11 @@ typedef unsigned int gfp_t;
  * 5: explicit class tables: `struct zs_class_spec`; `struct zs_pool_config` gains
  * `class_table` and `class_count` (after `reserved2`, the padding of version 4's struct);
  * `ZSMALLOC_CLASS_TABLE`.
+ * 6: objects of several pages: `struct zs_pool_config` gains `multi_page_size` (and
+ * `reserved3`), `struct zs_class_stats` the class's `order`, `struct zs_pool_stats`
+ * `bytes_moved`; `zs_huge_class_size_band()`; `ZSMALLOC_MULTI_PAGE_SIZE`.
  */
-#define ZS_ABI_VERSION 5
+#define ZS_ABI_VERSION 6
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -140,9 +143,19 @@ typedef unsigned int gfp_t;
 #define ZS_POOL_CONFIG_SIZE_VER5 64
 
 /**
+ * `sizeof(struct zs_pool_config)` in ABI version 6 (`multi_page_size` added).
+ */
+#define ZS_POOL_CONFIG_SIZE_VER6 72
+
+/**
  * `sizeof(struct zs_pool_stats)` in ABI version 1.
  */
 #define ZS_POOL_STATS_SIZE_VER1 96
+
+/**
+ * `sizeof(struct zs_pool_stats)` in ABI version 6 (`bytes_moved` added).
+ */
+#define ZS_POOL_STATS_SIZE_VER6 104
 
 /**
  * `sizeof(struct zs_class_stats)` in ABI version 1.
@@ -153,6 +166,11 @@ typedef unsigned int gfp_t;
  * `sizeof(struct zs_class_stats)` in ABI version 3 (the read counters added).
  */
 #define ZS_CLASS_STATS_SIZE_VER3 200
+
+/**
+ * `sizeof(struct zs_class_stats)` in ABI version 6 (`order` added).
+ */
+#define ZS_CLASS_STATS_SIZE_VER6 208
 
 /**
  * A pool (opaque): made by zs_create_pool() or zs_create_pool_with_config(), released by
@@ -235,6 +253,17 @@ struct zs_pool_config {
      * Entries of `class_table` (ABI version 5).
      */
     size_t class_count;
+    /**
+     * The multi-page size (ABI version 6; docs/C_API.md, Objects of several pages): 0 (the
+     * default) keeps mainline's classes; `page_size << K` (K in 1..=4, at most 65536) adds
+     * classes of order-K compound pages and objects up to this many bytes. Read only from a
+     * struct of version 6 or later (an older one means 0).
+     */
+    uint32_t multi_page_size;
+    /**
+     * Padding of version 6's struct; must be 0.
+     */
+    uint32_t reserved3;
 };
 
 /**
@@ -307,6 +336,10 @@ struct zs_pool_stats {
      * Objects moved by compaction since the pool was created (ABI version 1).
      */
     uint64_t objs_moved;
+    /**
+     * Their bytes (lengths, headers excluded; ABI version 6).
+     */
+    uint64_t bytes_moved;
 };
 
 /**
@@ -321,10 +354,14 @@ struct zs_class_stats {
      * Class size in bytes, header included.
      */
     uint32_t size;
+    /**
+     * Units per zspage: pages, or order-`order` compound pages (`pages_per_zspage << order`
+     * pages).
+     */
     uint32_t pages_per_zspage;
     uint32_t objs_per_zspage;
     /**
-     * 1 for a huge class (one object per one-page zspage, no in-object header).
+     * 1 for a huge class (one object per one-unit zspage, no in-object header).
      */
     uint32_t huge;
     /**
@@ -374,6 +411,15 @@ struct zs_class_stats {
      * Object bytes those read sections copied (`ZS_READ_COPY`'s spanning reads only).
      */
     uint64_t read_copy_bytes;
+    /**
+     * 0, or the multi-page order of the multi-page band's classes above a page: their
+     * zspages are made of `1 << order`-page compound pages (ABI version 6).
+     */
+    uint32_t order;
+    /**
+     * Padding of version 6's struct (0).
+     */
+    uint32_t reserved;
 };
 
 #ifdef __cplusplus
@@ -537,6 +583,15 @@ unsigned long zs_get_total_pages(struct zs_pool *pool);
  * Objects of this length or more are stored in huge classes, one per page (NULL pool: 0).
  */
 size_t zs_huge_class_size(struct zs_pool *pool);
+
+/**
+ * `zs_huge_class_size` of one band of size classes: `band` 0 is the base band (the
+ * classes up to a page, the same as zs_huge_class_size()), 1 the multi-page band
+ * (`multi_page_size`: objects from this length up to the multi-page size are stored
+ * whole in one compound page each). 0 for a band the pool does not have or a NULL
+ * pool (ABI version 6).
+ */
+size_t zs_huge_class_size_band(struct zs_pool *pool, unsigned int band);
 
 /**
  * Index of the class serving a class size of `size` bytes, taken as given (no header

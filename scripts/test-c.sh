@@ -21,6 +21,8 @@
 #      tables (tests/c/class_tables.c; zsmalloc_test with mainline's and the heuristic's
 #      chain-10 tables as ZSMALLOC_CLASS_TABLE files printing the RFC's lines); kernel_test_zs
 #      (the main run's benchmark on the library) verifying every object with BASE's figures;
+#      multi_pages under ZSMALLOC_MULTI_PAGE_SIZE=16K in every read mode (objects up to 16K,
+#      pages as a model of the RFC's class table gives);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -337,6 +339,14 @@ for page in 4096 16384; do
   fi
 done
 
+step "objects of several pages: ZSMALLOC_MULTI_PAGE_SIZE for an unmodified program (ASan+UBSan)"
+for mode in copy map contiguous; do
+  ZSMALLOC_READ_MODE=$mode ZSMALLOC_MULTI_PAGE_SIZE=16K "$tsan/multi_pages" 2>"$tmp/multi.err" \
+    | tee "$tmp/multi.out" || { cat "$tmp/multi.err"; fail "multi_pages ($mode)"; }
+  grep -q ' 0 failed, 0 refused' "$tmp/multi.out" || { cat "$tmp/multi.err"; fail "multi_pages ($mode)"; }
+done
+ok "multi_pages: objects up to 16K stored, read back, compacted, read again; pages as the model's"
+
 step "read modes: map and contiguous against copy (ASan+UBSan)"
 "$tsan/read_modes" 2>"$tmp/modes.err" | tee "$tmp/modes.out"
 grep -q ' 0 failed' "$tmp/modes.out" || { cat "$tmp/modes.err"; fail "read_modes"; }
@@ -418,9 +428,10 @@ vg "$tplain/kernel_test_zs" 32 4080 16 2 >/dev/null
 vg "$tplain/mt_stress" 2 512 1 0 >/dev/null
 vg "$tplain/read_modes" 3000 >/dev/null
 vg "$tplain/reliability" >/dev/null
+ZSMALLOC_MULTI_PAGE_SIZE=16K vg "$tplain/multi_pages" >/dev/null
 vg "$tplain/class_tables" >/dev/null 2>"$tmp/vg.tables.err" || { cat "$tmp/vg.tables.err"; fail "valgrind class_tables"; }
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), kernel_test_zs, mt_stress, read_modes, reliability, class_tables, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), kernel_test_zs, mt_stress, read_modes, reliability, multi_pages, class_tables, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

@@ -163,6 +163,11 @@ pub unsafe fn zs_huge_class_size(p: *mut zs_pool) -> usize {
     boundary("zs_huge_class_size", || unsafe { pool::huge_class_size(p) })
 }
 
+pub unsafe fn zs_huge_class_size_band(p: *mut zs_pool, band: c_uint) -> usize {
+    // SAFETY: the C contract.
+    boundary("zs_huge_class_size_band", || unsafe { pool::huge_class_size_band(p, band) })
+}
+
 pub unsafe fn zs_lookup_class_index(p: *mut zs_pool, size: c_uint) -> c_uint {
     // SAFETY: the C contract.
     boundary("zs_lookup_class_index", || unsafe { pool::lookup_class_index(p, size) })

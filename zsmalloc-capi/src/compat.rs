@@ -82,9 +82,9 @@ pub(crate) unsafe fn write(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { parts(p, handle) }?;
-    let page = pool.config().page_size as usize;
+    let max = pool.config().max_object_size() as usize;
     // SAFETY: forwarded contract on `src`.
-    let data = unsafe { handle::bytes(src, mem_len, || too_long_write(mem_len, page)) }?;
+    let data = unsafe { handle::bytes(src, mem_len, || too_long_write(mem_len, max)) }?;
     // SAFETY: a live slot word; the caller promises no concurrent read of the object.
     unsafe { pool.write_raw(word, data) }?;
     Ok(0)

@@ -51,7 +51,9 @@ pub const ZS_POOL_CONFIG_SIZE_VER3: usize = 40;
 pub const ZS_POOL_CONFIG_SIZE_VER4: usize = 48;
 /// `sizeof(struct zs_pool_config)` in ABI version 5 (`class_table` and `class_count` added).
 pub const ZS_POOL_CONFIG_SIZE_VER5: usize = 64;
-const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER5);
+/// `sizeof(struct zs_pool_config)` in ABI version 6 (`multi_page_size` added).
+pub const ZS_POOL_CONFIG_SIZE_VER6: usize = 72;
+const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SIZE_VER6);
 
 /// One class of an explicit class table (ABI version 5).
 #[repr(C)]
@@ -100,6 +102,13 @@ pub struct zs_pool_config {
     pub class_table: *const zs_class_spec,
     /// Entries of `class_table` (ABI version 5).
     pub class_count: size_t,
+    /// The multi-page size (ABI version 6; docs/C_API.md, Objects of several pages): 0 (the
+    /// default) keeps mainline's classes; `page_size << K` (K in 1..=4, at most 65536) adds
+    /// classes of order-K compound pages and objects up to this many bytes. Read only from a
+    /// struct of version 6 or later (an older one means 0).
+    pub multi_page_size: u32,
+    /// Padding of version 6's struct; must be 0.
+    pub reserved3: u32,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
@@ -215,6 +224,8 @@ impl zs_pool_config {
             reserved2: 0,
             class_table: class_table.map_or(std::ptr::null(), <[_]>::as_ptr),
             class_count: class_table.map_or(0, <[_]>::len),
+            multi_page_size: cfg.multi_page_size,
+            reserved3: 0,
         })
     }
 
@@ -235,8 +246,12 @@ impl zs_pool_config {
             backing: backing_from_code(self.backing)?,
             backend: backend_from_code(self.backend)?,
             class_table,
+            multi_page_size: self.multi_page_size,
             ..PoolConfig::default()
         };
+        if self.reserved3 != 0 {
+            return Err(invalid("struct zs_pool_config's reserved3 must be 0"));
+        }
         cfg.validate()?;
         Ok(cfg)
     }
@@ -320,7 +335,8 @@ pub(crate) unsafe fn init(cfg: *mut zs_pool_config, size: usize) -> Result<c_int
 /// Writes the defaults overridden by the environment into the caller's struct of `size` bytes;
 /// on a bad value writes nothing. A class table from `ZSMALLOC_CLASS_TABLE` needs a struct of
 /// ABI version 5 or later: an older one has nowhere to point at it, and is refused rather than
-/// given a configuration without the table.
+/// given a configuration without the table; so is a multi-page size from
+/// `ZSMALLOC_MULTI_PAGE_SIZE` in a struct before version 6.
 ///
 /// # Safety
 /// As [`init`].
@@ -335,6 +351,15 @@ pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c
             message: format!(
                 "a struct zs_pool_config of {size} bytes (before ABI version 5) has no room for \
                  the class table; rebuild against a newer zsmalloc.h or use zs_create_pool()"
+            ),
+        });
+    }
+    if core.multi_page_size != 0 && size < ZS_POOL_CONFIG_SIZE_VER6 {
+        return Err(Error::Config {
+            setting: "ZSMALLOC_MULTI_PAGE_SIZE",
+            message: format!(
+                "a struct zs_pool_config of {size} bytes (before ABI version 6) has no room for \
+                 the multi-page size; rebuild against a newer zsmalloc.h or use zs_create_pool()"
             ),
         });
     }

@@ -324,6 +324,20 @@ macro_rules! __zs_c_abi_items {
                 unsafe { $crate::abi::zs_huge_class_size(pool) }
             }
 
+            /// `zs_huge_class_size` of one band of size classes: `band` 0 is the base band (the
+            /// classes up to a page, the same as zs_huge_class_size()), 1 the multi-page band
+            /// (`multi_page_size`: objects from this length up to the multi-page size are stored
+            /// whole in one compound page each). 0 for a band the pool does not have or a NULL
+            /// pool (ABI version 6).
+            #[no_mangle]
+            pub unsafe extern "C" fn zs_huge_class_size_band(
+                pool: *mut zs_pool,
+                band: c_uint,
+            ) -> size_t {
+                // SAFETY: the C caller upholds the contract documented in zsmalloc.h.
+                unsafe { $crate::abi::zs_huge_class_size_band(pool, band) }
+            }
+
             /// Index of the class serving a class size of `size` bytes, taken as given (no header
             /// added, as the kernel's); a merged index reports its class's index (NULL pool: 0).
             #[no_mangle]

@@ -22,7 +22,8 @@ pub(crate) unsafe fn store(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    let too_long = || Error::TooLarge { len, max: Backend::config(pool).page_size as usize };
+    let too_long =
+        || Error::TooLarge { len, max: Backend::config(pool).max_object_size() as usize };
     // SAFETY: forwarded contract on `src`.
     let data = unsafe { handle::bytes(src, len, too_long) }?;
     // SAFETY: `word` is a live, aligned handle word that the caller keeps in place until the
@@ -55,17 +56,17 @@ pub(crate) unsafe fn write(
 ) -> Result<c_int> {
     // SAFETY: forwarded contract.
     let (pool, word) = unsafe { handle::pool_and_word(p, h) }?;
-    let page = Backend::config(pool).page_size as usize;
+    let max = Backend::config(pool).max_object_size() as usize;
     // SAFETY: forwarded contract on `src`.
-    let data = unsafe { handle::bytes(src, len, || too_long_write(len, page)) }?;
+    let data = unsafe { handle::bytes(src, len, || too_long_write(len, max)) }?;
     // SAFETY: the caller promises no concurrent read of this object (C contract).
     unsafe { Backend::write_raw(pool, word, data) }?;
     Ok(0)
 }
 
 #[cold]
-pub(crate) fn too_long_write(len: usize, page: usize) -> Error {
-    invalid(format!("write length {len} is larger than a page ({page})"))
+pub(crate) fn too_long_write(len: usize, max: usize) -> Error {
+    invalid(format!("write length {len} is larger than the pool's largest object ({max})"))
 }
 
 /// Frees the object of `*h` and empties the handle (an empty handle: no-op).

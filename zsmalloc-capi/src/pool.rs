@@ -144,6 +144,21 @@ pub(crate) unsafe fn huge_class_size(p: *mut zs_pool) -> Result<usize> {
     Ok(Backend::huge_class_size(unsafe { core(p) }?))
 }
 
+/// `huge_class_size` of band `band` (0 the base band, 1 the multi-page band): 0 for a band the
+/// pool does not have (and, as `zs_huge_class_size`, band 0 of zblock and malloc is theirs).
+///
+/// # Safety
+/// As [`zs_pool::get`].
+pub(crate) unsafe fn huge_class_size_band(p: *mut zs_pool, band: c_uint) -> Result<usize> {
+    // SAFETY: forwarded contract.
+    let pool = unsafe { core(p) }?;
+    Ok(match (pool.as_zsmalloc(), band) {
+        (Some(z), _) => z.huge_class_size_of_band(band).unwrap_or(0),
+        (None, 0) => Backend::huge_class_size(pool),
+        (None, _) => 0,
+    })
+}
+
 /// The class index serving `size` (no header added).
 ///
 /// # Safety

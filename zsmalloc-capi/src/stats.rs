@@ -37,6 +37,8 @@ pub struct zs_pool_stats {
     pub writes_spanning: u64,
     /// Objects moved by compaction since the pool was created (ABI version 1).
     pub objs_moved: u64,
+    /// Their bytes (lengths, headers excluded; ABI version 6).
+    pub bytes_moved: u64,
 }
 
 impl From<PoolStats> for zs_pool_stats {
@@ -54,6 +56,7 @@ impl From<PoolStats> for zs_pool_stats {
             read_copy_bytes: s.read_copy_bytes,
             writes_spanning: s.writes_spanning,
             objs_moved: s.objs_moved,
+            bytes_moved: s.bytes_moved,
         }
     }
 }
@@ -66,9 +69,11 @@ pub struct zs_class_stats {
     pub index: u32,
     /// Class size in bytes, header included.
     pub size: u32,
+    /// Units per zspage: pages, or order-`order` compound pages (`pages_per_zspage << order`
+    /// pages).
     pub pages_per_zspage: u32,
     pub objs_per_zspage: u32,
-    /// 1 for a huge class (one object per one-page zspage, no in-object header).
+    /// 1 for a huge class (one object per one-unit zspage, no in-object header).
     pub huge: u32,
     /// Objects of a full zspage that cross a page boundary.
     pub spanning_per_zspage: u32,
@@ -95,6 +100,11 @@ pub struct zs_class_stats {
     pub reads_spanning: u64,
     /// Object bytes those read sections copied (`ZS_READ_COPY`'s spanning reads only).
     pub read_copy_bytes: u64,
+    /// 0, or the multi-page order of the multi-page band's classes above a page: their
+    /// zspages are made of `1 << order`-page compound pages (ABI version 6).
+    pub order: u32,
+    /// Padding of version 6's struct (0).
+    pub reserved: u32,
 }
 
 impl From<&ClassStats> for zs_class_stats {
@@ -119,18 +129,24 @@ impl From<&ClassStats> for zs_class_stats {
             reads: c.reads,
             reads_spanning: c.reads_spanning,
             read_copy_bytes: c.read_copy_bytes,
+            order: c.order,
+            reserved: 0,
         }
     }
 }
 
 /// `sizeof(struct zs_pool_stats)` in ABI version 1.
 pub const ZS_POOL_STATS_SIZE_VER1: usize = 96;
+/// `sizeof(struct zs_pool_stats)` in ABI version 6 (`bytes_moved` added).
+pub const ZS_POOL_STATS_SIZE_VER6: usize = 104;
 /// `sizeof(struct zs_class_stats)` in ABI version 1.
 pub const ZS_CLASS_STATS_SIZE_VER1: usize = 176;
-const _: () = assert!(std::mem::size_of::<zs_pool_stats>() == ZS_POOL_STATS_SIZE_VER1);
+const _: () = assert!(std::mem::size_of::<zs_pool_stats>() == ZS_POOL_STATS_SIZE_VER6);
 /// `sizeof(struct zs_class_stats)` in ABI version 3 (the read counters added).
 pub const ZS_CLASS_STATS_SIZE_VER3: usize = 200;
-const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SIZE_VER3);
+/// `sizeof(struct zs_class_stats)` in ABI version 6 (`order` added).
+pub const ZS_CLASS_STATS_SIZE_VER6: usize = 208;
+const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SIZE_VER6);
 
 // SAFETY: `#[repr(C)]`, integer fields only.
 unsafe impl Plain for zs_pool_stats {

@@ -19,7 +19,10 @@ pub type gfp_t = std::ffi::c_uint;
 /// 5: explicit class tables: `struct zs_class_spec`; `struct zs_pool_config` gains
 /// `class_table` and `class_count` (after `reserved2`, the padding of version 4's struct);
 /// `ZSMALLOC_CLASS_TABLE`.
-pub const ZS_ABI_VERSION: u32 = 5;
+/// 6: objects of several pages: `struct zs_pool_config` gains `multi_page_size` (and
+/// `reserved3`), `struct zs_class_stats` the class's `order`, `struct zs_pool_stats`
+/// `bytes_moved`; `zs_huge_class_size_band()`; `ZSMALLOC_MULTI_PAGE_SIZE`.
+pub const ZS_ABI_VERSION: u32 = 6;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
 /// (The header defines it by hand, guarded, so that ported kernel code can define its own.)

@@ -114,6 +114,8 @@ pub fn prefetch_line(p: *const u8) {
 pub struct PageArena {
     page_size: usize,
     page_shift: u32,
+    /// The longest unit of a zspage (bytes): a page, or the multi-page band's compound page.
+    max_unit: usize,
     /// Whether MADV_DONTNEED can return single simulated pages (host page <= simulated page).
     can_release: bool,
     /// `None` if no address space could be reserved: every allocation then fails.
@@ -137,13 +139,14 @@ impl PageArena {
     /// An anonymous arena of `page_size` pages, zspages of scattered pages (`copy` mode).
     #[cfg(test)]
     pub fn new(page_size: u32) -> PageArena {
-        Self::build(page_size as usize, Reservation::new(None), false, None)
+        Self::build(page_size as usize, page_size as usize, Reservation::new(None), false, None)
     }
 
     /// The arena `cfg` asks for: its backing, runs for `contiguous`, map slots for `map`. A
     /// memfd backing that cannot be made is an error naming the read mode and the backing.
     pub fn for_config(cfg: &PoolConfig) -> Result<PageArena> {
         let page_size = cfg.page_size as usize;
+        let max_unit = cfg.max_object_size() as usize;
         let runs = cfg.read_mode == ReadMode::Contiguous;
         let mode = cfg.read_mode.name();
         let cannot = |what: &str, e: std::io::Error| {
@@ -153,23 +156,24 @@ impl PageArena {
             )
         };
         if cfg.effective_backing() == Backing::Anonymous {
-            return Ok(Self::build(page_size, Reservation::new(None), runs, None));
+            return Ok(Self::build(page_size, max_unit, Reservation::new(None), runs, None));
         }
         let memfd = Memfd::create().map_err(|e| cannot("memfd_create", e))?;
         let range = Reservation::new(Some(memfd))
             .ok_or_else(|| cannot("reserving address space", std::io::Error::last_os_error()))?;
         let window = match cfg.read_mode {
             ReadMode::Map => Some(
-                MapWindow::new(page_size)
+                MapWindow::new(max_unit)
                     .map_err(|e| cannot("reserving the map slots' address space", e))?,
             ),
             _ => None,
         };
-        Ok(Self::build(page_size, Some(range), runs, window))
+        Ok(Self::build(page_size, max_unit, Some(range), runs, window))
     }
 
     fn build(
         page_size: usize,
+        max_unit: usize,
         range: Option<Reservation>,
         runs: bool,
         window: Option<MapWindow>,
@@ -179,6 +183,7 @@ impl PageArena {
         PageArena {
             page_size,
             page_shift: page_size.trailing_zeros(),
+            max_unit,
             can_release: host_page > 0 && host_page <= page_size,
             range,
             base,
@@ -392,12 +397,14 @@ impl PageArena {
         addr.wrapping_sub(self.base) < self.len
     }
 
-    /// The 8-byte word at `offset` of page `pfn`, accessed only atomically.
+    /// The 8-byte word at `offset` of the unit (a page, or a compound page) starting at page
+    /// `pfn`, accessed only atomically.
     #[inline]
     pub fn word(&self, pfn: Pfn, offset: usize) -> &AtomicU64 {
-        assert!(offset.is_multiple_of(8) && offset + 8 <= self.page_size, "misaligned header word");
-        // SAFETY: the word lies inside a mapped page (asserted above), is 8-byte aligned (page
-        // base is page-aligned, offset a multiple of 8), and the mapping lives as long as `self`.
+        assert!(offset.is_multiple_of(8) && offset + 8 <= self.max_unit, "misaligned header word");
+        // SAFETY: the word lies inside a unit of mapped pages handed out together (asserted
+        // above), is 8-byte aligned (page base is page-aligned, offset a multiple of 8), and the
+        // mapping lives as long as `self`.
         // Header words are only ever accessed through this atomic view while pages are owned.
         unsafe { &*(self.page_ptr(pfn).add(offset) as *const AtomicU64) }
     }
@@ -455,25 +462,25 @@ impl PageArena {
         self.word((offset >> self.page_shift) as Pfn, offset & (self.page_size - 1))
     }
 
-    /// Copies `dst.len()` bytes from page `pfn` at `offset` (within the page).
+    /// Copies `dst.len()` bytes from page `pfn` at `offset` (within the unit starting there).
     ///
     /// # Safety
     /// The caller owns or has pinned the object these bytes belong to, so no other thread writes
-    /// them concurrently; the range lies within the page.
+    /// them concurrently; the range lies within the unit (page or compound page) at `pfn`.
     #[inline]
     pub unsafe fn read(&self, pfn: Pfn, offset: usize, dst: &mut [u8]) {
-        debug_assert!(offset + dst.len() <= self.page_size);
+        debug_assert!(offset + dst.len() <= self.max_unit);
         std::ptr::copy_nonoverlapping(self.page_ptr(pfn).add(offset), dst.as_mut_ptr(), dst.len());
     }
 
-    /// Copies `src` into page `pfn` at `offset`.
+    /// Copies `src` into page `pfn` at `offset` (within the unit starting there).
     ///
     /// # Safety
     /// The caller owns the object these bytes belong to (allocated to it and not yet
-    /// published, or held under migration), and the range lies within the page.
+    /// published, or held under migration), and the range lies within the unit at `pfn`.
     #[inline]
     pub unsafe fn write(&self, pfn: Pfn, offset: usize, src: &[u8]) {
-        debug_assert!(offset + src.len() <= self.page_size);
+        debug_assert!(offset + src.len() <= self.max_unit);
         std::ptr::copy_nonoverlapping(src.as_ptr(), self.page_ptr(pfn).add(offset), src.len());
     }
 }

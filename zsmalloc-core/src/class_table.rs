@@ -4,6 +4,7 @@
 //! neighbours with the same shape merged), and an explicit table given class by class
 //! ([`ClassTableSpec`]), whose class indices are simply positions and where nothing merges.
 
+use crate::band::MultiBand;
 use crate::class_spec::{ClassSpec, ClassTableSpec};
 use crate::config::PoolConfig;
 use crate::error::Result;
@@ -19,26 +20,47 @@ pub struct ClassInfo {
     pub index: u32,
     /// Class size in bytes, header included.
     pub size: u32,
+    /// Units per zspage (the chain): pages, or in the multi-page band's classes above a page,
+    /// order-`order` compound pages (docs/DESIGN.md, Objects of several pages).
     pub pages_per_zspage: u32,
     pub objs_per_zspage: u32,
-    /// One object per one-page zspage: objects carry no in-object header.
+    /// One object per one-unit zspage: objects carry no in-object header.
     pub huge: bool,
     /// Smallest index merged into this class (== `index` when nothing merged).
     pub first_index: u32,
+    /// A unit is `page << order` bytes of adjacent pages; 0 (single pages) but in the
+    /// multi-page band's classes above a page.
+    pub order: u32,
+    /// log2 of the unit's bytes (`page_shift + order`) and the unit's bytes less one, kept for
+    /// the hot paths.
+    pub unit_shift: u32,
+    pub unit_mask: u32,
 }
 
 impl ClassInfo {
-    /// Bytes of each zspage no object can use.
-    pub fn tail_waste(&self, page: u32) -> u32 {
-        self.pages_per_zspage * page - self.objs_per_zspage * self.size
+    /// Bytes of one unit of this class's zspages (a page, or a compound page).
+    pub fn unit(&self, page: u32) -> u32 {
+        page << self.order
     }
 
-    /// Objects of a full zspage that cross a page boundary (counting full class-size objects).
+    /// Pages of one zspage, as the pool counts them (`pages_per_zspage << order`).
+    pub fn zspage_pages(&self) -> u32 {
+        self.pages_per_zspage << self.order
+    }
+
+    /// Bytes of each zspage no object can use.
+    pub fn tail_waste(&self, page: u32) -> u32 {
+        self.pages_per_zspage * self.unit(page) - self.objs_per_zspage * self.size
+    }
+
+    /// Objects of a full zspage that cross a unit boundary (a page's, or a compound page's),
+    /// counting full class-size objects.
     pub fn spanning_per_zspage(&self, page: u32) -> u32 {
         if self.huge {
             return 0;
         }
-        (0..self.objs_per_zspage).filter(|k| (k * self.size) % page + self.size > page).count()
+        let unit = self.unit(page);
+        (0..self.objs_per_zspage).filter(|k| (k * self.size) % unit + self.size > unit).count()
             as u32
     }
 }
@@ -57,6 +79,14 @@ pub struct ClassTable {
     /// without a division (class sizes and spacing are multiples of 8).
     by_size8: Vec<u16>,
     huge_class_size: u32,
+    /// Class indices of the base band (mainline's, up to a page): `n0`.
+    base_count: u32,
+    /// The multi-page band, if configured.
+    band: Option<MultiBand>,
+    /// `huge_class_size` of the multi-page band (0 without one).
+    huge_class_size_multi: u32,
+    /// The longest object served: the multi-page size, else the page.
+    max_size: u32,
 }
 
 impl ClassTable {
@@ -72,26 +102,34 @@ impl ClassTable {
 
     /// Mainline's table: index `i` is size `MIN + i*delta` (capped at the page), each index
     /// merged into the next larger class when both have the same pages and objects per zspage.
+    /// With a multi-page band, indices `n0..` follow (docs/DESIGN.md, Objects of several
+    /// pages): chains counted in units, merged the same way within the band, never across.
     fn computed(cfg: &PoolConfig) -> Self {
         let page = cfg.page_size;
         let delta = cfg.effective_delta();
-        let n = (page - MIN_ALLOC).div_ceil(delta) + 1;
+        let base_count = (page - MIN_ALLOC).div_ceil(delta) + 1;
+        let band = MultiBand::new(page, cfg.multi_page_size);
+        let n = base_count + band.map_or(0, |b| b.count);
         let mut rev: Vec<ClassInfo> = Vec::new();
         let mut by_index_rev = vec![0u16; n as usize];
         for i in (0..n).rev() {
-            let size = (MIN_ALLOC + i * delta).min(page);
+            let (size, order) = grid(page, delta, base_count, band, i);
+            let unit = page << order;
             // The page-sized class also takes lengths page - 7..=page, which only fit without a
             // header: it must be huge (one page). Mainline's policies give every power of two one
-            // page; other policies (fixed-N, callbacks) must not override that.
-            let pages = if size == page {
+            // page; other policies (fixed-N, callbacks) must not override that. The same holds
+            // for the multi-page band's last class (the multi-page size).
+            let pages = if size == page || band.is_some_and(|b| size == b.size) {
                 1
             } else {
-                cfg.chain_policy.0.chain_size(size, page, cfg.chain_size).clamp(1, cfg.chain_size)
+                cfg.chain_policy.0.chain_size(size, unit, cfg.chain_size).clamp(1, cfg.chain_size)
             };
-            let objs = pages * page / size;
+            let objs = pages * unit / size;
+            let band_edge = band.is_some() && i == base_count - 1;
             match rev.last_mut() {
                 Some(prev)
                     if cfg.merge_classes
+                        && !band_edge
                         && prev.pages_per_zspage == pages
                         && prev.objs_per_zspage == objs =>
                 {
@@ -104,6 +142,9 @@ impl ClassTable {
                     objs_per_zspage: objs,
                     huge: pages == 1 && objs == 1,
                     first_index: i,
+                    order,
+                    unit_shift: page.trailing_zeros() + order,
+                    unit_mask: (page << order) - 1,
                 }),
             }
             by_index_rev[i as usize] = (rev.len() - 1) as u16;
@@ -111,15 +152,21 @@ impl ClassTable {
         let count = rev.len() as u16;
         rev.reverse();
         let by_index: Vec<u16> = by_index_rev.into_iter().map(|r| count - 1 - r).collect();
+        let (base, multi): (Vec<_>, Vec<_>) =
+            rev.iter().cloned().partition(|c| c.index < base_count);
         let mut table = ClassTable {
             page,
             delta,
-            huge_class_size: huge_class_size(&rev),
+            huge_class_size: huge_class_size(&base),
+            huge_class_size_multi: huge_class_size(&multi),
+            base_count,
+            band,
+            max_size: band.map_or(page, |b| b.size),
             classes: rev,
             by_index,
             by_size8: Vec::new(),
         };
-        table.by_size8 = (0..=(page + HDR) / 8)
+        table.by_size8 = (0..=(table.max_size() + HDR) / 8)
             .map(|s8| table.by_index[table.raw_index(s8 as usize * 8) as usize])
             .collect();
         table
@@ -142,6 +189,9 @@ impl ClassTable {
                     objs_per_zspage: objs,
                     huge: c.chain == 1 && objs == 1,
                     first_index: i as u32,
+                    order: 0,
+                    unit_shift: page.trailing_zeros(),
+                    unit_mask: page - 1,
                 }
             })
             .collect();
@@ -158,6 +208,10 @@ impl ClassTable {
             page,
             delta: 0,
             huge_class_size: huge_class_size(&classes),
+            base_count: classes.len() as u32,
+            band: None,
+            huge_class_size_multi: 0,
+            max_size: page,
             by_index: (0..classes.len() as u16).collect(),
             by_size8,
             classes,
@@ -171,6 +225,23 @@ impl ClassTable {
     /// Class spacing of a computed table; 0 for an explicit table.
     pub fn delta(&self) -> u32 {
         self.delta
+    }
+
+    /// The multi-page band, if the table has one.
+    pub fn band(&self) -> Option<MultiBand> {
+        self.band
+    }
+
+    /// Class indices of the base band (`n0`; all of them without a multi-page band).
+    pub fn base_count(&self) -> u32 {
+        self.base_count
+    }
+
+    /// The longest object the table serves (bytes, header excluded): the multi-page size, else
+    /// a page.
+    #[inline]
+    pub fn max_size(&self) -> u32 {
+        self.max_size
     }
 
     /// Whether the table was given class by class (no spacing, no merging).
@@ -205,18 +276,32 @@ impl ClassTable {
         self.huge_class_size
     }
 
+    /// `huge_class_size` of band `band`: 0 the base band (the same as [`Self::huge_class_size`]),
+    /// 1 the multi-page band (`None` without one): scanning the band downward, the first class
+    /// with a chain and objects per zspage both above 1, its size less 7.
+    pub fn huge_class_size_of_band(&self, band: u32) -> Option<u32> {
+        match band {
+            0 => Some(self.huge_class_size),
+            1 => self.band.map(|_| self.huge_class_size_multi),
+            _ => None,
+        }
+    }
+
     /// Raw index formula (`get_size_class_index`) for a size, clamped to the last index. In an
     /// explicit table, where nothing merges, the index of the class serving the size.
     pub fn raw_index(&self, size: usize) -> u32 {
         if self.is_explicit() {
             return self.lookup_class_index(size);
         }
+        if let Some(b) = self.band.filter(|_| size > (self.page + HDR) as usize) {
+            return self.base_count + b.index(size);
+        }
         let idx = if size <= MIN_ALLOC as usize {
             0
         } else {
             (size - MIN_ALLOC as usize).div_ceil(self.delta as usize)
         };
-        idx.min(self.by_index.len() - 1) as u32
+        idx.min(self.base_count as usize - 1) as u32
     }
 
     /// Index of the class serving `size` as given (no header added); merged indices report
@@ -242,7 +327,7 @@ impl ClassTable {
     /// One row per logical size `MIN, MIN+step, ...` up to the page, like the RFC's table: the
     /// physical class serving it and the merge waste per zspage. `step` 16 matches the RFC.
     pub fn logical_rows(&self, step: u32) -> impl Iterator<Item = LogicalRow<'_>> + '_ {
-        (MIN_ALLOC..=self.page).step_by(step.max(8) as usize).map(move |logical| {
+        (MIN_ALLOC..=self.max_size()).step_by(step.max(8) as usize).map(move |logical| {
             let class = &self.classes[self.position(logical as usize)];
             LogicalRow {
                 index: self.raw_index(logical as usize),
@@ -259,7 +344,7 @@ impl ClassTable {
         if self.is_explicit() {
             return self.classes[self.position(size)].size;
         }
-        (MIN_ALLOC + self.raw_index(size) * self.delta).min(self.page)
+        grid(self.page, self.delta, self.base_count, self.band, self.raw_index(size)).0
     }
 
     /// Worst merge waste of a class: its size minus the smallest size it absorbs, per zspage
@@ -268,8 +353,20 @@ impl ClassTable {
         if self.is_explicit() {
             return 0;
         }
-        let smallest = (MIN_ALLOC + class.first_index * self.delta).min(self.page);
+        let smallest = grid(self.page, self.delta, self.base_count, self.band, class.first_index).0;
         (class.size - smallest) * class.objs_per_zspage
+    }
+}
+
+/// Size and order of class index `i` of a computed table: the base band's `MIN + i*delta`
+/// (capped at the page), then the multi-page band's.
+fn grid(page: u32, delta: u32, base_count: u32, band: Option<MultiBand>, i: u32) -> (u32, u32) {
+    match band {
+        Some(b) if i >= base_count => {
+            let size = b.class_size(i - base_count);
+            (size, b.order_of_size(size))
+        }
+        _ => ((MIN_ALLOC + i * delta).min(page), 0),
     }
 }
 

@@ -87,6 +87,16 @@ impl PoolConfig {
     /// as `class_table` places every object exactly as this configuration does.
     pub fn export_class_table(&self) -> Result<String> {
         let table = ClassTable::new(self)?;
+        if self.multi_page_size != 0 {
+            return Err(crate::error::Error::config(
+                "class_table",
+                format!(
+                    "a table with the multi-page band (multi_page_size {}) has classes above a \
+                     page, which the class-table format does not describe",
+                    self.multi_page_size
+                ),
+            ));
+        }
         let title = match &self.class_table {
             Some(_) => format!("explicit class table, {} classes", table.classes().len()),
             None => format!(

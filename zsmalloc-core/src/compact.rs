@@ -15,7 +15,7 @@ impl Pool {
     /// Moves objects out of sparse zspages into fuller ones and releases emptied zspages
     /// (mainline `zs_compact`). Zspages pinned by readers are skipped. Returns pages freed.
     pub fn compact(&self) -> u64 {
-        let mut buf = vec![0u8; self.page()];
+        let mut buf = vec![0u8; self.max_object_size()];
         let freed: u64 =
             (0..self.classes.len()).rev().map(|pos| self.compact_class(pos, &mut buf)).sum();
         self.pages_compacted.fetch_add(freed, Ordering::Relaxed);
@@ -51,7 +51,7 @@ impl Pool {
             self.migrate(info, src, d, dz, buf);
             if src.inuse.load(Ordering::Relaxed) == 0 {
                 self.release_zspage(&mut st, info, s); // still locked for migration
-                freed += u64::from(info.pages_per_zspage);
+                freed += u64::from(info.zspage_pages());
             } else {
                 src.pin.unlock_migration();
                 let g = class.fullness.group(src.inuse.load(Ordering::Relaxed));
@@ -131,6 +131,7 @@ impl Pool {
             word.store(header::free_link(size_class::free_head(src)), Ordering::Release);
             size_class::obj_freed(src, obj);
             self.objs_moved.fetch_add(1, Ordering::Relaxed);
+            self.bytes_moved.fetch_add(len as u64, Ordering::Relaxed);
             if dst.inuse.load(Ordering::Relaxed) == info.objs_per_zspage
                 || src.inuse.load(Ordering::Relaxed) == 0
             {

@@ -163,6 +163,10 @@ pub struct PoolConfig {
     /// page size must be `page_size`, and the settings it replaces (chain size, delta, chain
     /// policy, merging) stay at their defaults. `None`: mainline's computed table.
     pub class_table: Option<ClassTableSpec>,
+    /// The multi-page size (docs/DESIGN.md, Objects of several pages): 0 (the default) keeps
+    /// mainline's classes; `page_size << K` (K in 1..=4, at most 65536) adds the band of classes
+    /// from a page to it, made of order-K units, and objects up to that size.
+    pub multi_page_size: u32,
 }
 
 impl Default for PoolConfig {
@@ -178,6 +182,7 @@ impl Default for PoolConfig {
             merge_classes: true,
             backend: BackendKind::Zsmalloc,
             class_table: None,
+            multi_page_size: 0,
         }
     }
 }
@@ -190,6 +195,11 @@ impl PoolConfig {
         } else {
             self.class_delta
         }
+    }
+
+    /// The longest object a pool of this configuration stores: the multi-page size, else a page.
+    pub fn max_object_size(&self) -> u32 {
+        self.multi_page_size.max(self.page_size)
     }
 
     /// The backing actually used: a memfd for `map`, else the configured one.
@@ -227,6 +237,8 @@ impl PoolConfig {
                 ),
             ));
         }
+        crate::band::order_of(self.page_size, self.multi_page_size)
+            .map_err(|m| Error::config("multi_page_size", m))?;
         self.validate_backend()?;
         self.validate_class_table()?;
         let host = host_page_size();
@@ -277,6 +289,9 @@ impl PoolConfig {
         if self.read_mode == ReadMode::Map {
             return refuse("read_mode", "read mode 'map'".to_string());
         }
+        if self.multi_page_size != 0 {
+            return refuse("multi_page_size", format!("multi-page size {}", self.multi_page_size));
+        }
         if backend == BackendKind::Malloc && self.backing != Backing::Anonymous {
             return refuse("backing", format!("backing '{}'", self.backing.name()));
         }
@@ -302,6 +317,13 @@ impl PoolConfig {
         if self.backend != BackendKind::Zsmalloc {
             let backend = self.backend.name();
             return refuse(format!("the {backend} backend has no size classes to replace"));
+        }
+        if self.multi_page_size != 0 {
+            return refuse(format!(
+                "multi_page_size {} with a class table: tables describe one band of single \
+                 pages; leave multi_page_size at 0",
+                self.multi_page_size
+            ));
         }
         let policy = self.chain_policy.name();
         let replaced = [
@@ -388,6 +410,10 @@ impl PoolConfig {
         if let Some(v) = lookup("ZSMALLOC_BACKEND") {
             cfg.backend = BackendKind::parse(v.trim()).map_err(named("ZSMALLOC_BACKEND"))?;
         }
+        const MULTI: &str = "0 or the page size shifted left by 1..=4 (8K..=64K on 4K pages)";
+        if let Some(v) = bytes("ZSMALLOC_MULTI_PAGE_SIZE", MULTI)? {
+            cfg.multi_page_size = to_u32("ZSMALLOC_MULTI_PAGE_SIZE", v, MULTI)?;
+        }
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
         }
@@ -408,6 +434,7 @@ impl PoolConfig {
                     "chain_size" => "ZSMALLOC_CHAIN_SIZE",
                     "class_delta" => "ZSMALLOC_CLASS_DELTA",
                     "class_table" => "ZSMALLOC_CLASS_TABLE",
+                    "multi_page_size" => "ZSMALLOC_MULTI_PAGE_SIZE",
                     other => other,
                 },
                 message,
@@ -419,7 +446,7 @@ impl PoolConfig {
 }
 
 /// The `ZSMALLOC_*` environment variables this library reads.
-pub const ENV_VARS: [&str; 9] = [
+pub const ENV_VARS: [&str; 10] = [
     "ZSMALLOC_PAGE_SIZE",
     "ZSMALLOC_CHAIN_SIZE",
     "ZSMALLOC_CLASS_DELTA",
@@ -429,6 +456,7 @@ pub const ENV_VARS: [&str; 9] = [
     "ZSMALLOC_BACKING",
     "ZSMALLOC_BACKEND",
     "ZSMALLOC_CLASS_TABLE",
+    "ZSMALLOC_MULTI_PAGE_SIZE",
 ];
 
 /// `ZSMALLOC_*` variables of the project's own scripts, not warned about.

@@ -145,9 +145,9 @@ impl Pool {
         for (i, p) in pages[..n].iter_mut().enumerate() {
             *p = z.page(i);
         }
-        self.arena.free_pages(&pages[..n]);
+        self.arena.free_zspage(&pages[..n], info.order);
         self.zspages.give_back(entry);
-        self.pages_allocated.fetch_sub(n as u64, Ordering::AcqRel);
+        self.pages_allocated.fetch_sub(u64::from(info.zspage_pages()), Ordering::AcqRel);
         st.obj_allocated -= u64::from(info.objs_per_zspage);
         st.zspages -= 1;
     }

@@ -1,6 +1,11 @@
 //! Object geometry: where an object's header and bytes lie in its zspage's pages, and the copies
 //! in and out of them. Pages of one zspage are not assumed adjacent: an object that crosses a
 //! page boundary is two pieces.
+//!
+//! A zspage is made of units: pages, or in the multi-page band's classes above a page, order-K
+//! compound pages (`2^K` adjacent pages, aligned; docs/DESIGN.md, Objects of several pages).
+//! Everything here counts in units: "page" below means the class's unit, and a zspage's page
+//! list holds each unit's first page.
 
 use std::sync::atomic::AtomicU64;
 
@@ -21,9 +26,9 @@ pub(crate) struct Piece {
 /// Where an object's bytes lie.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Layout {
-    /// Payload pieces; the second is empty unless the payload crosses a page boundary.
+    /// Payload pieces; the second is empty unless the payload crosses a unit boundary.
     pub pieces: [Piece; 2],
-    /// The kernel's rule: `offset + HDR + len > page` for non-huge objects.
+    /// The kernel's rule: `offset + HDR + len > unit` for non-huge objects.
     pub spanning: bool,
 }
 
@@ -34,15 +39,21 @@ pub(crate) fn payload_of(header: &AtomicU64) -> *const u8 {
 }
 
 impl Pool {
+    /// The shift of a unit of class `info`'s zspages: a page's, or a compound page's.
+    #[inline(always)]
+    pub(crate) fn unit_shift(&self, info: &ClassInfo) -> u32 {
+        info.unit_shift
+    }
+
     /// Geometry of object `obj` of `len` bytes in zspage `z`.
     #[inline]
     pub(crate) fn layout(&self, z: &Zspage, info: &ClassInfo, obj: u32, len: usize) -> Layout {
-        let page = self.page();
         if info.huge {
             let pieces = [Piece { pfn: z.page(0), offset: 0, len }, Piece::default()];
             return Layout { pieces, spanning: false };
         }
-        let (shift, mask) = (self.page_shift(), page - 1);
+        let (shift, mask) = (info.unit_shift, info.unit_mask as usize);
+        let page = mask + 1;
         let start = obj as usize * info.size as usize;
         let offset = start & mask;
         let spanning = offset + HDR as usize + len > page;
@@ -58,8 +69,8 @@ impl Pool {
 
     /// `layout` of object `obj` whose handle location (header, or huge payload) is at arena
     /// byte `offset`: the zspage's page list is read only when the payload continues on the
-    /// next page.
-    #[inline]
+    /// next unit.
+    #[inline(always)]
     pub(crate) fn layout_at(
         &self,
         z: &Zspage,
@@ -68,6 +79,9 @@ impl Pool {
         offset: usize,
         len: usize,
     ) -> Layout {
+        if info.order != 0 {
+            return self.layout_at_unit(z, info, obj, offset, len);
+        }
         let page = self.page();
         let pfn = (offset >> self.page_shift()) as Pfn;
         let in_page = offset & (page - 1);
@@ -79,6 +93,32 @@ impl Pool {
         if !spanning {
             let pieces = [Piece { pfn, offset: in_page + HDR as usize, len }, Piece::default()];
             return Layout { pieces, spanning };
+        }
+        self.layout(z, info, obj, len)
+    }
+
+    /// `layout_at` for a class of compound units (units are aligned: the offset within its
+    /// unit is the arena offset modulo the unit).
+    #[cold]
+    #[inline(never)]
+    fn layout_at_unit(
+        &self,
+        z: &Zspage,
+        info: &ClassInfo,
+        obj: u32,
+        offset: usize,
+        len: usize,
+    ) -> Layout {
+        let unit = 1usize << self.unit_shift(info);
+        let in_unit = offset & (unit - 1);
+        let pfn = ((offset - in_unit) >> self.page_shift()) as Pfn;
+        if info.huge {
+            let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
+            return Layout { pieces, spanning: false };
+        }
+        if in_unit + HDR as usize + len <= unit {
+            let pieces = [Piece { pfn, offset: in_unit + HDR as usize, len }, Piece::default()];
+            return Layout { pieces, spanning: false };
         }
         self.layout(z, info, obj, len)
     }
@@ -95,7 +135,7 @@ impl Pool {
             return &z.huge_header;
         }
         let start = obj as usize * info.size as usize;
-        self.arena.word(z.page(start >> self.page_shift()), start & (self.page() - 1))
+        self.arena.word(z.page(start >> info.unit_shift), start & info.unit_mask as usize)
     }
 
     /// The header word of the object at `loc` (checked by `place::<ZSPAGE>`).
@@ -136,10 +176,12 @@ impl Pool {
     /// The handle word of object `obj` of the zspage at table entry `entry`.
     #[inline]
     pub(crate) fn locate(&self, entry: u32, z: &Zspage, info: &ClassInfo, obj: u32) -> Location {
-        let shift = self.page_shift();
         let start = if info.huge { 0 } else { obj as usize * info.size as usize };
-        let page = start >> shift;
-        let offset = ((z.page(page) as usize) << shift) | (start & (self.page() - 1));
+        let page = start >> info.unit_shift;
+        // A unit's first page is aligned to the unit, so its offset and the offset within the
+        // unit do not overlap.
+        let offset =
+            ((z.page(page) as usize) << self.page_shift()) | (start & info.unit_mask as usize);
         Location { tag: self.tag, entry, page: page as u32, pos: (offset >> 3) as u64 }
     }
 

@@ -44,6 +44,7 @@ pub mod announce;
 pub mod any_pool;
 mod arena;
 pub mod backend;
+pub mod band;
 pub mod chain_policy;
 mod chunked;
 pub mod class_spec;

@@ -129,27 +129,30 @@ impl MapWindow {
         )))
     }
 
-    /// Maps page `a` (file offset `off_a`) and the page at `off_b` after it, read-only, into a
-    /// slot claimed for the section of handle `owner`; returns the slot's address. On failure
-    /// nothing is claimed.
+    /// Maps the `unit` bytes at file offset `off_a` (a page, or a compound page of the
+    /// multi-page band: at most the slot's half) and the `unit` bytes at `off_b` after them,
+    /// read-only, into a slot claimed for the section of handle `owner`; returns the slot's
+    /// address. On failure nothing is claimed.
     pub(crate) fn map(
         &self,
         fd: c_int,
         off_a: usize,
         off_b: usize,
+        unit: usize,
         owner: usize,
     ) -> Result<*const u8> {
+        debug_assert!(unit <= self.page);
         let s = self.claim(owner)?;
         let addr = self.slot_addr(s);
         // An injected fault fails as the mapping would for want of memory (docs/RELIABILITY.md).
         let injected = crate::fault::fails(crate::fault::Point::MapWindow);
         let ok = !injected
-            && if off_b == off_a + self.page {
-                map_fixed(addr, 2 * self.page, fd, off_a)
+            && if off_b == off_a + unit {
+                map_fixed(addr, 2 * unit, fd, off_a)
             } else {
-                // SAFETY: the second page of the slot, inside the reservation.
-                map_fixed(addr, self.page, fd, off_a)
-                    && map_fixed(unsafe { addr.add(self.page) }, self.page, fd, off_b)
+                // SAFETY: the slot's second unit, inside the reservation (unit <= half a slot).
+                map_fixed(addr, unit, fd, off_a)
+                    && map_fixed(unsafe { addr.add(unit) }, unit, fd, off_b)
             };
         if ok {
             return Ok(addr);

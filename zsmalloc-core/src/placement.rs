@@ -91,12 +91,17 @@ impl Pool {
         };
         let class = self.classes.get(pos).ok_or("no such class")?;
         let info = &class.info;
+        // The class's unit: a page, or an aligned compound page (whose pages share a role).
+        let (ushift, umask) = (info.unit_shift, info.unit_mask as usize);
         if let Some(z) = zspage {
-            if loc.page >= info.pages_per_zspage || pfn != z.page(loc.page as usize) {
+            // The word's page lies in the unit starting at the zspage's page (units are aligned).
+            if loc.page >= info.pages_per_zspage
+                || (pfn ^ z.page(loc.page as usize)) >> info.order != 0
+            {
                 return Err(STALE);
             }
         }
-        let start = ((loc.page as usize) << shift) | (loc.offset() & (self.page() - 1));
+        let start = ((loc.page as usize) << ushift) | (loc.offset() & umask);
         if LEVEL == START {
             // `object_area` is 0 for a huge class: only non-huge object starts pass.
             return if start < class.object_area as usize && class.by_size.divides(start as u32) {

@@ -55,6 +55,7 @@ pub struct Pool {
     pub(crate) pages_peak: AtomicU64,
     pub(crate) pages_compacted: AtomicU64,
     pub(crate) objs_moved: AtomicU64,
+    pub(crate) bytes_moved: AtomicU64,
     pub(crate) access: AccessCounters,
 }
 
@@ -97,6 +98,7 @@ impl Pool {
             pages_peak: AtomicU64::new(0),
             pages_compacted: AtomicU64::new(0),
             objs_moved: AtomicU64::new(0),
+            bytes_moved: AtomicU64::new(0),
         })
     }
 
@@ -125,6 +127,19 @@ impl Pool {
     /// Objects of this length or more are stored in huge classes (`zs_huge_class_size`).
     pub fn huge_class_size(&self) -> usize {
         self.table.huge_class_size() as usize
+    }
+
+    /// The longest object the pool stores: the multi-page size if it has the band (docs/
+    /// DESIGN.md, Objects of several pages), else a page. A buffer of this many bytes plus the
+    /// 8-byte header serves any read of the pool.
+    pub fn max_object_size(&self) -> usize {
+        self.table.max_size() as usize
+    }
+
+    /// `huge_class_size` of one band: 0 the base band ([`Pool::huge_class_size`]), 1 the
+    /// multi-page band (`None` if the pool has none).
+    pub fn huge_class_size_of_band(&self, band: u32) -> Option<usize> {
+        self.table.huge_class_size_of_band(band).map(|s| s as usize)
     }
 
     /// Index of the class serving `size` (no header added), as `zs_lookup_class_index`.

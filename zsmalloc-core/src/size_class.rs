@@ -158,7 +158,7 @@ impl ClassState {
     /// Pages compaction could release now (mainline `zs_can_compact`).
     pub fn can_compact(&self, info: &ClassInfo) -> u64 {
         let wasted = self.obj_allocated - self.obj_inuse;
-        wasted / u64::from(info.objs_per_zspage) * u64::from(info.pages_per_zspage)
+        wasted / u64::from(info.objs_per_zspage) * u64::from(info.zspage_pages())
     }
 }
 

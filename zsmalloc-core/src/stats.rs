@@ -34,6 +34,8 @@ pub struct PoolStats {
     pub writes_spanning: u64,
     /// Objects moved by compaction since the pool was created.
     pub objs_moved: u64,
+    /// Their bytes (lengths, headers excluded).
+    pub bytes_moved: u64,
 }
 
 /// One class's row: the kernel's debugfs `classes` line plus layout facts.
@@ -41,9 +43,12 @@ pub struct PoolStats {
 pub struct ClassStats {
     pub index: u32,
     pub size: u32,
+    /// Units per zspage: pages, or compound pages of `order` (`pages_per_zspage << order` pages).
     pub pages_per_zspage: u32,
     pub objs_per_zspage: u32,
     pub huge: bool,
+    /// 0, or the multi-page order of the multi-page band's classes above a page.
+    pub order: u32,
     /// Zspages per fullness group: 0 empty, 1..=10 by tenths of inuse ratio, 11 full.
     pub fullness: [u64; 12],
     pub obj_allocated: u64,
@@ -82,6 +87,7 @@ impl Pool {
             read_copy_bytes,
             writes_spanning,
             objs_moved: self.objs_moved.load(Ordering::Relaxed),
+            bytes_moved: self.bytes_moved.load(Ordering::Relaxed),
             ..Default::default()
         };
         for c in self.classes.iter() {
@@ -109,10 +115,11 @@ impl Pool {
                     pages_per_zspage: i.pages_per_zspage,
                     objs_per_zspage: i.objs_per_zspage,
                     huge: i.huge,
+                    order: i.order,
                     fullness: st.counts,
                     obj_allocated: st.obj_allocated,
                     obj_used: st.obj_inuse,
-                    pages_used: st.zspages * u64::from(i.pages_per_zspage),
+                    pages_used: st.zspages * u64::from(i.zspage_pages()),
                     freeable: st.can_compact(i),
                     spanning_per_zspage: i.spanning_per_zspage(page),
                     tail_waste: i.tail_waste(page),

@@ -24,7 +24,7 @@ enum Word {
 }
 
 impl Pool {
-    /// Stores `data` (1..=page bytes) and returns the handle that owns it.
+    /// Stores `data` (1..=[`Pool::max_object_size`] bytes) and returns the handle that owns it.
     pub fn store(&self, data: &[u8]) -> Result<Handle<&Pool>> {
         Self::new_handle(self, data.len(), Some(data))
     }
@@ -86,8 +86,9 @@ impl Pool {
         if len == 0 {
             return Err(Error::InvalidArgument("object length is 0".into()));
         }
-        if len > self.page() {
-            return Err(Error::TooLarge { len, max: self.page() });
+        let max = self.table.max_size() as usize;
+        if len > max {
+            return Err(Error::TooLarge { len, max });
         }
         Ok(())
     }
@@ -167,9 +168,11 @@ impl Pool {
         Ok(())
     }
 
+    #[inline(never)]
     fn create_zspage(&self, st: &mut ClassState, pos: usize) -> Result<u32> {
         let info = &self.classes[pos].info;
-        let n = u64::from(info.pages_per_zspage);
+        // Pages counted: units << order (the multi-page band's zspages are compound pages).
+        let n = u64::from(info.zspage_pages());
         let limit = self.config.mem_limit_pages;
         let reserved =
             self.pages_allocated.fetch_update(Ordering::AcqRel, Ordering::Acquire, |p| {
@@ -179,12 +182,12 @@ impl Pool {
             return Err(Error::OutOfMemory);
         };
         let mut pages = [0 as Pfn; MAX_CHAIN_SIZE as usize];
-        let pages = &mut pages[..n as usize];
-        let entry = if self.arena.alloc_pages(pages, pos) {
+        let pages = &mut pages[..info.pages_per_zspage as usize];
+        let entry = if self.arena.alloc_zspage(pages, pos, info.order) {
             match self.zspages.take() {
                 Some(entry) => Some(entry),
                 None => {
-                    self.arena.free_pages(pages);
+                    self.arena.free_zspage(pages, info.order);
                     None
                 }
             }

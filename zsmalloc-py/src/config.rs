@@ -197,6 +197,7 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
         .as_ref()
         .map(|t| t.classes().iter().map(|c| (c.size, c.chain)).collect::<Vec<(u32, u32)>>());
     d.set_item("class_table", table)?;
+    d.set_item("multi_page_size", c.multi_page_size)?;
     Ok(d)
 }
 
@@ -215,6 +216,7 @@ pub fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, Py
     d.set_item("read_copy_bytes", s.read_copy_bytes)?;
     d.set_item("writes_spanning", s.writes_spanning)?;
     d.set_item("objs_moved", s.objs_moved)?;
+    d.set_item("bytes_moved", s.bytes_moved)?;
     Ok(d)
 }
 
@@ -231,6 +233,7 @@ pub fn class_stats_dict<'py>(
     d.set_item("pages_per_zspage", c.pages_per_zspage)?;
     d.set_item("objs_per_zspage", c.objs_per_zspage)?;
     d.set_item("huge", c.huge)?;
+    d.set_item("order", c.order)?;
     d.set_item("fullness", PyList::new_bound(py, c.fullness))?;
     d.set_item("obj_allocated", c.obj_allocated)?;
     d.set_item("obj_used", c.obj_used)?;
@@ -260,6 +263,7 @@ pub fn class_table_rows<'py>(py: Python<'py>, table: &ClassTable) -> PyResult<Bo
         d.set_item("pages_per_zspage", c.pages_per_zspage)?;
         d.set_item("objs_per_zspage", c.objs_per_zspage)?;
         d.set_item("huge", c.huge)?;
+        d.set_item("order", c.order)?;
         d.set_item("first_index", c.first_index)?;
         d.set_item("last_index", c.index)?;
         d.set_item("tail_waste", c.tail_waste(page))?;

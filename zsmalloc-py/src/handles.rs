@@ -154,9 +154,9 @@ impl Handles {
                 data.len()
             )));
         }
-        let page = pool.config().page_size as usize;
-        if let Some(&l) = lens.iter().find(|&&l| l > page) {
-            return Err(Error::TooLarge { len: l, max: page }).py();
+        let max = pool.config().max_object_size() as usize;
+        if let Some(&l) = lens.iter().find(|&&l| l > max) {
+            return Err(Error::TooLarge { len: l, max }).py();
         }
         let base = data.as_slice().as_ptr() as usize;
         let mut off = 0;

@@ -39,6 +39,10 @@ pub fn class_delta(v: &Bound<'_, PyAny>) -> PyResult<u32> {
     extract(v, "class_delta", "0 (page_size >> 8) or a multiple of 8 below the page size")
 }
 
+pub fn multi_page_size(v: &Bound<'_, PyAny>) -> PyResult<u32> {
+    extract(v, "multi_page_size", "0 or page_size << K, K in 1..=4, at most 65536")
+}
+
 pub fn mem_limit_pages(v: &Bound<'_, PyAny>) -> PyResult<u64> {
     extract(v, "mem_limit_pages", "a page count, 0 for no limit")
 }

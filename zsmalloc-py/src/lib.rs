@@ -42,9 +42,11 @@ zsmalloc::export_c_abi!();
 /// The rows are accepted back as `Pool(class_table=...)` (their `size` and `pages_per_zspage`).
 #[pyfunction]
 #[pyo3(signature = (*, page_size = 4096, chain_size = 8, class_delta = 0, chain_policy = None,
-    read_mode = "copy", mem_limit_pages = 0, backing = "anonymous", class_table = None),
+    read_mode = "copy", mem_limit_pages = 0, backing = "anonymous", class_table = None,
+    multi_page_size = 0),
     text_signature = "(*, page_size=4096, chain_size=8, class_delta=0, chain_policy='classic', \
-        read_mode='copy', mem_limit_pages=0, backing='anonymous', class_table=None)")]
+        read_mode='copy', mem_limit_pages=0, backing='anonymous', class_table=None, \
+        multi_page_size=0)")]
 // One argument per keyword of the Python signature.
 #[allow(clippy::too_many_arguments)]
 fn class_table<'py>(
@@ -57,9 +59,10 @@ fn class_table<'py>(
     #[pyo3(from_py_with = "int_keywords::mem_limit_pages")] mem_limit_pages: u64,
     backing: &str,
     class_table: Option<&Bound<'py, PyAny>>,
+    #[pyo3(from_py_with = "int_keywords::multi_page_size")] multi_page_size: u32,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;
-    let (cfg, failed) = config::build(
+    let (mut cfg, failed) = config::build(
         page_size,
         chain_size,
         class_delta,
@@ -69,6 +72,7 @@ fn class_table<'py>(
         backing,
         class_table,
     )?;
+    cfg.multi_page_size = multi_page_size;
     let table = zsmalloc_core::ClassTable::new(&cfg).py();
     config::take_policy_error(&failed)?;
     config::class_table_rows(py, &table?)

@@ -37,7 +37,8 @@ impl Drop for Hold {
     }
 }
 
-/// A zsmalloc pool of objects of 1..=page_size bytes.
+/// A zsmalloc pool of objects of 1..=page_size bytes (1..=multi_page_size with the multi-page
+/// band).
 ///
 /// Keywords (the defaults are mainline's; the environment is ignored, see `Pool.from_env`):
 /// `page_size` 4096 (4096..=65536, a power of two), `chain_size` 8 (most pages per zspage,
@@ -45,7 +46,9 @@ impl Drop for Hold {
 /// "classic" ("heuristic", "fixed-N" or a callable `f(class_size, page_size, max_chain) ->
 /// pages`), `read_mode` "copy", `mem_limit_pages` 0 (no limit), `backing` "anonymous"
 /// ("memfd"), `backend` "zsmalloc" ("zblock", "malloc": the other allocators, which refuse the
-/// zsmalloc-only keywords set to anything but their defaults).
+/// zsmalloc-only keywords set to anything but their defaults), `multi_page_size` 0 (off; else
+/// `page_size << K`, K in 1..=4, at most 65536: classes of compound pages and objects up to that
+/// size, docs/PYTHON.md).
 ///
 /// All methods may be called from several threads at once. Bulk calls (`store_many`,
 /// `read_many`), `compact`, `stats` and `class_stats` release the GIL.

@@ -24,10 +24,10 @@ impl Pool {
     #[new]
     #[pyo3(signature = (name = "pool", *, page_size = 4096, chain_size = 8, class_delta = 0,
         chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous",
-        backend = "zsmalloc", class_table = None),
+        backend = "zsmalloc", class_table = None, multi_page_size = 0),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
             chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous', \
-            backend='zsmalloc', class_table=None)")]
+            backend='zsmalloc', class_table=None, multi_page_size=0)")]
     // One argument per keyword of the Python signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -41,6 +41,7 @@ impl Pool {
         backing: &str,
         backend: &str,
         class_table: Option<&Bound<'_, PyAny>>,
+        #[pyo3(from_py_with = "int_keywords::multi_page_size")] multi_page_size: u32,
     ) -> PyResult<Self> {
         let (mut cfg, failed) = config::build(
             page_size,
@@ -53,6 +54,7 @@ impl Pool {
             class_table,
         )?;
         cfg.backend = zsmalloc_core::BackendKind::parse(backend).py()?;
+        cfg.multi_page_size = multi_page_size;
         let pool = Pool::create(name, cfg);
         config::take_policy_error(&failed)?;
         pool
@@ -114,12 +116,28 @@ impl Pool {
         self.core().huge_class_size()
     }
 
+    /// The longest object the pool stores: `multi_page_size` if set, else `page_size`.
+    #[getter]
+    fn max_object_size(&self) -> u32 {
+        self.core().config().max_object_size()
+    }
+
+    /// `huge_class_size` of one band of classes (`zs_huge_class_size_band`): 0 the base band
+    /// (as `huge_class_size`), 1 the multi-page band; 0 for a band the pool does not have.
+    fn huge_class_size_band(&self, band: u32) -> usize {
+        match self.core().as_zsmalloc() {
+            Some(p) => p.huge_class_size_of_band(band).unwrap_or(0),
+            None if band == 0 => self.core().huge_class_size(),
+            None => 0,
+        }
+    }
+
     /// Index of the class serving `size` bytes as given (`zs_lookup_class_index`).
     fn lookup_class_index(&self, size: usize) -> u32 {
         self.core().lookup_class_index(size)
     }
 
-    /// Stores a copy of `data` (any bytes-like object, 1..=page_size bytes).
+    /// Stores a copy of `data` (any bytes-like object, 1..=max_object_size bytes).
     fn store(slf: &Bound<'_, Self>, data: &Bound<'_, PyAny>) -> PyResult<Handle> {
         let py = slf.py();
         let bytes = BytesArg::get(data)?;

@@ -116,6 +116,7 @@ def test_configuration_keywords():
         "backing": "anonymous",
         "backend": "zsmalloc",
         "class_table": None,
+        "multi_page_size": 0,
     }
     assert pool.name == "cfg" and pool.page_size == 16384
     assert "heuristic" in repr(pool)
@@ -133,6 +134,7 @@ def test_defaults_are_mainline():
         "backing": "anonymous",
         "backend": "zsmalloc",
         "class_table": None,
+        "multi_page_size": 0,
     }
 
 
@@ -184,7 +186,7 @@ def test_stats_have_the_zs_pool_stats_names(pool):
     names = {
         "pages_compacted", "pages_allocated", "pages_peak", "pages_cached", "objs_allocated",
         "objs_inuse", "bytes_stored", "reads", "reads_spanning", "read_copy_bytes",
-        "writes_spanning", "objs_moved",
+        "writes_spanning", "objs_moved", "bytes_moved",
     }
     assert set(pool.stats()) == names
     # A class whose zspages hold objects that cross page boundaries.

@@ -104,8 +104,14 @@ impl Workload {
 }
 
 /// The pool every benchmark uses: mainline defaults (4 KiB pages, chain 8, classic policy).
+/// The pool of the harnesses: mainline's defaults; `OPS_MULTI_PAGE_SIZE=16384` adds the
+/// multi-page band (docs/DESIGN.md, Objects of several pages), to measure what it costs the
+/// base band's objects.
 pub fn pool() -> Pool {
-    Pool::new(PoolConfig::default()).expect("default configuration is valid")
+    let multi_page_size =
+        std::env::var("OPS_MULTI_PAGE_SIZE").map_or(0, |v| v.parse().expect("OPS_MULTI_PAGE_SIZE"));
+    Pool::new(PoolConfig { multi_page_size, ..PoolConfig::default() })
+        .expect("default configuration is valid")
 }
 
 /// Anything that can run the steady-state steps.

@@ -121,7 +121,8 @@ impl Pool {
         let hw = unsafe { &*(self.arena.addr(offset) as *const AtomicU64) };
         let addr = h as *const AtomicUsize as usize;
         header::begin_announced(slot, hw, addr, Some(len))?;
-        let spanning = (offset & (self.page() - 1)) + HDR as usize + len > self.page();
+        let unit = 1usize << self.unit_shift(&place.class.info);
+        let spanning = (offset & (unit - 1)) + HDR as usize + len > unit;
         Some((Registration::on(hw, addr, Some(slot)), place.pos, spanning))
     }
 }

@@ -39,10 +39,11 @@ impl Pool {
             }
         } else {
             let at = p.loc.offset();
-            let page = self.page();
-            let a = (at >> self.page_shift()) as crate::arena::Pfn;
-            // The zspage's page after the header's: the second piece's, or the first's when
-            // the payload starts exactly at the next page.
+            // The class's unit: a page, or an aligned compound page of the multi-page band.
+            let unit = 1usize << self.unit_shift(p.info);
+            let a = ((at & !(unit - 1)) >> self.page_shift()) as crate::arena::Pfn;
+            // The zspage's unit after the header's: the second piece's, or the first's when
+            // the payload starts exactly at the next unit.
             let b =
                 if layout.pieces[1].len > 0 { layout.pieces[1].pfn } else { layout.pieces[0].pfn };
             let window = self.arena.window().expect("map mode has map slots");
@@ -50,9 +51,9 @@ impl Pool {
                 self.arena.file_page(a).expect("map mode has a memfd"),
                 self.arena.file_page(b).expect("map mode has a memfd"),
             );
-            match window.map(fd, off_a, off_b, p.reg.owner) {
-                // SAFETY: the slot spans two pages; `at & (page - 1)` + HDR is within them.
-                Ok(slot) => unsafe { slot.add((at & (page - 1)) + HDR as usize) },
+            match window.map(fd, off_a, off_b, unit, p.reg.owner) {
+                // SAFETY: the slot spans two units; `at & (unit - 1)` + HDR is within them.
+                Ok(slot) => unsafe { slot.add((at & (unit - 1)) + HDR as usize) },
                 Err(e) => {
                     p.release();
                     return Err(e);
@@ -98,7 +99,8 @@ impl Pool {
         let offset = p.loc.offset();
         let len = mem_len
             .unwrap_or_else(|| header::len(self.arena.word_at(offset).load(Ordering::Acquire)));
-        (offset & (self.page() - 1)) + HDR as usize + len > self.page()
+        let unit = 1usize << self.unit_shift(&p.class.info);
+        (offset & (unit - 1)) + HDR as usize + len > unit
     }
 
     /// Releases the map slot of a section of the handle at `owner`: the one holding `mem` if

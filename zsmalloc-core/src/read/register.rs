@@ -236,8 +236,8 @@ impl Pool {
                 p.release();
                 return Err(wrong_read_len(m, len));
             }
-            let in_page = loc.offset() & (self.page() - 1);
-            if in_page + HDR as usize + len > self.page() {
+            let unit = 1usize << self.unit_shift(info);
+            if (loc.offset() & (unit - 1)) + HDR as usize + len > unit {
                 // Spanning: the layout reads the zspage's page list, so the word's zspage must
                 // be the object's. Stable now: a registered object keeps its zspage alive.
                 if let Err(e) = self

@@ -46,7 +46,8 @@ impl Pool {
         let mut segs = [(std::ptr::null(), 0); 2];
         let mut n = 0;
         for p in layout.pieces.iter().filter(|p| p.len > 0) {
-            // SAFETY: offset < page, so the pointer stays inside the page's mapping.
+            // SAFETY: the piece lies within its unit (a page, or a compound page of adjacent
+            // pages), so the pointer stays inside the unit's mapping.
             segs[n] = (unsafe { self.arena.page_ptr(p.pfn).add(p.offset) } as *const u8, p.len);
             n += 1;
         }

@@ -54,6 +54,7 @@ impl Backend for ZblockPool {
                     pages_per_zspage: t.num_pages,
                     objs_per_zspage: t.slots,
                     huge: false,
+                    order: 0,
                     fullness: [0; 12],
                     obj_allocated: st.nblocks * u64::from(t.slots),
                     obj_used: st.obj_used,

@@ -36,6 +36,7 @@ class _PoolConfigDict(TypedDict):
     backing: str
     backend: str
     class_table: list[tuple[int, int]] | None
+    multi_page_size: int
 
 class _PoolStatsDict(TypedDict):
     pages_compacted: int
@@ -50,6 +51,7 @@ class _PoolStatsDict(TypedDict):
     read_copy_bytes: int
     writes_spanning: int
     objs_moved: int
+    bytes_moved: int
 
 class _ClassStatsDict(TypedDict):
     page_size: int
@@ -58,6 +60,7 @@ class _ClassStatsDict(TypedDict):
     pages_per_zspage: int
     objs_per_zspage: int
     huge: bool
+    order: int
     fullness: list[int]
     obj_allocated: int
     obj_used: int
@@ -80,6 +83,7 @@ class _ClassTableRow(TypedDict):
     pages_per_zspage: int
     objs_per_zspage: int
     huge: bool
+    order: int
     first_index: int
     last_index: int
     tail_waste: int
@@ -108,6 +112,7 @@ class Pool:
         backing: str = "anonymous",
         backend: str = "zsmalloc",
         class_table: _ClassTable | None = None,
+        multi_page_size: int = 0,
     ) -> Pool: ...
     @classmethod
     def from_env(cls, name: str = "pool") -> Pool: ...
@@ -127,6 +132,9 @@ class Pool:
     def total_pages(self) -> int: ...
     @property
     def huge_class_size(self) -> int: ...
+    @property
+    def max_object_size(self) -> int: ...
+    def huge_class_size_band(self, band: int) -> int: ...
     def lookup_class_index(self, size: int) -> int: ...
     def store(self, data: Buffer) -> Handle: ...
     def malloc(self, size: int) -> Handle: ...
@@ -214,4 +222,5 @@ def class_table(
     mem_limit_pages: int = 0,
     backing: str = "anonymous",
     class_table: _ClassTable | None = None,
+    multi_page_size: int = 0,
 ) -> list[_ClassTableRow]: ...
