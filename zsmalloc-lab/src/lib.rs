@@ -21,6 +21,7 @@
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
+//! - [`folios`]: large folios stored whole as the 2024 multi-page RFC does (`zsmalloc folios`);
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
 //! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
@@ -45,6 +46,7 @@ pub mod content;
 pub mod cost;
 pub mod driver;
 pub mod error;
+pub mod folios;
 pub mod kernel;
 pub mod memory;
 pub mod optimize;
