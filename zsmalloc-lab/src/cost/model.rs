@@ -169,7 +169,8 @@ impl Environment {
             mib(self.pool_bytes_target),
             self.batch,
             mib(self.evict_bytes),
-            self.last_level_cache_bytes.map_or("unknown size".into(), |b| format!("{} MiB", mib(b)))
+            self.last_level_cache_bytes
+                .map_or("unknown size".into(), |b| format!("{} MiB", mib(b)))
         )
     }
 }
