@@ -86,6 +86,7 @@ pub struct Filled<'p> {
     pub objects: u64,
     pub pages_used: u64,
     pub padding_bytes: u64,
+    pub unused_bytes: u64,
     pub padding_classes: Vec<ClassPadding>,
     pub churned: u64,
     pub max_pages_used: u64,
@@ -108,8 +109,10 @@ pub fn fill_and_churn<'p>(
         slots.push((i as u32, h));
     }
     let stats = pool.stats();
-    let (padding_bytes, padding_classes) = padding(pool, &slots);
+    let (padding_bytes, class_bytes, padding_classes) = padding(pool, &slots);
     let (objects, pages_used) = (stats.objs_inuse, stats.pages_allocated);
+    let unused_bytes =
+        (pages_used * u64::from(pool.config().page_size)).saturating_sub(class_bytes);
     // Swap-in of a seeded share (a partial Fisher-Yates draw), then as many swap-outs of
     // folios drawn from the corpus.
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -135,6 +138,7 @@ pub fn fill_and_churn<'p>(
         objects,
         pages_used,
         padding_bytes,
+        unused_bytes,
         padding_classes,
         churned: churned as u64,
         max_pages_used: after.pages_peak,
@@ -146,9 +150,9 @@ pub fn fill_and_churn<'p>(
     })
 }
 
-/// Class size less length and header, summed over the stored objects; the five classes with
-/// the most of it.
-fn padding(pool: &Pool, slots: &[(u32, Option<Handle<&Pool>>)]) -> (u64, Vec<ClassPadding>) {
+/// Class size less length and header, summed over the stored objects; the class sizes summed;
+/// the five classes with the most padding.
+fn padding(pool: &Pool, slots: &[(u32, Option<Handle<&Pool>>)]) -> (u64, u64, Vec<ClassPadding>) {
     let table = pool.class_table();
     let classes = table.classes();
     let mut per = vec![(0u64, 0u64); classes.len()];
@@ -160,6 +164,7 @@ fn padding(pool: &Pool, slots: &[(u32, Option<Handle<&Pool>>)]) -> (u64, Vec<Cla
         per[pos].1 += (c.size as usize).saturating_sub(used) as u64;
     }
     let total = per.iter().map(|p| p.1).sum();
+    let class_bytes = per.iter().zip(classes).map(|(p, c)| p.0 * u64::from(c.size)).sum();
     let mut rows: Vec<ClassPadding> = per
         .iter()
         .enumerate()
@@ -183,5 +188,5 @@ fn padding(pool: &Pool, slots: &[(u32, Option<Handle<&Pool>>)]) -> (u64, Vec<Cla
         b.padding_bytes.cmp(&a.padding_bytes).then(a.class_size.cmp(&b.class_size))
     });
     rows.truncate(5);
-    (total, rows)
+    (total, class_bytes, rows)
 }

@@ -60,6 +60,10 @@ pub struct FolioRow {
     /// Class spacing waste after the fill: the sum over objects of class size less the
     /// object's length and its 8-byte header (huge classes hold no header).
     pub padding_bytes: u64,
+    /// Bytes of the pool's pages after the fill that hold no object: free slots of partly
+    /// filled zspages and zspage tails (`pages_used * page` less the class sizes of the
+    /// objects).
+    pub unused_bytes: u64,
     /// The classes with the most padding, most first.
     pub padding_classes: Vec<ClassPadding>,
     /// Folios swapped in and as many stored anew.

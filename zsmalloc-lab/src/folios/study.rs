@@ -108,6 +108,7 @@ fn one_row(
         pages_after_compact: filled.pages_after_compact,
         compaction: filled.compaction,
         padding_bytes: filled.padding_bytes,
+        unused_bytes: filled.unused_bytes,
         padding_classes: filled.padding_classes.clone(),
         churned: filled.churned,
         reads,

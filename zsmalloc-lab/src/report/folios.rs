@@ -55,6 +55,7 @@ pub fn columns() -> Vec<Column> {
     c.push(Column::at(&["compaction", "objects_moved"]));
     c.push(Column::at(&["compaction", "bytes_moved"]));
     c.push(Column::at(&["padding_bytes"]));
+    c.push(Column::at(&["unused_bytes"]));
     c.push(Column::at(&["churned"]));
     c.push(Column::at(&["reads", "sample_folios"]));
     for path in ["large_folio", "order0_fallback", "batch_fallback", "mixed_order0", "mixed_batch"]
@@ -132,10 +133,12 @@ fn table(r: &FoliosReport) -> String {
                     w.compaction.bytes_moved as f64 / f64::from(1 << 20)
                 ),
                 format!("{:.1} MiB", w.padding_bytes as f64 / f64::from(1 << 20)),
+                format!("{:.1} MiB", w.unused_bytes as f64 / f64::from(1 << 20)),
             ]
         })
         .collect();
-    out += "Store (pages after the fill, at the peak, after churn and compact):\n";
+    out += "Store (pages after the fill, at the peak, after churn and compact; padding: class \
+            size less object and header; unused: free slots and zspage tails after the fill):\n";
     out += &with_head(
         &[
             "compressor",
@@ -149,6 +152,7 @@ fn table(r: &FoliosReport) -> String {
             "compacted",
             "moved (objs / bytes)",
             "padding",
+            "unused",
         ],
         &store,
         2,
