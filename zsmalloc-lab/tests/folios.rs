@@ -92,6 +92,21 @@ fn the_fallbacks_decompress_what_the_rfc_says() {
 }
 
 #[test]
+fn swap_ins_without_refill_leave_holes_for_compaction() {
+    let r: Value = serde_json::from_str(&small(
+        "json",
+        &["--compressor", "zstd", "--churn-share", "0.75", "--refill-share", "0"],
+    ))
+    .unwrap();
+    for w in r["rows"].as_array().unwrap() {
+        assert_eq!(w["refilled"], 0, "{w}");
+        assert!(w["churned"].as_u64().unwrap() > 0);
+        assert!(w["pages_after_compact"].as_u64() < w["pages_used"].as_u64(), "{w}");
+        assert!(w["compaction"]["objects_moved"].as_u64().unwrap() > 0, "{w}");
+    }
+}
+
+#[test]
 fn same_filled_is_tested_over_the_whole_folio() {
     // 16 zero pages (one 64K folio), then 15 zero pages and one that is not.
     let mut data = vec![0u8; 32 * 4096];

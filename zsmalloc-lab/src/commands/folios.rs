@@ -22,7 +22,7 @@ size (a folio of one page: the band off). Every folio of the corpus is tested fo
 (8-byte words over the whole folio; kept outside the pool), else compressed whole and stored as \
 one object, raw when the compressed length reaches the band's huge class size. Then a seeded \
 --churn-share of the folios is swapped in (freed) and as many folios drawn from the corpus are \
-stored, and the pool is compacted. Swap-in is timed three ways on a sample: large_folio (one \
+stored (--refill-share of as many: 0 leaves the holes for compaction), and the pool is compacted. Swap-in is timed three ways on a sample: large_folio (one \
 decompression into the large folio), order0_fallback (no large folio: each 4K fault decompresses \
 the whole object), batch_fallback (the RFC's v3 4/4: each decompression fills four small \
 folios); mixed_* weigh them by --fallback-share. Swap-out is timed per folio and per 4K page.
@@ -59,6 +59,9 @@ pub struct FoliosArgs {
     /// Share of the folios swapped in and replaced, 0..=1 [default: 0.5]
     #[arg(long, value_name = "SHARE")]
     pub churn_share: Option<f64>,
+    /// Folios stored anew after the swap-ins, as a share of them, 0..=1 [default: 1, as many]
+    #[arg(long, value_name = "SHARE")]
+    pub refill_share: Option<f64>,
     /// Share of swap-ins that find no large folio, for the mixed figures, 0..=1 [default: 0.1,
     /// an assumption]
     #[arg(long, value_name = "SHARE")]
@@ -136,6 +139,7 @@ fn options(a: &FoliosArgs) -> LabResult<FoliosOptions> {
             "--churn-share",
             a.churn_share.unwrap_or(opt::DEFAULT_CHURN_SHARE),
         )?,
+        refill_share: opt::parse_share("--refill-share", a.refill_share.unwrap_or(1.0))?,
         fallback_share: opt::parse_share(
             "--fallback-share",
             a.fallback_share.unwrap_or(opt::DEFAULT_FALLBACK_SHARE),

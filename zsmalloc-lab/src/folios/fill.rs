@@ -81,7 +81,8 @@ impl Compressed {
 
 /// The pool after the fill and the churn.
 pub struct Filled<'p> {
-    /// One slot per folio of the corpus: the folio it holds now and its object.
+    /// One slot per folio of the corpus: the folio it holds now ([`FREED`]: none) and its
+    /// object.
     pub slots: Vec<(u32, Option<Handle<&'p Pool>>)>,
     pub objects: u64,
     pub pages_used: u64,
@@ -89,18 +90,29 @@ pub struct Filled<'p> {
     pub unused_bytes: u64,
     pub padding_classes: Vec<ClassPadding>,
     pub churned: u64,
+    pub refilled: u64,
     pub max_pages_used: u64,
     pub pages_after_compact: u64,
     pub compaction: Compaction,
 }
 
-/// Fills `pool` with every folio, churns `share` of them (seeded), compacts.
+/// A slot whose folio was swapped in and not replaced.
+pub const FREED: u32 = u32::MAX;
+
+/// Swap's churn: `share` of the folios swapped in, `refill` of that many stored anew.
+#[derive(Debug, Clone, Copy)]
+pub struct Churn {
+    pub share: f64,
+    pub refill: f64,
+    pub seed: u64,
+}
+
+/// Fills `pool` with every folio, churns (seeded), compacts.
 pub fn fill_and_churn<'p>(
     pool: &'p Pool,
     corpus: &[u8],
     c: &Compressed,
-    share: f64,
-    seed: u64,
+    churn: Churn,
 ) -> LabResult<Filled<'p>> {
     let n = c.kept.len();
     let mut slots = crate::memory::try_vec(n, "--max-pages")?;
@@ -115,17 +127,20 @@ pub fn fill_and_churn<'p>(
         (pages_used * u64::from(pool.config().page_size)).saturating_sub(class_bytes);
     // Swap-in of a seeded share (a partial Fisher-Yates draw), then as many swap-outs of
     // folios drawn from the corpus.
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let churned = ((n as f64) * share).round() as usize;
+    let mut rng = ChaCha8Rng::seed_from_u64(churn.seed);
+    let churned = ((n as f64) * churn.share).round() as usize;
+    let refilled = ((churned as f64) * churn.refill).round() as usize;
     let mut order: Vec<u32> = (0..n as u32).collect();
     for k in 0..churned {
         let j = rng.gen_range(k..n);
         order.swap(k, j);
-        if let Some(h) = slots[order[k] as usize].1.take() {
+        let slot = &mut slots[order[k] as usize];
+        slot.0 = FREED;
+        if let Some(h) = slot.1.take() {
             h.free()?;
         }
     }
-    for &slot in &order[..churned] {
+    for &slot in &order[..refilled] {
         let src = rng.gen_range(0..n);
         let h = c.object(corpus, src).map(|o| pool.store(o)).transpose()?;
         slots[slot as usize] = (src as u32, h);
@@ -141,6 +156,7 @@ pub fn fill_and_churn<'p>(
         unused_bytes,
         padding_classes,
         churned: churned as u64,
+        refilled: refilled as u64,
         max_pages_used: after.pages_peak,
         pages_after_compact: after.pages_allocated,
         compaction: Compaction {

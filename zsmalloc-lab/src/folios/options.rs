@@ -32,6 +32,7 @@ pub struct FoliosOptions {
     pub compressors: Vec<Compressor>,
     pub zstd_level: i32,
     pub churn_share: f64,
+    pub refill_share: f64,
     pub fallback_share: f64,
     pub repeat: usize,
     pub seed: u64,

@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use zsmalloc_core::{Handle, Pool};
 
 use super::compressor::Engine;
-use super::fill::{Compressed, Kept};
+use super::fill::{Compressed, Kept, FREED};
 use super::row::{ReadPath, Reads, Writes};
 use crate::error::{LabError, LabResult};
 use crate::timing::{Clock, Samples};
@@ -42,11 +42,17 @@ enum Path {
     Batch,
 }
 
-/// Slots of the sample: a seeded shuffle, as many folios as `sample_bytes` holds (at least 1).
-pub fn sample(slots: usize, folio: usize, sample_bytes: u64, seed: u64) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..slots).collect();
+/// Slots of the sample: the slots holding a folio in a seeded shuffle, as many as
+/// `sample_bytes` holds (at least 1).
+pub fn sample(
+    slots: &[(u32, Option<Handle<&Pool>>)],
+    folio: usize,
+    bytes: u64,
+    seed: u64,
+) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..slots.len()).filter(|&i| slots[i].0 != FREED).collect();
     order.shuffle(&mut ChaCha8Rng::seed_from_u64(seed ^ 0x5eed_f011));
-    order.truncate(((sample_bytes / folio as u64).max(1) as usize).min(slots));
+    order.truncate(((bytes / folio as u64).max(1) as usize).min(order.len()));
     order
 }
 

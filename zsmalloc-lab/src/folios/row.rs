@@ -18,6 +18,8 @@ pub struct FoliosReport {
     pub zstd_level: i32,
     /// Share of the folios swapped in (freed) and replaced by as many new ones.
     pub churn_share: f64,
+    /// Share of the folios swapped in that are replaced by new ones (1: as many).
+    pub refill_share: f64,
     /// Share of swap-ins that find no large folio, for the `mixed` read figures.
     pub fallback_share: f64,
     /// Timed rounds, interleaved; times are `{min, median, max}` over them.
@@ -66,8 +68,10 @@ pub struct FolioRow {
     pub unused_bytes: u64,
     /// The classes with the most padding, most first.
     pub padding_classes: Vec<ClassPadding>,
-    /// Folios swapped in and as many stored anew.
+    /// Folios swapped in.
     pub churned: u64,
+    /// Folios stored anew after them, drawn from the corpus.
+    pub refilled: u64,
     pub reads: Reads,
     pub writes: Writes,
     /// Thread CPU of compressing the corpus for the fill (same-filled tests included).

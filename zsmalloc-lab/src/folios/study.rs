@@ -6,7 +6,7 @@ use std::time::Instant;
 use zsmalloc_core::Pool;
 
 use super::compressor::{Compressor, Engine};
-use super::fill::{fill_and_churn, Compressed};
+use super::fill::{fill_and_churn, Churn, Compressed};
 use super::options::FoliosOptions;
 use super::reads::{sample, Timed};
 use super::row::{FolioRow, FoliosReport, RunTime};
@@ -58,6 +58,7 @@ pub fn run(opts: &FoliosOptions, sink: &ProgressSink) -> LabResult<FoliosReport>
         chain_size: opts.config.chain_size,
         zstd_level: opts.zstd_level,
         churn_share: opts.churn_share,
+        refill_share: opts.refill_share,
         fallback_share: opts.fallback_share,
         repeat: opts.repeat,
         seed: opts.seed,
@@ -80,8 +81,9 @@ fn one_row(
     let band = u32::from(folio > opts.config.page_size);
     let huge = pool.huge_class_size_of_band(band).unwrap_or(pool.huge_class_size());
     let compressed = Compressed::of(corpus, folio as usize, huge, engine)?;
-    let filled = fill_and_churn(&pool, corpus, &compressed, opts.churn_share, opts.seed)?;
-    let picked = sample(filled.slots.len(), folio as usize, opts.sample_bytes, opts.seed);
+    let churn = Churn { share: opts.churn_share, refill: opts.refill_share, seed: opts.seed };
+    let filled = fill_and_churn(&pool, corpus, &compressed, churn)?;
+    let picked = sample(&filled.slots, folio as usize, opts.sample_bytes, opts.seed);
     let timed = Timed {
         pool: &pool,
         corpus,
@@ -111,6 +113,7 @@ fn one_row(
         unused_bytes: filled.unused_bytes,
         padding_classes: filled.padding_classes.clone(),
         churned: filled.churned,
+        refilled: filled.refilled,
         reads,
         writes,
         fill_compress_seconds: (compressed.seconds * 1e3).round() / 1e3,

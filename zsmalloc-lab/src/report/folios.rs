@@ -57,6 +57,7 @@ pub fn columns() -> Vec<Column> {
     c.push(Column::at(&["padding_bytes"]));
     c.push(Column::at(&["unused_bytes"]));
     c.push(Column::at(&["churned"]));
+    c.push(Column::at(&["refilled"]));
     c.push(Column::at(&["reads", "sample_folios"]));
     for path in ["large_folio", "order0_fallback", "batch_fallback", "mixed_order0", "mixed_batch"]
     {
@@ -100,7 +101,8 @@ fn path(p: &ReadPath) -> String {
 fn table(r: &FoliosReport) -> String {
     let mut out = format!(
         "corpus: {} ({} bytes, {} pages of {})\n\
-         pool: page {}, chain {}; zstd level {}; churn {}; fallback share {}; {} rounds, seed {}\n\n",
+         pool: page {}, chain {}; zstd level {}; churn {} (refill {}); fallback share {}; {} \
+         rounds, seed {}\n\n",
         r.source,
         r.input_bytes,
         r.input_bytes / u64::from(r.page_size),
@@ -109,6 +111,7 @@ fn table(r: &FoliosReport) -> String {
         r.chain_size,
         r.zstd_level,
         r.churn_share,
+        r.refill_share,
         r.fallback_share,
         r.repeat,
         r.seed
