@@ -161,3 +161,89 @@ fn table_csv_and_plot() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("<svg") && text.contains("swap-in CPU"), "plot");
 }
+
+/// The distinct classes of the multi band (class size, index, chain, objects, order) of a
+/// `classes --multi-page` table.
+fn band_classes(args: &[&str]) -> (Value, Vec<(u64, u64, u64, u64, u64)>) {
+    let mut all = vec!["classes", "--multi-page", "16K", "--format", "json", "--step", "64"];
+    all.extend_from_slice(args);
+    let t = json(&all)["tables"][0].clone();
+    let mut out: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+    for r in t["rows"].as_array().unwrap() {
+        let u = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
+        let c = (u("class_size"), u("class_index"), u("chain"), u("objs_per_zspage"), u("order"));
+        if c.0 > 4096 && !out.contains(&c) {
+            out.push(c);
+        }
+    }
+    (t, out)
+}
+
+#[test]
+fn classes_with_the_band_give_the_reviewers_lists() {
+    // Chain 8 at 16K: 13056 is followed by 13632 (classes 396-403 merge into 404); the
+    // band's classes are of order 2, their chains in 16K units.
+    let (t, band) = band_classes(&[]);
+    assert_eq!(
+        (t["huge_class_size"].as_u64(), t["huge_class_size_multi"].as_u64()),
+        (Some(3625), Some(14521))
+    );
+    assert_eq!(t["class_indices"], 448);
+    let at = band.iter().position(|c| c.0 == 13056).unwrap();
+    assert_eq!(band[at + 1].0, 13632);
+    assert_eq!(band[at + 1].1, 404);
+    assert_eq!(band[at].1, 395);
+    // 13632: 5 units of 16K hold 6 objects (81920 / 13632).
+    assert_eq!((band[at + 1].2, band[at + 1].3, band[at + 1].4), (5, 6, 2));
+    assert!(band.iter().all(|c| c.4 == 2 && c.3 == c.2 * 16384 / c.0), "{band:?}");
+    for r in t["rows"].as_array().unwrap() {
+        let size = r["logical_size"].as_u64().unwrap();
+        if (13120..=13632).contains(&size) {
+            assert_eq!(r["class_index"], 404, "{r}");
+        }
+        if size <= 4096 {
+            assert_eq!(r["order"], 0, "{r}");
+        }
+    }
+    // Chain 10: 10880 is followed by 11328.
+    let (t, band) = band_classes(&["--chain-size", "10"]);
+    assert_eq!(t["huge_class_size_multi"], 14841);
+    let at = band.iter().position(|c| c.0 == 10880).unwrap();
+    assert_eq!(band[at + 1].0, 11328);
+    // The text table says both huge sizes; without the band, neither `order` nor the band's
+    // huge size is printed.
+    let text =
+        ok(&["classes", "--multi-page", "16K", "--min-size", "13000", "--max-size", "13100"]);
+    assert!(text.contains("huge_class_size 3625, huge_class_size_multi 14521"), "{text}");
+    let plain = ok(&["classes", "--format", "json", "--max-size", "100"]);
+    assert!(!plain.contains("order") && !plain.contains("multi"), "{plain}");
+}
+
+#[test]
+fn every_configured_command_takes_the_band() {
+    let run = json(&["run", "--multi-page", "16K", "--no-time", "--format", "json"]);
+    assert_eq!(run["config"]["multi_page_size"], 16384, "{run}");
+    let plain = json(&["run", "--no-time", "--format", "json"]);
+    assert!(plain["config"].get("multi_page_size").is_none());
+    // Objects of a page or less stay in the base band: the same pages.
+    assert_eq!(run["pages"], plain["pages"]);
+    let c = json(&[
+        "compare",
+        "--no-time",
+        "--format",
+        "json",
+        "--config",
+        "classic",
+        "--config",
+        "multi-page=64K",
+        "dist",
+        "--objects",
+        "2000",
+    ]);
+    assert_eq!(c["runs"][1]["config"]["multi_page_size"], 65536, "{c}");
+    let e = usage_error(&["run", "--multi-page", "12K"]);
+    assert!(e.contains("multi-page"), "{e}");
+    usage_error(&["run", "--multi-page", "16K", "--backend", "zblock"]);
+    let e = usage_error(&["folios", "--multi-page", "16K"]);
+    assert!(e.contains("--folio-sizes"), "{e}");
+}
