@@ -162,13 +162,15 @@ fn table_csv_and_plot() {
     assert!(text.contains("<svg") && text.contains("swap-in CPU"), "plot");
 }
 
-/// The distinct classes of the multi band (class size, index, chain, objects, order) of a
-/// `classes --multi-page` table.
-fn band_classes(args: &[&str]) -> (Value, Vec<(u64, u64, u64, u64, u64)>) {
+/// A class of the multi band: size, index, chain, objects per zspage, order.
+type BandClass = (u64, u64, u64, u64, u64);
+
+/// The distinct classes of the multi band of a `classes --multi-page` table.
+fn band_classes(args: &[&str]) -> (Value, Vec<BandClass>) {
     let mut all = vec!["classes", "--multi-page", "16K", "--format", "json", "--step", "64"];
     all.extend_from_slice(args);
     let t = json(&all)["tables"][0].clone();
-    let mut out: Vec<(u64, u64, u64, u64, u64)> = Vec::new();
+    let mut out: Vec<BandClass> = Vec::new();
     for r in t["rows"].as_array().unwrap() {
         let u = |k: &str| r[k].as_u64().unwrap_or_else(|| panic!("{k}: {r}"));
         let c = (u("class_size"), u("class_index"), u("chain"), u("objs_per_zspage"), u("order"));
