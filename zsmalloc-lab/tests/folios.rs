@@ -246,6 +246,8 @@ fn every_configured_command_takes_the_band() {
     let e = usage_error(&["run", "--multi-page", "12K"]);
     assert!(e.contains("multi-page"), "{e}");
     usage_error(&["run", "--multi-page", "16K", "--backend", "zblock"]);
+    let e = usage_error(&["optimize", "--multi-page", "16K"]);
+    assert!(e.contains("no multi-page band"), "{e}");
     let e = usage_error(&["folios", "--multi-page", "16K"]);
     assert!(e.contains("--folio-sizes"), "{e}");
 }
