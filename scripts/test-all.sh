@@ -7,6 +7,15 @@ export CARGO_TERM_COLOR=never
 
 step() { printf '\n==> %s\n' "$*"; }
 
+step "build dependencies"
+# The lab links liblzo2 (zsmalloc folios: the kernel's lzo is its LZO1X-1): Debian's liblzo2-dev.
+if [ ! -f /usr/include/lzo/lzo1x.h ]; then
+  SUDO=
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq liblzo2-dev >/dev/null
+fi
+
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings

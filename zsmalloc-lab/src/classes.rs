@@ -26,6 +26,12 @@ pub struct LogicalClassRow {
     /// Objects of a full zspage that cross a page boundary.
     pub spanning_per_zspage: u32,
     pub huge: bool,
+    /// With the multi-page band (docs/DESIGN.md, Objects of several pages): the class's order;
+    /// `chain` then counts units of `page << order` bytes (compound pages) and
+    /// `objs_per_zspage` is `chain * unit / class_size`, as the RFC computes them. Absent
+    /// without the band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order: Option<u32>,
 }
 
 /// A configuration's class table.
@@ -35,6 +41,10 @@ pub struct ClassTableReport {
     pub config: ConfigDesc,
     /// `zs_huge_class_size()`: objects of this length or more go to huge classes.
     pub huge_class_size: u32,
+    /// With the multi-page band: the band's huge class size (a compressed folio of this length
+    /// or more is stored raw). Absent without the band.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub huge_class_size_multi: Option<u32>,
     /// Class indices (`ZS_SIZE_CLASSES`) and created (non-merged) classes.
     pub class_indices: u32,
     pub classes: usize,
@@ -65,6 +75,7 @@ pub fn class_table(
     let cfg = spec.pool_config()?;
     let page = cfg.page_size;
     let table = ClassTable::new(&cfg)?;
+    let banded = table.band().is_some();
     let (worst, worst_class) = table
         .classes()
         .iter()
@@ -85,19 +96,22 @@ pub fn class_table(
             merge_waste: r.merge_waste,
             spanning_per_zspage: r.class.spanning_per_zspage(page),
             huge: r.class.huge,
+            order: banded.then_some(r.class.order),
         })
         .collect::<Vec<_>>();
     if rows.is_empty() {
         return Err(LabError::usage(format!(
-            "no logical size in --min-size {}..=--max-size {} (sizes run {step}..={page} by {step})",
+            "no logical size in --min-size {}..=--max-size {} (sizes run {step}..={} by {step})",
             min.map_or("-".into(), |m| m.to_string()),
-            max.map_or("-".into(), |m| m.to_string())
+            max.map_or("-".into(), |m| m.to_string()),
+            table.max_size()
         )));
     }
     Ok(ClassTableReport {
         label: spec.label.clone(),
         config: ConfigDesc::from(spec),
         huge_class_size: table.huge_class_size(),
+        huge_class_size_multi: table.huge_class_size_of_band(1),
         class_indices: table.index_count(),
         classes: table.classes().len(),
         worst_merge_waste: worst,

@@ -23,6 +23,7 @@
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
 //! - [`inspect`]: the machine's own zram and zswap, and what another table would save
 //!   (`zsmalloc inspect`);
+//! - [`folios`]: large folios stored whole as the 2024 multi-page RFC does (`zsmalloc folios`);
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
 //! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
@@ -45,6 +46,7 @@ pub mod config;
 pub mod cost;
 pub mod driver;
 pub mod error;
+pub mod folios;
 pub mod inspect;
 pub mod kernel;
 pub mod memory;

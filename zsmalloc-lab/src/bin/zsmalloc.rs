@@ -9,7 +9,9 @@
 use clap::error::ErrorKind;
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use zsmalloc_lab::commands::{classes, compare, cost, inspect, kernel, optimize, replay, run};
+use zsmalloc_lab::commands::{
+    classes, compare, cost, folios, inspect, kernel, optimize, replay, run,
+};
 use zsmalloc_lab::{LabError, LabResult};
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
@@ -26,6 +28,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc replay app.trace --format mm_stat
   zsmalloc cost --page-size 16K --format json        # CPU time of reads per mode, decompression included
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
+  zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -54,6 +57,11 @@ enum Cmd {
     /// both write paths, on real compressed pages.
     #[command(after_help = cost::HELP)]
     Cost(cost::CostArgs),
+    /// Large folios compressed whole and stored as one object each (the 2024 multi-page RFC)
+    /// against 4K pages: pages, compaction, padding, swap-in and swap-out CPU per compressor
+    /// (lz4, lzo, zstd) and folio size.
+    #[command(after_help = folios::HELP)]
+    Folios(folios::FoliosArgs),
     /// The running kernel's zram beside the project: check, capture, cost, import (check,
     /// capture and cost need root and zram).
     #[command(subcommand)]
@@ -128,6 +136,7 @@ fn real_main() -> LabResult<()> {
         Cmd::Compare(a) => compare::run(a),
         Cmd::Replay(a) => replay::run(a),
         Cmd::Cost(a) => cost::run(a),
+        Cmd::Folios(a) => folios::run(a),
         Cmd::Kernel(k) => kernel::run(k),
         Cmd::Optimize(a) => optimize::run(a),
         Cmd::Inspect(a) => inspect::run(a),

@@ -6,6 +6,7 @@
 //! - [`compare`]: one workload on several configurations;
 //! - [`classes`]: class tables (and zblock's block table);
 //! - [`cost`]: the cost study, with [`callgrind`] for `--instructions`;
+//! - [`folios`]: large folios compressed whole, one object each, against 4K pages;
 //! - [`kernel`]: the running kernel's zram beside the project;
 //! - [`inspect`]: the machine's own zram devices and zswap;
 //! - [`optimize`]: the best class tables for a workload.
@@ -14,6 +15,7 @@ pub mod callgrind;
 pub mod classes;
 pub mod compare;
 pub mod cost;
+pub mod folios;
 pub mod inspect;
 pub mod kernel;
 pub mod optimize;

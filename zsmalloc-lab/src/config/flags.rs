@@ -43,6 +43,12 @@ pub struct ConfigFlags {
     /// `zsmalloc classes --export` writes one). Its page size becomes the pool's
     #[arg(long, global = true, value_name = "FILE")]
     pub class_table: Option<String>,
+    /// The multi-page band: objects up to this size, large folios compressed whole (the 2024
+    /// RFC "mTHP-friendly compression in zsmalloc and zram based on multi-pages"; docs/DESIGN.md,
+    /// Objects of several pages): 0 (off) or the page size shifted left by 1..=4, at most 64K
+    /// [default: 0]
+    #[arg(long = "multi-page", global = true, value_name = "SIZE")]
+    pub multi_page: Option<String>,
     /// The allocator: zsmalloc, zblock or malloc (`compare` and `cost` take a list: one
     /// configuration per backend, side by side) [default: zsmalloc]
     #[arg(long, global = true, value_name = "NAME")]
@@ -75,6 +81,7 @@ impl ConfigFlags {
             ("read-mode", &self.read_mode),
             ("mem-limit-pages", &self.mem_limit_pages),
             ("merge", &self.merge),
+            ("multi-page", &self.multi_page),
             ("backend", &backend.cloned()),
         ];
         let mut s = ConfigSpec::default();

@@ -24,7 +24,7 @@ pub struct ConfigSpec {
 }
 
 /// The configuration keys, as flags (`--page-size`) and as spec keys (`page-size=`).
-pub const KEYS: [&str; 10] = [
+pub const KEYS: [&str; 11] = [
     "class-table",
     "page-size",
     "chain-size",
@@ -33,6 +33,7 @@ pub const KEYS: [&str; 10] = [
     "read-mode",
     "mem-limit-pages",
     "merge",
+    "multi-page",
     "profile",
     "backend",
 ];
@@ -165,6 +166,9 @@ impl ConfigSpec {
                     )))
                 }
             },
+            "multi-page" | "multi-page-size" => {
+                c.multi_page_size = to_u32("multi-page", parse_bytes("multi-page", value)?)?
+            }
             "backend" => c.backend = parse_backend(value)?,
             "label" | "name" => self.label = value.trim().to_string(),
             _ => {
@@ -238,6 +242,9 @@ impl ConfigSpec {
         if !c.merge_classes {
             s += ", no merging";
         }
+        if c.multi_page_size != 0 {
+            s += &format!(", multi-page {}", c.multi_page_size);
+        }
         s
     }
 
@@ -253,6 +260,7 @@ impl ConfigSpec {
             "mem-limit-pages" | "mem-limit" => c.mem_limit_pages.to_string(),
             "merge" => if c.merge_classes { "on" } else { "off" }.to_string(),
             "backend" => c.backend.name().to_string(),
+            "multi-page" | "multi-page-size" => c.multi_page_size.to_string(),
             "class-table" | "table" => match &c.class_table {
                 Some(t) => format!("{} classes", t.classes().len()),
                 None => "computed".to_string(),
@@ -276,6 +284,9 @@ pub struct ConfigDesc {
     pub merge: bool,
     #[serde(serialize_with = "backend_name")]
     pub backend: BackendKind,
+    /// The multi-page band's size (absent when off).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub multi_page_size: u32,
     /// An explicit class table's classes, `size chain` pairs as in the file format, comma
     /// separated (absent for a computed table, whose settings are the fields above).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -301,8 +312,15 @@ impl ConfigDesc {
         if self.mem_limit_pages != 0 {
             s += &format!(", limit {} pages", self.mem_limit_pages);
         }
+        if self.multi_page_size != 0 {
+            s += &format!(", multi-page {}", self.multi_page_size);
+        }
         s
     }
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 fn read_mode_name<S: Serializer>(m: &ReadMode, s: S) -> Result<S::Ok, S::Error> {
@@ -325,6 +343,7 @@ impl From<&ConfigSpec> for ConfigDesc {
             mem_limit_pages: c.mem_limit_pages,
             merge: c.merge_classes,
             backend: c.backend,
+            multi_page_size: c.multi_page_size,
             class_table: c.class_table.as_ref().map(|t| {
                 let pairs: Vec<String> =
                     t.classes().iter().map(|k| format!("{} {}", k.size, k.chain)).collect();

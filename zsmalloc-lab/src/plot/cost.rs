@@ -244,6 +244,7 @@ mod tests {
             mem_limit_pages: 0,
             merge: true,
             backend: zsmalloc_core::BackendKind::Zsmalloc,
+            multi_page_size: 0,
             class_table: None,
         };
         let grid = class_grid(&desc);

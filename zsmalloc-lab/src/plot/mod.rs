@@ -9,7 +9,8 @@
 //! - [`classes`](classes()): class-table shapes, and the difference of two tables
 //!   (`classes --vs`); [`block_table`](block_table()): zblock's block types;
 //! - [`cost`](cost()): `zsmalloc cost`: read CPU per class and mode, and with several
-//!   configurations a Pareto plot of pages against read CPU, one colour per chain policy.
+//!   configurations a Pareto plot of pages against read CPU, one colour per chain policy;
+//! - [`folios`](folios()): `zsmalloc folios`: pages and swap-in CPU against the folio size.
 //!
 //! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`](draw()) ([`mod@draw`]:
 //! axes, palette, legends beside the plot, never on the data). A new picture (say pages
@@ -21,6 +22,7 @@ mod classes;
 mod cost;
 pub mod draw;
 pub mod figure;
+mod folios;
 mod pareto;
 mod runs;
 mod sweep;
@@ -30,6 +32,7 @@ pub use classes::classes;
 pub use cost::cost;
 pub use draw::draw;
 pub use figure::{steps, Figure, Panel, Series, Style, GREY};
+pub use folios::folios;
 pub use pareto::{pareto_panel, ParetoPoint};
 pub use runs::{class_difference, runs};
 pub use sweep::sweep;

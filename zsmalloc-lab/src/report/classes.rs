@@ -20,8 +20,9 @@ const TEXT: [(&str, usize, &str); 7] = [
     ("Spanning", 8, "spanning_per_zspage"),
 ];
 
-/// The CSV's columns: the table's label and configuration, then the row's keys.
-fn columns() -> Vec<Column> {
+/// The CSV's columns: the table's label and configuration, then the row's keys (`order` with
+/// the multi-page band).
+fn columns(banded: bool) -> Vec<Column> {
     let mut cols = vec![Column::at(&["label"])];
     for k in ["page_size", "chain_size", "class_delta", "chain_policy"] {
         cols.push(Column::at(&["config", k]));
@@ -38,6 +39,9 @@ fn columns() -> Vec<Column> {
         "huge",
     ] {
         cols.push(Column::at(&[k]));
+    }
+    if banded {
+        cols.push(Column::at(&["order"]));
     }
     cols
 }
@@ -68,8 +72,11 @@ fn title(t: &ClassTableReport) -> String {
 }
 
 fn summary(t: &ClassTableReport) -> String {
+    let multi = t.huge_class_size_multi.map_or(String::new(), |h| {
+        format!(", huge_class_size_multi {h} (multi-page {})", t.config.multi_page_size)
+    });
     format!(
-        "{}: {} classes for {} indices, huge_class_size {}, worst merge waste {} bytes/zspage (class {})",
+        "{}: {} classes for {} indices, huge_class_size {}{multi}, worst merge waste {} bytes/zspage (class {})",
         if t.label.is_empty() { "table" } else { &t.label },
         t.classes,
         t.class_indices,
@@ -133,7 +140,8 @@ impl Render for [ClassTableReport] {
             .zip(&rows)
             .flat_map(|(t, rs)| rs.iter().map(move |r| vec![r, t]))
             .collect();
-        csv::table(&columns(), &scoped, Numbers::Plain)
+        let banded = self.iter().any(|t| t.huge_class_size_multi.is_some());
+        csv::table(&columns(banded), &scoped, Numbers::Plain)
     }
 }
 
@@ -159,7 +167,7 @@ mod tests {
     fn every_column_is_a_key_of_the_json() {
         let t = class_table(&ConfigSpec::default(), 16, Some(1000), Some(1100)).unwrap();
         let (tv, rv) = (to_value(&t), to_value(&t.rows[0]));
-        assert!(csv::unresolved(&columns(), &[vec![&rv, &tv]]).is_empty());
+        assert!(csv::unresolved(&columns(false), &[vec![&rv, &tv]]).is_empty());
         for (_, _, key) in TEXT {
             assert!(rv.get(key).is_some(), "{key}");
         }

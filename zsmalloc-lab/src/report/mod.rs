@@ -6,7 +6,8 @@
 //! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`);
-//! - [`kernel`]: `zsmalloc kernel check`, `capture` and `import`.
+//! - [`kernel`]: `zsmalloc kernel check`, `capture`, `cost` and `import`;
+//! - [`folios`]: large folios as one object (`zsmalloc folios`).
 //!
 //! A report's JSON is its data structures serialised; its CSV columns are read out of that
 //! JSON by key ([`csv::Column`]), so a CSV header is the JSON key it comes from and cannot
@@ -17,6 +18,7 @@ pub mod block_table;
 pub mod classes;
 pub mod cost;
 pub mod csv;
+pub mod folios;
 pub mod grid;
 pub mod kernel;
 pub mod runs;

@@ -1,0 +1,162 @@
+//! LZO1X-1 from the reference library, liblzo2 (Debian: `liblzo2-dev`), the algorithm behind
+//! the kernel's `lzo` compressor (`lib/lzo/lzo1x_compress.c` is a port of it). Two calls:
+//! `lzo1x_1_compress` and `lzo1x_decompress_safe`.
+//!
+//! What differs from the kernel: liblzo2's LZO1X-1 hashes into a 2^14-entry dictionary, the
+//! kernel's port into 2^13 entries, so compressed lengths differ a little (the format is the
+//! same: either decompressor reads the other's output). The kernel's `lzo-rle` (the default of
+//! zram since 5.1) adds a run-length encoding of zero runs that exists only in the kernel; it
+//! has no userspace library, and the kernel compresses 4K pages only, so it has no figures
+//! here.
+
+use std::os::raw::{c_int, c_uchar, c_ulong, c_void};
+use std::sync::OnceLock;
+
+use crate::error::{LabError, LabResult};
+
+/// `LZO_E_OK`.
+const LZO_E_OK: c_int = 0;
+/// `LZO_VERSION` of the header the declarations below follow (2.10).
+const LZO_VERSION: u32 = 0x20a0;
+/// `LZO1X_1_MEM_COMPRESS`: 16384 dictionary entries of one pointer each.
+const WORK_BYTES: usize = 16384 * std::mem::size_of::<*const u8>();
+
+#[link(name = "lzo2")]
+extern "C" {
+    fn __lzo_init_v2(
+        v: u32,
+        s1: c_int,
+        s2: c_int,
+        s3: c_int,
+        s4: c_int,
+        s5: c_int,
+        s6: c_int,
+        s7: c_int,
+        s8: c_int,
+        s9: c_int,
+    ) -> c_int;
+    fn lzo1x_1_compress(
+        src: *const c_uchar,
+        src_len: c_ulong,
+        dst: *mut c_uchar,
+        dst_len: *mut c_ulong,
+        wrkmem: *mut c_void,
+    ) -> c_int;
+    fn lzo1x_decompress_safe(
+        src: *const c_uchar,
+        src_len: c_ulong,
+        dst: *mut c_uchar,
+        dst_len: *mut c_ulong,
+        wrkmem: *mut c_void,
+    ) -> c_int;
+}
+
+/// `lzo_init()`: the library checks that its types are the ones this module declares. Once.
+fn init() -> LabResult<()> {
+    static INIT: OnceLock<c_int> = OnceLock::new();
+    let rc = *INIT.get_or_init(|| {
+        let ptr = std::mem::size_of::<*const u8>() as c_int;
+        let long = std::mem::size_of::<c_ulong>() as c_int;
+        // SAFETY: __lzo_init_v2 only compares its arguments with the library's own sizes
+        // (short, int, long, lzo_uint32_t, lzo_uint, the dictionary entry, char *, void *, and
+        // lzo_callback_t: three function pointers, a pointer and two lzo_xint).
+        unsafe {
+            __lzo_init_v2(
+                LZO_VERSION,
+                std::mem::size_of::<i16>() as c_int,
+                std::mem::size_of::<c_int>() as c_int,
+                long,
+                4,
+                long,
+                ptr,
+                ptr,
+                ptr,
+                6 * ptr,
+            )
+        }
+    });
+    if rc == LZO_E_OK {
+        Ok(())
+    } else {
+        Err(LabError::runtime(format!("liblzo2: lzo_init failed ({rc})")))
+    }
+}
+
+/// An LZO1X-1 compressor with its work memory.
+pub struct Lzo {
+    work: Vec<u64>,
+}
+
+impl Lzo {
+    pub fn new() -> LabResult<Lzo> {
+        init()?;
+        Ok(Lzo { work: vec![0u64; WORK_BYTES / 8] })
+    }
+
+    /// The largest output of a `len`-byte input (liblzo2's documented bound).
+    pub fn bound(len: usize) -> usize {
+        len + len / 16 + 64 + 3
+    }
+
+    /// Compresses `src` into `dst` (at least [`Lzo::bound`] bytes); the compressed length.
+    pub fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> LabResult<usize> {
+        if dst.len() < Lzo::bound(src.len()) {
+            return Err(LabError::runtime("lzo: output buffer below the bound"));
+        }
+        let mut out = dst.len() as c_ulong;
+        // SAFETY: `src` is read for its length; `dst` holds at least the bound LZO1X-1 can
+        // write for that length; `work` is LZO1X_1_MEM_COMPRESS bytes, aligned for pointers;
+        // `out` is a live local the call writes the length to.
+        let rc = unsafe {
+            lzo1x_1_compress(
+                src.as_ptr(),
+                src.len() as c_ulong,
+                dst.as_mut_ptr(),
+                &mut out,
+                self.work.as_mut_ptr().cast(),
+            )
+        };
+        if rc != LZO_E_OK {
+            return Err(LabError::runtime(format!("lzo compression failed ({rc})")));
+        }
+        Ok(out as usize)
+    }
+
+    /// Decompresses `src` into `dst`; the decompressed length, or `None` on corrupt input or
+    /// an output that does not fit.
+    #[inline]
+    pub fn decompress(src: &[u8], dst: &mut [u8]) -> Option<usize> {
+        let mut out = dst.len() as c_ulong;
+        // SAFETY: the "safe" decompressor reads at most `src.len()` bytes of `src` and writes
+        // at most `out` (= `dst.len()`) bytes into `dst`; it takes no work memory (NULL).
+        let rc = unsafe {
+            lzo1x_decompress_safe(
+                src.as_ptr(),
+                src.len() as c_ulong,
+                dst.as_mut_ptr(),
+                &mut out,
+                std::ptr::null_mut(),
+            )
+        };
+        (rc == LZO_E_OK).then_some(out as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_refuses_corrupt_input() {
+        let data: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8 ^ (i / 97) as u8).collect();
+        let mut lzo = Lzo::new().unwrap();
+        let mut out = vec![0u8; Lzo::bound(data.len())];
+        let n = lzo.compress(&data, &mut out).unwrap();
+        assert!(n > 0 && n < data.len());
+        let mut back = vec![0u8; data.len()];
+        assert_eq!(Lzo::decompress(&out[..n], &mut back), Some(data.len()));
+        assert_eq!(back, data);
+        assert_eq!(Lzo::decompress(&out[..n / 2], &mut back), None);
+        assert_eq!(Lzo::decompress(&out[..n], &mut back[..100]), None);
+    }
+}
