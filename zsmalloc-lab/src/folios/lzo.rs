@@ -1,4 +1,4 @@
-//! LZO1X-1 from the reference library, liblzo2 (Debian: `liblzo2-dev`), the algorithm behind
+//! LZO1X-1 from the reference library, liblzo2 (Debian: `liblzo2-2`, loaded at run time), the algorithm behind
 //! the kernel's `lzo` compressor (`lib/lzo/lzo1x_compress.c` is a port of it). Two calls:
 //! `lzo1x_1_compress` and `lzo1x_decompress_safe`.
 //!
@@ -21,76 +21,103 @@ const LZO_VERSION: u32 = 0x20a0;
 /// `LZO1X_1_MEM_COMPRESS`: 16384 dictionary entries of one pointer each.
 const WORK_BYTES: usize = 16384 * std::mem::size_of::<*const u8>();
 
-#[link(name = "lzo2")]
-extern "C" {
-    fn __lzo_init_v2(
-        v: u32,
-        s1: c_int,
-        s2: c_int,
-        s3: c_int,
-        s4: c_int,
-        s5: c_int,
-        s6: c_int,
-        s7: c_int,
-        s8: c_int,
-        s9: c_int,
-    ) -> c_int;
-    fn lzo1x_1_compress(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
-    fn lzo1x_decompress_safe(
-        src: *const c_uchar,
-        src_len: c_ulong,
-        dst: *mut c_uchar,
-        dst_len: *mut c_ulong,
-        wrkmem: *mut c_void,
-    ) -> c_int;
+/// `__lzo_init_v2`: the version and the sizes of nine types, checked against the library's.
+type InitFn = unsafe extern "C" fn(
+    u32,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+    c_int,
+) -> c_int;
+/// `lzo1x_1_compress` and `lzo1x_decompress_safe`: (src, src_len, dst, &dst_len, wrkmem).
+type CodecFn =
+    unsafe extern "C" fn(*const c_uchar, c_ulong, *mut c_uchar, *mut c_ulong, *mut c_void) -> c_int;
+
+/// The two calls, from liblzo2 loaded at run time: the lab builds and runs without the
+/// library, and only `--compressor lzo` needs it.
+struct Library {
+    compress: CodecFn,
+    decompress: CodecFn,
 }
 
-/// `lzo_init()`: the library checks that its types are the ones this module declares. Once.
-fn init() -> LabResult<()> {
-    static INIT: OnceLock<c_int> = OnceLock::new();
-    let rc = *INIT.get_or_init(|| {
-        let ptr = std::mem::size_of::<*const u8>() as c_int;
-        let long = std::mem::size_of::<c_ulong>() as c_int;
-        // SAFETY: __lzo_init_v2 only compares its arguments with the library's own sizes
-        // (short, int, long, lzo_uint32_t, lzo_uint, the dictionary entry, char *, void *, and
-        // lzo_callback_t: three function pointers, a pointer and two lzo_xint).
-        unsafe {
-            __lzo_init_v2(
-                LZO_VERSION,
-                std::mem::size_of::<i16>() as c_int,
-                std::mem::size_of::<c_int>() as c_int,
-                long,
-                4,
-                long,
-                ptr,
-                ptr,
-                ptr,
-                6 * ptr,
-            )
+/// The library's shared object names, newest first.
+const SONAMES: [&[u8]; 2] = [b"liblzo2.so.2\0", b"liblzo2.so\0"];
+
+static LIBRARY: OnceLock<Result<Library, String>> = OnceLock::new();
+
+/// liblzo2, loaded and initialised once (`lzo_init()`: the library checks that its types are
+/// the ones declared here).
+fn library() -> LabResult<&'static Library> {
+    LIBRARY.get_or_init(load).as_ref().map_err(|e| LabError::usage(e.clone()))
+}
+
+fn load() -> Result<Library, String> {
+    let missing = "lzo needs liblzo2 (Debian: apt-get install liblzo2-2)".to_string();
+    // SAFETY: dlopen reads a NUL-terminated name; the handle is kept for the process's life
+    // (never dlclosed), so the symbols below stay valid.
+    let handle = SONAMES
+        .iter()
+        .map(|n| unsafe { libc::dlopen(n.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
+        .find(|h| !h.is_null())
+        .ok_or(missing)?;
+    let symbol = |name: &[u8]| -> Result<*mut c_void, String> {
+        // SAFETY: `handle` is a live dlopen handle and `name` is NUL-terminated.
+        let p = unsafe { libc::dlsym(handle, name.as_ptr().cast()) };
+        if p.is_null() {
+            let shown = String::from_utf8_lossy(&name[..name.len() - 1]).into_owned();
+            Err(format!("liblzo2 has no {shown}"))
+        } else {
+            Ok(p)
         }
-    });
-    if rc == LZO_E_OK {
-        Ok(())
-    } else {
-        Err(LabError::runtime(format!("liblzo2: lzo_init failed ({rc})")))
+    };
+    // SAFETY: the symbols are liblzo2 2.x's functions of these C signatures (lzo/lzoconf.h,
+    // lzo/lzo1x.h); a function pointer and a data pointer have the same size here.
+    let (init, compress, decompress) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, InitFn>(symbol(b"__lzo_init_v2\0")?),
+            std::mem::transmute::<*mut c_void, CodecFn>(symbol(b"lzo1x_1_compress\0")?),
+            std::mem::transmute::<*mut c_void, CodecFn>(symbol(b"lzo1x_decompress_safe\0")?),
+        )
+    };
+    let ptr = std::mem::size_of::<*const u8>() as c_int;
+    let long = std::mem::size_of::<c_ulong>() as c_int;
+    // SAFETY: __lzo_init_v2 only compares its arguments with the library's own sizes (short,
+    // int, long, lzo_uint32_t, lzo_uint, the dictionary entry, char *, void *, and
+    // lzo_callback_t: three function pointers, a pointer and two lzo_xint).
+    let rc = unsafe {
+        init(
+            LZO_VERSION,
+            std::mem::size_of::<i16>() as c_int,
+            std::mem::size_of::<c_int>() as c_int,
+            long,
+            4,
+            long,
+            ptr,
+            ptr,
+            ptr,
+            6 * ptr,
+        )
+    };
+    if rc != LZO_E_OK {
+        return Err(format!("liblzo2: lzo_init failed ({rc})"));
     }
+    Ok(Library { compress, decompress })
 }
 
 /// An LZO1X-1 compressor with its work memory.
 pub struct Lzo {
+    lib: &'static Library,
     work: Vec<u64>,
 }
 
 impl Lzo {
     pub fn new() -> LabResult<Lzo> {
-        init()?;
-        Ok(Lzo { work: vec![0u64; WORK_BYTES / 8] })
+        Ok(Lzo { lib: library()?, work: vec![0u64; WORK_BYTES / 8] })
     }
 
     /// The largest output of a `len`-byte input (liblzo2's documented bound).
@@ -108,7 +135,7 @@ impl Lzo {
         // write for that length; `work` is LZO1X_1_MEM_COMPRESS bytes, aligned for pointers;
         // `out` is a live local the call writes the length to.
         let rc = unsafe {
-            lzo1x_1_compress(
+            (self.lib.compress)(
                 src.as_ptr(),
                 src.len() as c_ulong,
                 dst.as_mut_ptr(),
@@ -126,11 +153,13 @@ impl Lzo {
     /// an output that does not fit.
     #[inline]
     pub fn decompress(src: &[u8], dst: &mut [u8]) -> Option<usize> {
+        // Loaded by `Lzo::new`, which every lzo object of a run went through.
+        let lib = LIBRARY.get()?.as_ref().ok()?;
         let mut out = dst.len() as c_ulong;
         // SAFETY: the "safe" decompressor reads at most `src.len()` bytes of `src` and writes
         // at most `out` (= `dst.len()`) bytes into `dst`; it takes no work memory (NULL).
         let rc = unsafe {
-            lzo1x_decompress_safe(
+            (lib.decompress)(
                 src.as_ptr(),
                 src.len() as c_ulong,
                 dst.as_mut_ptr(),
