@@ -8,9 +8,9 @@ use super::pareto::{pareto_panel, ParetoPoint};
 use crate::config::ConfigDesc;
 use crate::error::LabResult;
 
-/// `zsmalloc cost --plot`: per class, the CPU time of a read (section + decompress, zram
-/// consumer) in each mode and compressor of the first configuration, modelled from the measured
-/// rows and each class's share of spanning objects; then, with two or more configurations, per
+/// `zsmalloc cost --plot`: per compressor and mode, the CPU time of a read by class (section +
+/// decompress, zram consumer), one line per configuration, modelled from the measured rows and
+/// each class's share of spanning objects; then, with two or more configurations, per
 /// compressor and mode, a Pareto plot of pages against the mean read CPU, one colour per chain
 /// policy (both policies of a sweep), points labelled with the swept values.
 pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> LabResult<()> {
@@ -28,45 +28,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
             })
             .map(|x| x.ns_per_read.median)
     };
-    if let Some(first) = r.pools.first() {
-        let mut series = Vec::new();
-        let mut ci = 0;
-        for p in r.pools.iter().filter(|p| p.label == first.label) {
-            let mut modes: Vec<&str> = Vec::new();
-            for x in r.reads.iter().filter(|x| x.label == p.label && x.compressor == p.compressor) {
-                if !modes.contains(&x.mode.as_str()) {
-                    modes.push(&x.mode);
-                }
-            }
-            for m in modes {
-                let inplace = median(&p.label, &p.compressor, m, false);
-                let span = median(&p.label, &p.compressor, m, true);
-                let pts = class_points(
-                    &p.classes,
-                    &class_grid(&p.config),
-                    p.huge_class_size,
-                    inplace,
-                    span,
-                );
-                if pts.iter().any(|p| p.1.is_finite()) {
-                    series.push(Series::new(format!("{} {m}", p.compressor), pts, Style::Line, ci));
-                    ci += 1;
-                }
-            }
-        }
-        panels.push(Panel {
-            title: format!(
-                "{}: CPU per read by class (spanning share x spanning row + rest x in-place row)",
-                first.label
-            ),
-            x_desc: "class size (bytes)".into(),
-            y_desc: "ns per read".into(),
-            series,
-            int_x: true,
-            from_zero: true,
-            ..Default::default()
-        });
-    }
+    // Per compressor and mode, one line per configuration (its colour in every panel).
     let labels: Vec<&str> = {
         let mut v: Vec<&str> = Vec::new();
         for p in &r.pools {
@@ -76,6 +38,44 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
         }
         v
     };
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for x in &r.reads {
+        if !keys.contains(&(x.compressor.as_str(), x.mode.as_str())) {
+            keys.push((&x.compressor, &x.mode));
+        }
+    }
+    for (comp, mode) in keys {
+        let series: Vec<Series> = r
+            .pools
+            .iter()
+            .filter(|p| p.compressor == comp)
+            .filter_map(|p| {
+                let inplace = median(&p.label, comp, mode, false);
+                let span = median(&p.label, comp, mode, true);
+                let grid = class_grid(&p.config);
+                let pts = class_points(&p.classes, &grid, p.huge_class_size, inplace, span);
+                let color = labels.iter().position(|l| *l == p.label).unwrap_or(0);
+                pts.iter()
+                    .any(|p| p.1.is_finite())
+                    .then(|| Series::new(p.label.clone(), pts, Style::Line, color))
+            })
+            .collect();
+        if series.is_empty() {
+            continue;
+        }
+        panels.push(Panel {
+            title: format!(
+                "{comp}, {mode}: CPU per read by class (spanning share x spanning row + rest x \
+                 in-place row)"
+            ),
+            x_desc: "class size (bytes)".into(),
+            y_desc: "ns per read".into(),
+            series,
+            int_x: true,
+            from_zero: true,
+            ..Default::default()
+        });
+    }
     if labels.len() >= 2 {
         let mut keys: Vec<(String, String)> = Vec::new();
         for s in &r.summary.rows {
@@ -146,8 +146,8 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
     let mut subtitle: Vec<String> =
         configs.chunks(2).map(|c| format!("configurations: {}", c.join("; "))).collect();
     subtitle.push(format!(
-        "{} rounds, medians; backing {}; load average {}; classes below huge_class_size",
-        r.environment.rounds,
+        "{}, medians; backing {}; load average {}; classes below huge_class_size",
+        if r.environment.rounds == 1 { "1 round".to_string() } else { format!("{} rounds", r.environment.rounds) },
         r.environment.backing,
         r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
     ));
