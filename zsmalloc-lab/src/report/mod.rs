@@ -5,7 +5,8 @@
 //!   debugfs `classes` table);
 //! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
-//! - [`cost`]: the cost study (`zsmalloc cost`).
+//! - [`cost`]: the cost study (`zsmalloc cost`);
+//! - [`optimize`]: the best class tables for a workload (`zsmalloc optimize`).
 //!
 //! A report's JSON is its data structures serialised; its CSV columns are read out of that
 //! JSON by key ([`csv::Column`]), so a CSV header is the JSON key it comes from and cannot
@@ -17,6 +18,7 @@ pub mod classes;
 pub mod cost;
 pub mod csv;
 pub mod grid;
+pub mod optimize;
 pub mod runs;
 
 use std::path::Path;
