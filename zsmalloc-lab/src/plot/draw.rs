@@ -68,8 +68,9 @@ fn label(v: f64, int: bool, span: f64) -> String {
     }
 }
 
-/// Draws `fig` as an SVG file.
+/// Draws `fig` as an SVG file (named `.svg`: [`super::check_path`]).
 pub fn draw(path: &Path, fig: &Figure) -> LabResult<()> {
+    super::check_path(path)?;
     // Fail early and clearly when the file cannot be created.
     std::fs::File::create(path).map_err(|e| LabError::io("write", path, &e))?;
     let head = 44 + 18 * fig.subtitle.len() as u32;

@@ -13,6 +13,9 @@
 //! - [`optimize`](optimize()): `zsmalloc optimize`: Pareto panels of pages (end, peak) against
 //!   read cost, the frontier points beside classic and the heuristic.
 //!
+//! Every plot is SVG, whatever the command: [`check_path`] refuses any other file name before
+//! anything runs.
+//!
 //! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`](draw()) ([`mod@draw`]:
 //! axes, palette, legends beside the plot, never on the data). A new picture (say pages
 //! against read CPU time) is a new module whose function builds panels, e.g. with
