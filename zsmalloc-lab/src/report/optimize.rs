@@ -121,27 +121,19 @@ struct TestJson<'a> {
     rows: Vec<Row>,
 }
 
-/// The rows of the searched workload: the references, then the points; each with its file
-/// text when `file_text` is given.
-fn rows(
-    r: &OptimizeReport,
-    file_text: &dyn Fn(&PointReport) -> LabResult<Option<String>>,
-) -> LabResult<(Vec<Row>, Vec<Row>)> {
-    let row = |p: &PointReport| Ok(Row::of_point(p, file_text(p)?));
-    let references = r.references.iter().map(|(_, p)| row(p)).collect::<LabResult<_>>()?;
-    let points = r.points.iter().map(row).collect::<LabResult<_>>()?;
-    Ok((references, points))
+/// A row of the searched workload with its table's file text (the JSON's).
+fn row_with_text(r: &OptimizeReport, p: &PointReport) -> LabResult<Row> {
+    Ok(Row::of_point(p, Some(r.file_text(p)?)))
 }
 
 fn test_rows(t: &TestReport) -> Vec<Row> {
     t.references.iter().map(|(_, r)| r).chain(&t.points).map(Row::of_test).collect()
 }
 
-/// The rows without file text (the table and the CSV print none).
+/// The rows of the searched workload, the references then the points, without file text
+/// (the table and the CSV print none).
 fn plain_rows(r: &OptimizeReport) -> Vec<Row> {
-    let (mut all, points) = rows(r, &|_| Ok(None)).unwrap_or_default();
-    all.extend(points);
-    all
+    r.all_points().map(|p| Row::of_point(p, None)).collect()
 }
 
 impl Render for OptimizeReport {
@@ -152,7 +144,13 @@ impl Render for OptimizeReport {
     }
 
     fn json(&self) -> LabResult<String> {
-        let (references, points) = rows(self, &|p| self.file_text(p).map(Some))?;
+        let references = self
+            .references
+            .iter()
+            .map(|(_, p)| row_with_text(self, p))
+            .collect::<LabResult<_>>()?;
+        let points =
+            self.points.iter().map(|p| row_with_text(self, p)).collect::<LabResult<_>>()?;
         let report = ReportJson {
             workload: &self.workload,
             page_size: self.page_size,
