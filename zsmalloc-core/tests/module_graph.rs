@@ -1,12 +1,19 @@
-//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -lab) the top-level
-//! modules import each other without cycles, and no Rust file (sources, tests, benches, build
+//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -lab) the modules of
+//! each folder import each other without cycles — the top-level modules of `src/`, and the files
+//! (and subfolders) of every folder below it — and no Rust file (sources, tests, benches, build
 //! scripts) is one a reader has to scroll through for long.
 //!
-//! The graph is read from the sources: a module is a file `src/x.rs` or a directory `src/x/`
-//! (with its files), and `x` depends on `y` when code of `x` names `crate::y` (in a `use` or a
-//! path) or, from a file directly under `src/`, `super::y`. Comments are ignored; the crate root
-//! (`lib.rs`, which declares and re-exports) and the binaries under `src/bin` are not modules
-//! here. The lab is checked by tests of its own, so that its state shows apart from the rest.
+//! The graphs are read from the sources. Every file has a module path (`src/a.rs` is `a`,
+//! `src/a/mod.rs` is `a`, `src/a/b.rs` is `a::b`); every path it names that starts with
+//! `crate::`, `super::` or `self::` (in a `use`, grouped or not, or in code) is resolved from that
+//! module path to the module it names. In the folder of module `X` the nodes are `X`'s children
+//! (a file `X/b.rs` or a folder `X/b/` with everything in it), and child `a` depends on child `b`
+//! when code of `a` names `X::b` — as `crate::X::b`, or `super::b` from a file directly in `X`.
+//! So a file `a.rs` importing `super::b` while `b.rs` imports `super::a` is a cycle, as are
+//! top-level modules naming each other through `crate::`. Comments are ignored; a folder's own
+//! file (`lib.rs`, `mod.rs`, which declare and re-export) is not one of its nodes, and the
+//! binaries (`src/main.rs`, `src/bin/`) are not modules here. The lab is checked by tests of its
+//! own, so that its state shows apart from the rest.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -17,8 +24,8 @@ const MAX_LINES: usize = 600;
 /// The library crates besides the lab, by directory.
 const CRATES: [&str; 3] = ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py"];
 const LAB: &str = "zsmalloc-lab";
-/// Not modules of a crate's graph: its root and its binaries.
-const NOT_MODULES: [&str; 3] = ["lib", "main", "bin"];
+/// Not modules of a crate's graph: its binaries.
+const NOT_MODULES: [&str; 2] = ["main", "bin"];
 
 /// The directory of the workspace member `name`.
 fn crate_dir(name: &str) -> PathBuf {
@@ -40,21 +47,24 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// A crate's source files by top-level module (its root and binaries left out).
-fn modules(src: &Path) -> BTreeMap<String, Vec<PathBuf>> {
-    let mut files = Vec::new();
-    rust_files(src, &mut files);
-    let mut by_module: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
-    for f in files {
-        let rel = f.strip_prefix(src).expect("under src");
-        let first = rel.components().next().expect("a path").as_os_str().to_string_lossy();
-        let name = first.trim_end_matches(".rs").to_string();
-        if NOT_MODULES.contains(&name.as_str()) {
-            continue;
-        }
-        by_module.entry(name).or_default().push(f);
+/// A module path, `["a", "b"]` for `a::b`; the crate root is empty.
+type ModPath = Vec<String>;
+
+/// The module path of `file` under `src` (`None` for the binaries).
+fn module_path(src: &Path, file: &Path) -> Option<ModPath> {
+    let rel = file.strip_prefix(src).expect("under src");
+    let mut parts: ModPath =
+        rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if parts.first().is_some_and(|p| NOT_MODULES.contains(&p.trim_end_matches(".rs"))) {
+        return None;
     }
-    by_module
+    let last = parts.pop().expect("a file name");
+    match last.as_str() {
+        "mod.rs" => {}
+        "lib.rs" if parts.is_empty() => {}
+        other => parts.push(other.trim_end_matches(".rs").to_string()),
+    }
+    Some(parts)
 }
 
 /// `text` without `//` comments (line and doc comments; string literals holding `//` are rare
@@ -63,62 +73,117 @@ fn code_of(text: &str) -> String {
     text.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n")
 }
 
-/// The identifiers that follow `prefix` in `code` (`crate::` -> `x` of `crate::x`, including the
-/// names inside `crate::{x, y::z}`).
-fn names_after(code: &str, prefix: &str) -> BTreeSet<String> {
-    let ident = |s: &str| -> String {
-        s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect()
-    };
-    let mut names = BTreeSet::new();
-    for (at, _) in code.match_indices(prefix) {
-        // `$crate::` inside macros and `foo_crate::` are not this crate's paths.
-        if code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
-            continue;
-        }
-        let rest = &code[at + prefix.len()..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // A group: the first identifier of each top-level item.
-            let mut depth = 0;
-            let mut item_start = true;
-            for (i, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if c.is_whitespace() => {}
-                    _ if item_start && depth == 0 => {
-                        names.insert(ident(&group[i..]));
-                        item_start = false;
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            names.insert(ident(rest));
-        }
-    }
-    names
+fn is_ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// Module -> the other modules its code names.
-fn graph(
-    src: &Path,
-    modules: &BTreeMap<String, Vec<PathBuf>>,
-) -> BTreeMap<String, BTreeSet<String>> {
-    let mut g = BTreeMap::new();
-    for (name, files) in modules {
-        let mut deps = BTreeSet::new();
-        for f in files {
-            let code = code_of(&fs::read_to_string(f).expect("readable source"));
-            let mut named = names_after(&code, "crate::");
-            // `super::` names a sibling top-level module only from a file directly under src/.
-            if f.parent() == Some(src) {
-                named.extend(names_after(&code, "super::"));
+/// The paths of `tree` (the text right after a `::`): `a::b` gives `[a, b]`, a group
+/// `{a::b, c}` gives one path per item; a path ends at anything that is not `ident::`.
+fn use_tree(tree: &str) -> Vec<ModPath> {
+    let tree = tree.trim_start();
+    if let Some(group) = tree.strip_prefix('{') {
+        // Split the group's top-level items, then read each as a tree.
+        let (mut depth, mut start, mut out) = (0usize, 0usize, Vec::new());
+        for (i, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    out.extend(use_tree(&group[start..i]));
+                    return out;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.extend(use_tree(&group[start..i]));
+                    start = i + 1;
+                }
+                _ => {}
             }
-            deps.extend(named.into_iter().filter(|d| d != name && modules.contains_key(d)));
         }
-        g.insert(name.clone(), deps);
+        out.extend(use_tree(&group[start..]));
+        return out;
+    }
+    let ident: String = tree.chars().take_while(|&c| is_ident_char(c)).collect();
+    if ident.is_empty() {
+        return vec![Vec::new()];
+    }
+    match tree[ident.len()..].trim_start().strip_prefix("::") {
+        Some(rest) => use_tree(rest)
+            .into_iter()
+            .map(|mut p| {
+                p.insert(0, ident.clone());
+                p
+            })
+            .collect(),
+        None => vec![vec![ident]],
+    }
+}
+
+/// Every path of `code` that starts with `crate`, `super` or `self`, with that first segment
+/// (`$crate::` inside macros and `foo_crate::` are not this crate's paths).
+fn paths_in(code: &str) -> Vec<ModPath> {
+    let mut out = Vec::new();
+    for start in ["crate::", "super::", "self::"] {
+        for (at, _) in code.match_indices(start) {
+            let before = code[..at].trim_end();
+            if code[..at].ends_with(|c: char| is_ident_char(c) || c == '$')
+                || before.ends_with("::")
+            {
+                continue;
+            }
+            out.extend(use_tree(&code[at..]));
+        }
+    }
+    out
+}
+
+/// The module `path` names from the file of module `from` (`None` when it climbs out of the
+/// crate).
+fn resolve(from: &[String], path: &[String]) -> Option<ModPath> {
+    let (first, rest) = path.split_first()?;
+    match first.as_str() {
+        "crate" => Some(rest.to_vec()),
+        "self" => Some(from.iter().chain(rest).cloned().collect()),
+        "super" => {
+            let ups = path.iter().take_while(|s| *s == "super").count();
+            let base = from.len().checked_sub(ups)?;
+            Some(from[..base].iter().chain(&path[ups..]).cloned().collect())
+        }
+        _ => None,
+    }
+}
+
+/// A crate's files by module path, each with the module paths its code names.
+fn crate_files(src: &Path) -> Vec<(ModPath, BTreeSet<ModPath>)> {
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let Some(module) = module_path(src, &f) else { continue };
+        let code = code_of(&fs::read_to_string(&f).expect("readable source"));
+        let named = paths_in(&code).iter().filter_map(|p| resolve(&module, p)).collect();
+        out.push((module, named));
+    }
+    out
+}
+
+/// The graph of the folder of module `folder`: its children, each with the children it names.
+fn folder_graph(
+    folder: &[String],
+    files: &[(ModPath, BTreeSet<ModPath>)],
+) -> BTreeMap<String, BTreeSet<String>> {
+    let child = |m: &[String]| -> Option<String> {
+        (m.len() > folder.len() && m.starts_with(folder)).then(|| m[folder.len()].clone())
+    };
+    let mut g: BTreeMap<String, BTreeSet<String>> =
+        files.iter().filter_map(|(m, _)| child(m)).map(|c| (c, BTreeSet::new())).collect();
+    for (m, named) in files {
+        let Some(from) = child(m) else { continue };
+        for to in named.iter().filter_map(|n| child(n)) {
+            if to != from && g.contains_key(&to) {
+                g.get_mut(&from).expect("a node").insert(to);
+            }
+        }
     }
     g
 }
@@ -172,14 +237,63 @@ fn find_cycle(g: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
     None
 }
 
+/// The groups of modules that reach each other (strongly connected, two or more), each with
+/// one cycle through it: every cycle of `g` lies in one of them.
+fn cycle_groups(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<(BTreeSet<String>, Vec<String>)> {
+    let reach = |from: &str| {
+        let (mut seen, mut todo) = (BTreeSet::new(), vec![from.to_string()]);
+        while let Some(n) = todo.pop() {
+            for d in &g[&n] {
+                if seen.insert(d.clone()) {
+                    todo.push(d.clone());
+                }
+            }
+        }
+        seen
+    };
+    let reached: BTreeMap<&String, BTreeSet<String>> = g.keys().map(|n| (n, reach(n))).collect();
+    let mut groups: Vec<(BTreeSet<String>, Vec<String>)> = Vec::new();
+    for n in g.keys() {
+        let group: BTreeSet<String> =
+            reached[n].iter().filter(|m| reached[*m].contains(n)).cloned().collect();
+        if group.len() < 2 || groups.iter().any(|(seen, _)| seen.contains(n)) {
+            continue;
+        }
+        let inside: BTreeMap<String, BTreeSet<String>> = group
+            .iter()
+            .map(|m| (m.clone(), g[m].intersection(&group).cloned().collect()))
+            .collect();
+        groups.push((group, find_cycle(&inside).expect("a group of two or more has a cycle")));
+    }
+    groups
+}
+
 #[test]
 fn the_parser_sees_plain_grouped_and_nested_imports() {
     let code = "use crate::a::B;\nuse crate::{c::D, e::{F, G}, h};\nlet x = crate::i::j();\n\
-                $crate::k::l!(); use super::m; not_crate::n;";
-    let crate_names: Vec<_> = names_after(code, "crate::").into_iter().collect();
-    assert_eq!(crate_names, ["a", "c", "e", "h", "i"]);
-    assert_eq!(names_after(code, "super::").into_iter().collect::<Vec<_>>(), ["m"]);
+                $crate::k::l!(); use super::m; not_crate::n; use super::super::o::{self, P};";
+    let paths: Vec<String> = paths_in(code).iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        paths,
+        [
+            "crate::a::B",
+            "crate::c::D",
+            "crate::e::F",
+            "crate::e::G",
+            "crate::h",
+            "crate::i::j",
+            "super::m",
+            "super::super::o::self",
+            "super::super::o::P"
+        ]
+    );
     assert_eq!(code_of("use crate::a; // crate::b\n/// crate::c"), "use crate::a; \n");
+    let from: ModPath = vec!["x".into(), "y".into()];
+    let path = |s: &str| s.split("::").map(String::from).collect::<ModPath>();
+    assert_eq!(resolve(&from, &path("super::b::C")), Some(path("x::b::C")));
+    assert_eq!(resolve(&from, &path("super::super::z")), Some(path("z")));
+    assert_eq!(resolve(&from, &path("crate::x::b")), Some(path("x::b")));
+    assert_eq!(resolve(&from, &path("super::super::super::w")), None);
 }
 
 #[test]
@@ -197,20 +311,55 @@ fn the_cycle_finder_finds_cycles() {
         find_cycle(&g(&[("a", "b"), ("b", "c"), ("c", "a")])),
         Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
     );
+    let groups = cycle_groups(&g(&[("a", "b"), ("b", "a"), ("b", "c"), ("d", "e"), ("e", "d")]));
+    let sets: Vec<Vec<&str>> =
+        groups.iter().map(|(s, _)| s.iter().map(String::as_str).collect()).collect();
+    assert_eq!(sets, [vec!["a", "b"], vec!["d", "e"]]);
 }
 
-/// The import cycle of crate `name`, described, if it has one.
-fn cycle_in(name: &str) -> Option<String> {
+#[test]
+fn a_file_importing_a_sibling_that_imports_it_is_a_cycle() {
+    let file = |m: &str, named: &[&str]| {
+        let path = |s: &str| s.split("::").map(String::from).collect::<ModPath>();
+        (path(m), named.iter().map(|n| path(n)).collect::<BTreeSet<_>>())
+    };
+    let files = [
+        file("x::a", &["x::b::F"]),
+        file("x::b", &["x::a::G", "y::H"]),
+        file("x::c::d", &["x::a"]),
+        file("y", &[]),
+    ];
+    let g = folder_graph(&["x".to_string()], &files);
+    assert_eq!(g.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "c"]);
+    assert_eq!(find_cycle(&g), Some(vec!["a".into(), "b".into(), "a".into()]));
+    assert_eq!(find_cycle(&folder_graph(&[], &files)), None, "x -> y only");
+}
+
+/// The import cycles of crate `name`, described, folder by folder.
+fn cycles_in(name: &str) -> Vec<String> {
     let src = crate_dir(name).join("src");
-    let modules = modules(&src);
-    assert!(modules.len() > 2, "found {name}'s modules: {:?}", modules.keys());
-    let g = graph(&src, &modules);
-    let cycle = find_cycle(&g)?;
-    let edges: Vec<String> = g
-        .iter()
-        .map(|(m, d)| format!("  {m} -> {}", Vec::from_iter(d.clone()).join(", ")))
-        .collect();
-    Some(format!("{name}: import cycle {}\nthe graph:\n{}", cycle.join(" -> "), edges.join("\n")))
+    let files = crate_files(&src);
+    let top: BTreeSet<&String> = files.iter().filter_map(|(m, _)| m.first()).collect();
+    assert!(top.len() > 2, "found {name}'s modules: {top:?}");
+    let folders: BTreeSet<ModPath> =
+        files.iter().flat_map(|(m, _)| (0..m.len()).map(|n| m[..n].to_vec())).collect();
+    let mut out = Vec::new();
+    for folder in folders {
+        let g = folder_graph(&folder, &files);
+        let shown = if folder.is_empty() { "src/".to_string() } else { folder.join("/") + "/" };
+        for (_, cycle) in cycle_groups(&g) {
+            let edges: Vec<String> = g
+                .iter()
+                .map(|(m, d)| format!("  {m} -> {}", Vec::from_iter(d.clone()).join(", ")))
+                .collect();
+            out.push(format!(
+                "{name}: import cycle in {shown}: {}\nthe graph of {shown}:\n{}",
+                cycle.join(" -> "),
+                edges.join("\n")
+            ));
+        }
+    }
+    out
 }
 
 /// Crate `name`'s Rust files over `MAX_LINES` lines, with their lengths.
@@ -244,8 +393,8 @@ fn rust_files_at_top(dir: &Path, out: &mut Vec<PathBuf>) {
 }
 
 #[test]
-fn top_level_modules_import_each_other_without_cycles() {
-    let cycles: Vec<String> = CRATES.iter().filter_map(|c| cycle_in(c)).collect();
+fn modules_and_files_import_each_other_without_cycles() {
+    let cycles: Vec<String> = CRATES.iter().flat_map(|c| cycles_in(c)).collect();
     assert!(cycles.is_empty(), "{}", cycles.join("\n"));
 }
 
@@ -256,10 +405,9 @@ fn no_rust_file_is_over_the_limit() {
 }
 
 #[test]
-fn the_lab_s_modules_import_each_other_without_cycles() {
-    if let Some(cycle) = cycle_in(LAB) {
-        panic!("{cycle}");
-    }
+fn the_lab_s_modules_and_files_import_each_other_without_cycles() {
+    let cycles = cycles_in(LAB);
+    assert!(cycles.is_empty(), "{}", cycles.join("\n"));
 }
 
 #[test]

@@ -1,12 +1,16 @@
 //! The optimizer's promises, through the library: every reported point reproduces exactly from
 //! its table in the file format; the frontier's sums are what runs measure on workloads with
 //! churn, compaction and zram's huge pages; classic sits on or behind the frontier; the
-//! search's figures do not depend on how many runs go at once.
+//! search's figures do not depend on how many runs go at once. Through the command: its
+//! formats come from the same rows, and its plot is SVG only.
+
+mod common;
 
 use zsmalloc_core::class_spec::ClassTableSpec;
 use zsmalloc_core::PoolConfig;
 use zsmalloc_lab::config::ConfigSpec;
 use zsmalloc_lab::optimize::evaluate::{evaluate, with_table};
+use zsmalloc_lab::optimize::references::PointKind;
 use zsmalloc_lab::optimize::report::{Objective, OptimizeReport};
 use zsmalloc_lab::optimize::search::{search, SearchOptions};
 use zsmalloc_lab::progress::ProgressSink;
@@ -31,20 +35,17 @@ fn run_search(w: &Workload, o: &SearchOptions) -> OptimizeReport {
 fn assert_every_point_reproduces(w: &Workload, r: &OptimizeReport) {
     assert!(!r.points.is_empty());
     for p in &r.points {
-        let table = ClassTableSpec::parse(&p.table).unwrap();
-        let pairs: Vec<(u32, u8)> =
-            table.classes().iter().map(|c| (c.size, c.chain as u8)).collect();
-        let listed: Vec<(u32, u8)> = p.classes.iter().map(|c| (c.size, c.chain)).collect();
-        assert_eq!(pairs, listed, "point {}: the file and the list agree", p.label);
+        let table = ClassTableSpec::parse(&r.file_text(p).unwrap()).unwrap();
+        assert_eq!(table, p.table, "point {:?}: the file text holds the table", p.kind);
         let base = PoolConfig { page_size: r.page_size, ..PoolConfig::default() };
-        let spec = ConfigSpec { label: p.label.clone(), config: with_table(&base, table) };
+        let spec = ConfigSpec { label: p.kind.label(), config: with_table(&base, table) };
         let e = evaluate(w, &spec).unwrap();
         assert_eq!(
             (e.pages, e.pages_peak, e.reads_spanning),
             (p.pages, p.pages_peak, p.reads_spanning),
-            "{}: point {} does not reproduce",
+            "{}: point {:?} does not reproduce",
             w.name(),
-            p.label
+            p.kind
         );
     }
 }
@@ -70,8 +71,8 @@ fn every_point_of_a_small_frontier_reproduces() {
 fn classic_is_on_or_behind_the_frontier_and_the_default_point_is_within_its_pages() {
     let w = small_kernel_test();
     let r = run_search(&w, &options(4096, 0));
-    let classic = &r.references[0];
-    assert_eq!(classic.label, "classic");
+    let classic = &r.references.classic;
+    assert_eq!(classic.kind, PointKind::Classic);
     assert!(
         r.points
             .iter()
@@ -135,22 +136,24 @@ fn the_test_workload_runs_every_reported_table_beside_the_references() {
     let r = run_search(&w, &o);
     let test = Workload::Dist(Dist { objects: 4000, churn: Some(2000), ..Dist::default() });
     let t = test_on(&test, &r, &o, &ProgressSink::silent()).unwrap();
-    let labels: Vec<&str> = t.rows.iter().map(|r| r.label.as_str()).collect();
-    let want: Vec<&str> = r.references.iter().chain(&r.points).map(|p| p.label.as_str()).collect();
-    assert_eq!(labels, want);
+    let kinds: Vec<PointKind> =
+        t.references.iter().map(|(_, r)| r).chain(&t.points).map(|r| r.kind).collect();
+    let want: Vec<PointKind> = r.all_points().map(|p| p.kind).collect();
+    assert_eq!(kinds, want);
     // Each row is what its table measures on the test workload.
     let point = &r.points[1];
-    let table = ClassTableSpec::parse(&point.table).unwrap();
-    let spec =
-        ConfigSpec { label: "again".into(), config: with_table(&PoolConfig::default(), table) };
+    let spec = ConfigSpec {
+        label: "again".into(),
+        config: with_table(&PoolConfig::default(), point.table.clone()),
+    };
     let e = evaluate(&test, &spec).unwrap();
-    let row = &t.rows[r.references.len() + 1];
+    let row = &t.points[1];
     assert_eq!(
         (row.pages, row.pages_peak, row.reads_spanning),
         (e.pages, e.pages_peak, e.reads_spanning)
     );
     let classic = ConfigSpec { label: "classic".into(), config: PoolConfig::default() };
-    assert_eq!(t.rows[0].pages, evaluate(&test, &classic).unwrap().pages);
+    assert_eq!(t.references.classic.pages, evaluate(&test, &classic).unwrap().pages);
 }
 
 #[test]
@@ -213,10 +216,52 @@ fn classes_the_workload_never_uses_keep_their_base_chain() {
         Layout::of_config(&PoolConfig { page_size: 16384, ..PoolConfig::default() }).unwrap();
     // kernel-test stores nothing above 4000 + 8 bytes.
     for p in &r.points {
-        for (c, &base) in p.classes.iter().zip(layout.base_chains()) {
+        for (c, &base) in p.classes().iter().zip(layout.base_chains()) {
             if c.size > 4008 + 64 {
-                assert_eq!(c.chain, base, "point {}: class {}", p.label, c.size);
+                assert_eq!(c.chain, base, "point {:?}: class {}", p.kind, c.size);
             }
         }
     }
+}
+
+#[test]
+fn the_command_prints_the_same_rows_in_every_format_and_plots_svg_only() {
+    use common::{json, ok, s, scratch, usage_error};
+    let workload = ["kernel-test", "--lo", "200", "--hi", "4000", "--step", "380", "-n", "60"];
+    fn run<'a>(extra: &[&'a str], workload: &[&'a str]) -> Vec<&'a str> {
+        [&["optimize", "--points", "4"][..], extra, workload].concat()
+    }
+    let report = json(&run(&["--format", "json"], &workload));
+    let rows: Vec<&serde_json::Value> = report["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(report["points"].as_array().unwrap())
+        .collect();
+    // The heuristic's class sizes are not classic's: its chains cannot be compared.
+    assert_eq!(rows[1]["label"], "heuristic");
+    assert!(rows[1]["changed"].is_null(), "{}", rows[1]["changed"]);
+    assert!(rows[0]["changed"].is_array());
+    let table = ok(&run(&[], &workload));
+    let heuristic = table.lines().find(|l| l.trim_start().starts_with("heuristic")).unwrap();
+    assert!(heuristic.ends_with(" n/a"), "{heuristic}");
+    let csv = ok(&run(&["--format", "csv"], &workload));
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("table,label,point,pages,pages_peak,reads_spanning,read_cost,dominates_references")
+    );
+    for (line, row) in lines.zip(&rows) {
+        let cells: Vec<&str> = line.split(',').collect();
+        assert_eq!(cells[1], row["label"].as_str().unwrap());
+        assert_eq!(cells[3], row["pages"].to_string());
+    }
+    let svg = scratch("optimize.svg");
+    ok(&run(&["--plot", s(&svg)], &workload));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg") && text.contains("pages at the peak"));
+    let png = scratch("optimize.png");
+    let err = usage_error(&run(&["--plot", s(&png)], &workload));
+    assert!(err.contains("plots are SVG"), "{err}");
+    assert!(!png.exists());
 }

@@ -49,6 +49,7 @@ pub fn run(a: ClassesArgs) -> LabResult<()> {
     let format = a.format.offered_by::<[ClassTableReport]>()?;
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
+        plot::check_path(p)?;
     }
     let mut base = assemble_one(&a.pool, "classes")?;
     match base.config.backend {

@@ -165,6 +165,7 @@ pub fn run(mut a: CostArgs) -> LabResult<()> {
     opts.check()?;
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
+        plot::check_path(p)?;
     }
     let sink = ProgressSink::auto();
     let mut r = cost::run(&opts, &sink)?;

@@ -74,6 +74,9 @@ impl OutputFlags {
                 report::check_writable(flag, p)?;
             }
         }
+        if let Some(p) = &self.plot {
+            crate::plot::check_path(p)?;
+        }
         let timeline_every = match (&self.timeline, self.timeline_every) {
             (_, Some(0)) => return Err(LabError::usage("--timeline-every must be at least 1")),
             (None, _) => 0,

@@ -127,12 +127,12 @@ pub fn optimize(
         .iter()
         .min_by_key(|p| (p.pages, p.reads_spanning))
         .ok_or_else(|| LabError::runtime("the optimizer found no table"))?;
-    let classic = report.references.iter().find(|r| r.label == "classic");
+    let classic = &report.references.classic;
     Ok(Optimized {
         pool: Alternative::new("optimized (fewest pages)".into(), best.pages, base, page),
         reads_spanning: best.reads_spanning,
-        kernel_reads_spanning: classic.map_or(0, |c| c.reads_spanning),
-        changed: best.changed.clone(),
-        table: best.table.clone(),
+        kernel_reads_spanning: classic.reads_spanning,
+        changed: best.changed.clone().unwrap_or_default(),
+        table: report.file_text(best)?,
     })
 }

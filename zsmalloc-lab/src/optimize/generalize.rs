@@ -2,23 +2,13 @@
 //! beside each other there. Nothing is predicted: every table is run.
 
 use super::evaluate::{evaluate_all, with_table, Evaluation};
+use super::references::{PointKind, References};
 use super::report::{OptimizeReport, TestReport, TestRow};
 use super::search::SearchOptions;
 use crate::config::ConfigSpec;
-use crate::error::LabResult;
+use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
 use crate::workload::Workload;
-use zsmalloc_core::class_spec::ClassTableSpec;
-
-/// Whether `e` has no more pages and spanning reads than every reference, and fewer of one.
-pub fn dominates(e: &Evaluation, references: &[Evaluation]) -> bool {
-    !references.is_empty()
-        && references.iter().all(|r| {
-            e.pages <= r.pages
-                && e.reads_spanning <= r.reads_spanning
-                && (e.pages < r.pages || e.reads_spanning < r.reads_spanning)
-        })
-}
 
 /// Runs the report's references and points on `test`.
 pub fn test_on(
@@ -29,25 +19,31 @@ pub fn test_on(
 ) -> LabResult<TestReport> {
     test.check(opts.base.page_size as usize)?;
     let refs = opts.references();
-    let mut specs = refs.clone();
+    let mut specs: Vec<ConfigSpec> = refs.iter().map(|(_, r)| r.clone()).collect();
     for p in &report.points {
-        let table = ClassTableSpec::parse(&p.table)?;
-        specs.push(ConfigSpec { label: p.label.clone(), config: with_table(&opts.base, table) });
+        let config = with_table(&opts.base, p.table.clone());
+        specs.push(ConfigSpec { label: p.kind.label(), config });
     }
     let mut runs = evaluate_all(test, &specs, opts.jobs, sink)?;
     let points = runs.split_off(refs.len());
-    let row = |e: &Evaluation, point: Option<usize>, against: &[Evaluation]| TestRow {
-        label: e.label.clone(),
-        point,
+    let references =
+        refs.matched(runs).ok_or_else(|| LabError::runtime("the references did not all run"))?;
+    let row = |e: &Evaluation, kind: PointKind, against: Option<&References<Evaluation>>| TestRow {
+        kind,
         pages: e.pages,
         pages_peak: e.pages_peak,
         reads_spanning: e.reads_spanning,
         read_cost: opts.objective.read_cost(e.reads_spanning),
-        dominates_references: dominates(e, against),
+        dominates_references: against.is_some_and(|r| r.dominated_by(e)),
     };
-    let mut rows: Vec<TestRow> = runs.iter().map(|r| row(r, None, &[])).collect();
-    for (e, p) in points.iter().zip(&report.points) {
-        rows.push(row(e, p.point, &runs));
-    }
-    Ok(TestReport { workload: test.desc(), reads: runs.first().map_or(0, |r| r.reads), rows })
+    Ok(TestReport {
+        workload: test.desc(),
+        reads: references.classic.reads,
+        references: references.map(|kind, e| row(e, kind, None)),
+        points: points
+            .iter()
+            .zip(&report.points)
+            .map(|(e, p)| row(e, p.kind, Some(&references)))
+            .collect(),
+    })
 }

@@ -1,5 +1,6 @@
 //! `zsmalloc optimize`: the class tables that are best for a workload (docs/DESIGN.md, The
-//! optimizer).
+//! optimizer). The command's flags are [`crate::commands::optimize`]'s; what it prints is
+//! [`crate::report::optimize`]'s, what it draws [`crate::plot::optimize`](crate::plot::optimize()).
 //!
 //! - [`layout`]: the class sizes kept fixed and the chains each class may take;
 //! - [`evaluate`]: one run reduced to pages, peak pages and spanning reads, per class too;
@@ -7,21 +8,22 @@
 //! - [`frontier`]: the exact Pareto merge over per-class options;
 //! - [`naive`]: one run per class and chain, the slow way to the same options;
 //! - [`boundaries`]: `--boundaries`, merging and splitting classes greedily;
+//! - [`references`]: classic, the heuristic and a given table, by name, and what a point is;
 //! - [`search`]: sweep, references, frontier, the reported points run again;
 //! - [`generalize`]: `--test`, the chosen tables on a second workload;
-//! - [`report`]: what is reported (JSON, table); [`plot`]: the Pareto plot;
-//! - [`command`]: the command's flags and its run.
+//! - [`report`]: the report's data, typed;
+//! - [`mod@run`]: one run from its options: memory plan, search, test, export.
 
 pub mod boundaries;
-pub mod command;
 pub mod evaluate;
 pub mod frontier;
 pub mod generalize;
 pub mod layout;
 pub mod naive;
-pub mod plot;
+pub mod references;
 pub mod report;
+pub mod run;
 pub mod search;
 pub mod sweep;
 
-pub use command::{run, OptimizeArgs};
+pub use run::{run, OptimizeOptions};

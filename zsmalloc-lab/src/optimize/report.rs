@@ -1,10 +1,13 @@
-//! What `zsmalloc optimize` reports (JSON field names as docs/LAB.md lists them) and its table.
+//! What `zsmalloc optimize` reports: the figures of each table, typed; the text (table, JSON, CSV,
+//! the file format) is made by [`crate::report::optimize`].
 
 use serde::Serialize;
 
+use super::references::{PointKind, References};
 use crate::error::{LabError, LabResult};
-use crate::report::grid::align;
-use crate::result::{delta_str, delta_tenths_u64, WorkloadDesc};
+use crate::result::WorkloadDesc;
+use zsmalloc_core::class_spec::ClassTableSpec;
+use zsmalloc_core::{ClassTable, PoolConfig};
 
 /// How reads are priced.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -21,6 +24,14 @@ impl Objective {
         match self {
             Objective::Spanning => "spanning",
             Objective::Nanoseconds { .. } => "ns",
+        }
+    }
+
+    /// The extra nanoseconds priced per spanning read, for `ns`.
+    pub fn spanning_extra_ns(self) -> Option<f64> {
+        match self {
+            Objective::Spanning => None,
+            Objective::Nanoseconds { spanning_extra_ns } => Some(spanning_extra_ns),
         }
     }
 
@@ -71,24 +82,34 @@ pub struct ChainChange {
     pub base_chain: u8,
 }
 
-/// One table on the axes: a frontier point or a reference.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// One table on the axes: a frontier point or a reference. Its text (the label, the file
+/// format) is made where it is printed.
+#[derive(Debug, Clone, PartialEq)]
 pub struct PointReport {
-    /// `classic`, `heuristic`, `table` (a given one) or the point's number.
-    pub label: String,
-    /// The frontier point's number (1 = fewest pages), for `--point`; none for references.
-    pub point: Option<usize>,
+    pub kind: PointKind,
+    /// The table the pool used (a computed table as its explicit equivalent).
+    pub table: ClassTableSpec,
     pub pages: u64,
     pub pages_peak: u64,
     pub reads_spanning: u64,
     pub read_cost: f64,
-    /// Fewer or as many pages and spanning reads as every reference, and fewer of one than each.
+    /// Fewer or as many pages and spanning reads as every reference, and fewer of one than each
+    /// (false for the references themselves).
     pub dominates_references: bool,
-    pub classes: Vec<ClassEntry>,
-    /// Classes whose chain differs from the layout's base table.
-    pub changed: Vec<ChainChange>,
-    /// The table in the class-table file format (what `--export-table` writes).
-    pub table: String,
+    /// Classes whose chain differs from the layout's base table; `None` when the table's class
+    /// sizes are not the layout's, so that its chains cannot be compared class by class.
+    pub changed: Option<Vec<ChainChange>>,
+}
+
+impl PointReport {
+    /// The table's classes as sizes and chains.
+    pub fn classes(&self) -> Vec<ClassEntry> {
+        self.table
+            .classes()
+            .iter()
+            .map(|c| ClassEntry { size: c.size, chain: c.chain as u8 })
+            .collect()
+    }
 }
 
 /// The fixed class sizes the chains were chosen for.
@@ -113,20 +134,21 @@ pub struct ExportDesc {
 
 /// The tables of the search run on a second workload (`--test`): a table tuned on one
 /// workload is only worth shipping if it holds on another.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TestReport {
     pub workload: WorkloadDesc,
     pub reads: u64,
-    /// The references and the reported points, in the report's order, measured on this
-    /// workload (`dominates_references` against the references measured here).
-    pub rows: Vec<TestRow>,
+    /// The references measured on this workload.
+    pub references: References<TestRow>,
+    /// The reported points, in the report's order (`dominates_references` against the
+    /// references measured here).
+    pub points: Vec<TestRow>,
 }
 
 /// One table measured on the test workload.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TestRow {
-    pub label: String,
-    pub point: Option<usize>,
+    pub kind: PointKind,
     pub pages: u64,
     pub pages_peak: u64,
     pub reads_spanning: u64,
@@ -135,12 +157,11 @@ pub struct TestRow {
 }
 
 /// The report of one `zsmalloc optimize`.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OptimizeReport {
     pub workload: WorkloadDesc,
     pub page_size: u32,
-    pub objective: String,
-    pub spanning_extra_ns: Option<f64>,
+    pub objective: Objective,
     pub layout: LayoutDesc,
     /// Read sections of the workload (the same for every table).
     pub reads: u64,
@@ -148,160 +169,44 @@ pub struct OptimizeReport {
     pub frontier_points: usize,
     /// Runs of the workload the search made (sweep, references, reported points).
     pub runs: usize,
-    pub references: Vec<PointReport>,
+    pub references: References<PointReport>,
     pub points: Vec<PointReport>,
     /// The point `--export-table` would write by default: the cheapest with no more pages than
-    /// the first reference (mainline classic).
+    /// classic.
     pub default_point: Option<usize>,
     pub export: Option<ExportDesc>,
     /// The same tables on the `--test` workload.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub test: Option<TestReport>,
 }
 
 impl OptimizeReport {
     /// The reported frontier point numbered `point`.
     pub fn point(&self, point: usize) -> Option<&PointReport> {
-        self.points.iter().find(|p| p.point == Some(point))
+        self.points.iter().find(|p| p.kind == PointKind::Frontier(point))
     }
 
-    pub fn to_json(&self) -> LabResult<String> {
-        crate::report::json(self)
+    /// The references, then the points.
+    pub fn all_points(&self) -> impl Iterator<Item = &PointReport> {
+        self.references.iter().map(|(_, r)| r).chain(&self.points)
     }
 
-    /// The human-readable table: references first, then the points; `*` marks points that
-    /// dominate every reference, `>` the default export.
-    pub fn to_table(&self) -> String {
-        let mut out = format!(
-            "optimize: {} | page {} | {} classes, {} searched, huge_class_size {} ({})\n",
+    /// `p`'s table in the class-table file format (what `--export-table` writes), titled with
+    /// what it is and what it measured.
+    pub fn file_text(&self, p: &PointReport) -> LabResult<String> {
+        let title = format!(
+            "zsmalloc class table: {} on {}\npages {}, pages_peak {}, reads_spanning {}",
+            p.kind.describe(),
             self.workload.summary,
-            self.page_size,
-            self.layout.classes,
-            self.layout.searched,
-            self.layout.huge_class_size,
-            self.layout.source,
+            p.pages,
+            p.pages_peak,
+            p.reads_spanning
         );
-        if !self.layout.boundary_moves.is_empty() {
-            out += &format!("boundary moves: {}\n", self.layout.boundary_moves.join(", "));
-        }
-        let cost_head = match self.spanning_extra_ns {
-            Some(x) => format!("read cost (ns, {x} per spanning read)"),
-            None => "read cost (spanning reads)".to_string(),
+        let cfg = PoolConfig {
+            page_size: p.table.page_size(),
+            class_table: Some(p.table.clone()),
+            ..PoolConfig::default()
         };
-        out += &format!(
-            "frontier: {} points, {} shown; {} runs; {} reads; {cost_head}\n\n",
-            self.frontier_points,
-            self.points.len(),
-            self.runs,
-            self.reads
-        );
-        let rows = self
-            .references
-            .iter()
-            .chain(&self.points)
-            .map(|p| Row {
-                label: &p.label,
-                point: p.point,
-                pages: p.pages,
-                pages_peak: p.pages_peak,
-                spanning: p.reads_spanning,
-                cost: p.read_cost,
-                dominates: p.dominates_references,
-                changed: Some(p.changed.len()),
-            })
-            .collect::<Vec<_>>();
-        out += &self.rows_table(&rows, self.reads);
-        out += "\n* dominates every reference (pages and spanning reads); > the default export \
-                (cheapest with no more pages than classic)\n";
-        if let Some(t) = &self.test {
-            out +=
-                &format!("\non the test workload: {} ({} reads)\n\n", t.workload.summary, t.reads);
-            let rows = t
-                .rows
-                .iter()
-                .map(|r| Row {
-                    label: &r.label,
-                    point: r.point,
-                    pages: r.pages,
-                    pages_peak: r.pages_peak,
-                    spanning: r.reads_spanning,
-                    cost: r.read_cost,
-                    dominates: r.dominates_references,
-                    changed: None,
-                })
-                .collect::<Vec<_>>();
-            out += &self.rows_table(&rows, t.reads);
-        }
-        if let Some(e) = &self.export {
-            out += &format!("exported point {} to {}\n", e.point, e.file);
-        }
-        out
-    }
-
-    /// References first (the first is the base of the `vs classic` columns), then points.
-    fn rows_table(&self, rows: &[Row<'_>], reads: u64) -> String {
-        let base = rows.first().filter(|r| r.point.is_none()).map(|r| (r.pages, r.spanning));
-        let header = [
-            "",
-            "point",
-            "pages",
-            "vs classic",
-            "pages_peak",
-            "reads_spanning",
-            "spanning %",
-            "read_cost",
-            "vs classic",
-            "changed",
-        ];
-        let mut table: Vec<Vec<String>> = vec![header.iter().map(|s| s.to_string()).collect()];
-        for p in rows {
-            let default = p.point.is_some() && p.point == self.default_point;
-            let mark = match (p.dominates, default) {
-                (true, true) => "*>",
-                (true, false) => "*",
-                (false, true) => ">",
-                (false, false) => "",
-            };
-            let vs = |a: u64, b: Option<u64>| delta_str(b.and_then(|b| delta_tenths_u64(b, a)));
-            let share = if reads == 0 {
-                "n/a".to_string()
-            } else {
-                format!("{:.2}", 100.0 * p.spanning as f64 / reads as f64)
-            };
-            table.push(vec![
-                mark.to_string(),
-                p.label.to_string(),
-                p.pages.to_string(),
-                vs(p.pages, base.map(|b| b.0)),
-                p.pages_peak.to_string(),
-                p.spanning.to_string(),
-                share,
-                format_cost(p.cost),
-                vs(p.spanning, base.map(|b| b.1)),
-                p.changed.map_or_else(String::new, |c| c.to_string()),
-            ]);
-        }
-        align(&table, 2)
-    }
-}
-
-/// One line of a points table.
-struct Row<'a> {
-    label: &'a str,
-    point: Option<usize>,
-    pages: u64,
-    pages_peak: u64,
-    spanning: u64,
-    cost: f64,
-    dominates: bool,
-    changed: Option<usize>,
-}
-
-fn format_cost(cost: f64) -> String {
-    if cost.fract() == 0.0 && cost.abs() < 1e15 {
-        format!("{cost:.0}")
-    } else {
-        format!("{cost:.1}")
+        Ok(ClassTable::new(&cfg).map_err(LabError::from)?.to_file_text(&title))
     }
 }
 

@@ -6,14 +6,14 @@ use super::boundaries::{improve, BoundaryOutcome};
 use super::evaluate::{evaluate_all, with_table, Evaluation};
 use super::frontier::{frontier, FrontierPoint};
 use super::layout::{Layout, MAX_CHAIN};
-use super::report::{ChainChange, ClassEntry, LayoutDesc, Objective, OptimizeReport, PointReport};
+use super::references::{PointKind, References};
+use super::report::{ChainChange, LayoutDesc, Objective, OptimizeReport, PointReport};
 use super::sweep::{option_matrix, predict, sweep_specs};
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
 use crate::workload::Workload;
-use zsmalloc_core::class_spec::ClassTableSpec;
-use zsmalloc_core::{BackendKind, ClassTable, PolicyRef, PoolConfig};
+use zsmalloc_core::{BackendKind, PolicyRef, PoolConfig};
 
 /// What the search is asked.
 #[derive(Debug, Clone)]
@@ -64,24 +64,17 @@ impl SearchOptions {
         self.base.validate().map_err(LabError::from)
     }
 
-    /// The references: mainline classic and the RFC heuristic on the base settings, then the
+    /// The references: mainline classic and the RFC heuristic on the base settings, and the
     /// given table if there is one.
-    pub fn references(&self) -> Vec<ConfigSpec> {
+    pub fn references(&self) -> References<ConfigSpec> {
         let computed = PoolConfig { class_table: None, ..self.base.clone() };
-        let mut refs = vec![
-            ConfigSpec { label: "classic".into(), config: computed.clone() },
-            ConfigSpec {
-                label: "heuristic".into(),
-                config: PoolConfig {
-                    chain_policy: PolicyRef::new(zsmalloc_core::chain_policy::Heuristic),
-                    ..computed
-                },
-            },
-        ];
-        if self.base.class_table.is_some() {
-            refs.push(ConfigSpec { label: "table".into(), config: self.base.clone() });
-        }
-        refs
+        let heuristic = PoolConfig {
+            chain_policy: PolicyRef::new(zsmalloc_core::chain_policy::Heuristic),
+            ..computed.clone()
+        };
+        let given = self.base.class_table.is_some().then(|| self.base.clone());
+        References { classic: computed, heuristic, given }
+            .map(|kind, config| ConfigSpec { label: kind.label(), config: config.clone() })
     }
 
     /// The layout searched: the given table's, else classic's on the base settings.
@@ -139,16 +132,6 @@ pub fn cheapest_within(points: &[FrontierPoint], cap: u64) -> Option<usize> {
     points.iter().rposition(|p| p.pages <= cap)
 }
 
-/// The table of a point in the file format, titled with what it measured.
-pub fn table_text(table: &ClassTableSpec, title: &str) -> LabResult<String> {
-    let cfg = PoolConfig {
-        page_size: table.page_size(),
-        class_table: Some(table.clone()),
-        ..PoolConfig::default()
-    };
-    Ok(ClassTable::new(&cfg).map_err(LabError::from)?.to_file_text(title))
-}
-
 /// Runs the search.
 pub fn search(
     workload: &Workload,
@@ -160,23 +143,25 @@ pub fn search(
     let (mut layout, mut source) = opts.layout()?;
     let refs = opts.references();
     let mut specs = sweep_specs(&layout, &opts.base)?;
-    specs.extend(refs.iter().cloned());
+    specs.extend(refs.iter().map(|(_, r)| r.clone()));
     let mut first = evaluate_all(workload, &specs, opts.jobs, sink)?;
-    let references = first.split_off(MAX_CHAIN as usize);
+    let references = refs
+        .matched(first.split_off(MAX_CHAIN as usize))
+        .ok_or_else(|| LabError::runtime("the references did not all run"))?;
     let mut options = option_matrix(&layout, &first)?;
     let mut boundary = BoundaryOutcome::default();
     if opts.boundaries {
-        let cap = references.first().map_or(u64::MAX, |c| c.pages);
+        let cap = references.classic.pages;
         (layout, options, boundary) =
             improve(workload, layout, options, cap, &opts.base, opts.jobs, sink)?;
         source += &format!(", boundaries searched: {} moves", boundary.moves.len());
     }
     let all = frontier(&options);
     // A reference of the layout's sizes is a table of the search: the sums must predict it.
-    for r in &references {
+    for (_, r) in references.iter() {
         check_prediction(&layout, &options, r)?;
     }
-    let caps: Vec<u64> = references.iter().map(|r| r.pages).collect();
+    let caps: Vec<u64> = references.iter().map(|(_, r)| r.pages).collect();
     let mut chosen = select_points(&all, opts.points, &caps);
     for &p in &opts.also_report {
         if p == 0 || p > all.len() {
@@ -200,7 +185,6 @@ pub fn search(
         })
         .collect::<LabResult<Vec<_>>>()?;
     let runs = evaluate_all(workload, &point_specs, opts.jobs, sink)?;
-    let desc = workload.desc();
     let mut points = Vec::with_capacity(runs.len());
     for (&i, run) in chosen.iter().zip(&runs) {
         let p = &all[i];
@@ -215,30 +199,16 @@ pub fn search(
                 p.spanning
             )));
         }
-        points.push(point_report(
-            run,
-            Some(i + 1),
-            &layout,
-            opts.objective,
-            &references,
-            &desc.summary,
-        )?);
+        let kind = PointKind::Frontier(i + 1);
+        points.push(point_report(run, kind, &layout, opts.objective, Some(&references)));
     }
-    let reference_reports = references
-        .iter()
-        .map(|r| point_report(r, None, &layout, opts.objective, &[], &desc.summary))
-        .collect::<LabResult<Vec<_>>>()?;
-    let default_point =
-        references.first().and_then(|c| cheapest_within(&all, c.pages)).map(|i| i + 1);
-    let reads = references.first().map_or(0, |r| r.reads);
+    let reference_reports =
+        references.map(|kind, r| point_report(r, kind, &layout, opts.objective, None));
+    let default_point = cheapest_within(&all, references.classic.pages).map(|i| i + 1);
     Ok(OptimizeReport {
-        workload: desc,
+        workload: workload.desc(),
         page_size: layout.page_size(),
-        objective: opts.objective.name().into(),
-        spanning_extra_ns: match opts.objective {
-            Objective::Nanoseconds { spanning_extra_ns } => Some(spanning_extra_ns),
-            Objective::Spanning => None,
-        },
+        objective: opts.objective,
         layout: LayoutDesc {
             source,
             classes: layout.sizes().len(),
@@ -246,7 +216,7 @@ pub fn search(
             huge_class_size: layout.huge_class_size(),
             boundary_moves: boundary.moves,
         },
-        reads,
+        reads: references.classic.reads,
         frontier_points: all.len(),
         runs: specs.len() + boundary.runs + point_specs.len(),
         references: reference_reports,
@@ -279,53 +249,36 @@ fn check_prediction(
     }
 }
 
-/// A point (or reference) as reported.
+/// A point (or reference) as reported; a point is compared with the references, a reference
+/// with none.
 fn point_report(
     e: &Evaluation,
-    point: Option<usize>,
+    kind: PointKind,
     layout: &Layout,
     objective: Objective,
-    references: &[Evaluation],
-    workload: &str,
-) -> LabResult<PointReport> {
-    let classes: Vec<ClassEntry> = e
-        .table
-        .classes()
-        .iter()
-        .map(|c| ClassEntry { size: c.size, chain: c.chain as u8 })
-        .collect();
+    references: Option<&References<Evaluation>>,
+) -> PointReport {
+    let classes = e.table.classes();
     let same_sizes = classes.iter().map(|c| c.size).eq(layout.sizes().iter().copied());
-    let changed = if same_sizes {
+    let changed = same_sizes.then(|| {
         classes
             .iter()
+            .map(|c| (c.size, c.chain as u8))
             .zip(layout.base_chains())
-            .filter(|(c, &b)| c.chain != b)
-            .map(|(c, &b)| ChainChange { size: c.size, chain: c.chain, base_chain: b })
+            .filter(|&((_, chain), &base)| chain != base)
+            .map(|((size, chain), &base_chain)| ChainChange { size, chain, base_chain })
             .collect()
-    } else {
-        Vec::new()
-    };
-    let dominates = super::generalize::dominates(e, references);
-    let label = point.map_or_else(|| e.label.clone(), |p| p.to_string());
-    let title = format!(
-        "zsmalloc class table: {} on {workload}\npages {}, pages_peak {}, reads_spanning {}",
-        point.map_or_else(|| e.label.clone(), |p| format!("frontier point {p}")),
-        e.pages,
-        e.pages_peak,
-        e.reads_spanning
-    );
-    Ok(PointReport {
-        label,
-        point,
+    });
+    PointReport {
+        kind,
+        table: e.table.clone(),
         pages: e.pages,
         pages_peak: e.pages_peak,
         reads_spanning: e.reads_spanning,
         read_cost: objective.read_cost(e.reads_spanning),
-        dominates_references: dominates,
-        classes,
+        dominates_references: references.is_some_and(|r| r.dominated_by(e)),
         changed,
-        table: table_text(&e.table, &title)?,
-    })
+    }
 }
 
 #[cfg(test)]

@@ -147,7 +147,11 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
         configs.chunks(2).map(|c| format!("configurations: {}", c.join("; "))).collect();
     subtitle.push(format!(
         "{}, medians; backing {}; load average {}; classes below huge_class_size",
-        if r.environment.rounds == 1 { "1 round".to_string() } else { format!("{} rounds", r.environment.rounds) },
+        if r.environment.rounds == 1 {
+            "1 round".to_string()
+        } else {
+            format!("{} rounds", r.environment.rounds)
+        },
         r.environment.backing,
         r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
     ));

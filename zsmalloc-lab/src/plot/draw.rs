@@ -68,8 +68,9 @@ fn label(v: f64, int: bool, span: f64) -> String {
     }
 }
 
-/// Draws `fig` as an SVG file.
+/// Draws `fig` as an SVG file (named `.svg`: [`super::check_path`]).
 pub fn draw(path: &Path, fig: &Figure) -> LabResult<()> {
+    super::check_path(path)?;
     // Fail early and clearly when the file cannot be created.
     std::fs::File::create(path).map_err(|e| LabError::io("write", path, &e))?;
     let head = 44 + 18 * fig.subtitle.len() as u32;
@@ -290,30 +291,44 @@ pub struct LabelBox {
 }
 
 /// Where each label goes, as the offset of its top-left corner from its point: right of the
-/// point and level with it; else left of it; else above, else below; the first place that
-/// neither covers a label already placed nor another point's marker (else the first place).
-/// A label therefore sits nearer its own point than any other.
+/// point and level with it; else left of it; else above, else below; else at a corner
+/// (above or below, right or left); else a line further above or below; the first place that neither covers a label already placed
+/// nor another point's marker. Where every place covers something (a crowd of points), the
+/// place covering the fewest. A label therefore sits nearer its own point than any other
+/// wherever there is room.
 pub fn place_labels(points: &[LabelBox]) -> Vec<(i32, i32)> {
     let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
     let mut out = Vec::with_capacity(points.len());
+    let half = LABEL_HEIGHT / 2;
     for (i, p) in points.iter().enumerate() {
-        let half = LABEL_HEIGHT / 2;
         let candidates = [
             (LABEL_GAP, -half),
             (-LABEL_GAP - p.width, -half),
             (-p.width / 2, -LABEL_GAP - LABEL_HEIGHT),
             (-p.width / 2, LABEL_GAP),
+            (LABEL_GAP / 2, -LABEL_GAP / 2 - LABEL_HEIGHT),
+            (LABEL_GAP / 2, LABEL_GAP / 2),
+            (-LABEL_GAP / 2 - p.width, -LABEL_GAP / 2 - LABEL_HEIGHT),
+            (-LABEL_GAP / 2 - p.width, LABEL_GAP / 2),
+            (-p.width / 2, -LABEL_GAP - 2 * LABEL_HEIGHT - 2),
+            (-p.width / 2, LABEL_GAP + LABEL_HEIGHT + 2),
         ];
-        let free = |&(dx, dy): &(i32, i32)| {
+        // What a label at `(dx, dy)` would cover: labels placed, then other points' markers.
+        let covered = |&(dx, dy): &(i32, i32)| {
             let r = (p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT);
-            let clear_of_labels =
-                placed.iter().all(|b| r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1);
-            let clear_of_points = points.iter().enumerate().all(|(j, q)| {
-                j == i || q.x + 5 <= r.0 || r.2 <= q.x - 5 || q.y + 5 <= r.1 || r.3 <= q.y - 5
+            let labels =
+                placed.iter().filter(|b| !(r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1));
+            let markers = points.iter().enumerate().filter(|&(j, q)| {
+                j != i && !(q.x + 5 <= r.0 || r.2 <= q.x - 5 || q.y + 5 <= r.1 || r.3 <= q.y - 5)
             });
-            clear_of_labels && clear_of_points
+            labels.count() + markers.count()
         };
-        let (dx, dy) = candidates.iter().copied().find(|c| free(c)).unwrap_or(candidates[0]);
+        let (dx, dy) = candidates
+            .iter()
+            .copied()
+            .enumerate()
+            .min_by_key(|(k, c)| (covered(c), *k))
+            .map_or(candidates[0], |(_, c)| c);
         placed.push((p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT));
         out.push((dx, dy));
     }
@@ -352,5 +367,26 @@ mod tests {
             }
         }
         assert_eq!(offsets[2], (LABEL_GAP, -LABEL_HEIGHT / 2), "a lone label: right, level");
+    }
+
+    #[test]
+    fn labels_in_a_crowd_stay_off_each_other() {
+        // A reference between two frontier points a few pixels apart (as in optimize's default
+        // run), their labels placed first.
+        let pts = [
+            LabelBox { x: 829, y: 335, width: 21 },
+            LabelBox { x: 786, y: 332, width: 21 },
+            LabelBox { x: 815, y: 332, width: 63 },
+        ];
+        let offsets = place_labels(&pts);
+        let rect = |p: &LabelBox, (dx, dy): (i32, i32)| {
+            (p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT)
+        };
+        let r = rect(&pts[2], offsets[2]);
+        for (q, &o) in pts.iter().zip(&offsets).take(2) {
+            let b = rect(q, o);
+            let apart = r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1;
+            assert!(apart, "{r:?} covers the label {b:?}: {offsets:?}");
+        }
     }
 }

@@ -11,6 +11,11 @@
 //! - [`cost`](cost()): `zsmalloc cost`: read CPU per class and mode, and with several
 //!   configurations a Pareto plot of pages against read CPU, one colour per chain policy;
 //! - [`folios`](folios()): `zsmalloc folios`: pages and swap-in CPU against the folio size.
+//! - [`optimize`](optimize()): `zsmalloc optimize`: Pareto panels of pages (end, peak) against
+//!   read cost, the frontier points beside classic and the heuristic.
+//!
+//! Every plot is SVG, whatever the command: [`check_path`] refuses any other file name before
+//! anything runs.
 //!
 //! Every picture is a [`Figure`] of [`Panel`]s ([`figure`]) drawn by [`draw`](draw()) ([`mod@draw`]:
 //! axes, palette, legends beside the plot, never on the data). A new picture (say pages
@@ -23,6 +28,7 @@ mod cost;
 pub mod draw;
 pub mod figure;
 mod folios;
+mod optimize;
 mod pareto;
 mod runs;
 mod sweep;
@@ -33,6 +39,20 @@ pub use cost::cost;
 pub use draw::draw;
 pub use figure::{steps, Figure, Panel, Series, Style, GREY};
 pub use folios::folios;
+pub use optimize::optimize;
 pub use pareto::{pareto_panel, ParetoPoint};
 pub use runs::{class_difference, runs};
 pub use sweep::sweep;
+
+/// Refuses a plot file not named `.svg`: plots are drawn as SVG only (the workspace's plotters
+/// has no bitmap backend), and SVG written into a `.png` opens as a broken image.
+pub fn check_path(path: &std::path::Path) -> crate::error::LabResult<()> {
+    if path.extension().is_some_and(|e| e.eq_ignore_ascii_case("svg")) {
+        return Ok(());
+    }
+    Err(crate::error::LabError::usage(format!(
+        "--plot {}: plots are SVG, name the file FILE.svg (rsvg-convert -o FILE.png FILE.svg \
+         makes a PNG of it)",
+        path.display()
+    )))
+}

@@ -7,7 +7,8 @@
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`);
 //! - [`kernel`]: `zsmalloc kernel check`, `capture`, `cost` and `import`;
-//! - [`folios`]: large folios as one object (`zsmalloc folios`).
+//! - [`folios`]: large folios as one object (`zsmalloc folios`);
+//! - [`optimize`]: the best class tables for a workload (`zsmalloc optimize`).
 //!
 //! A report's JSON is its data structures serialised; its CSV columns are read out of that
 //! JSON by key ([`csv::Column`]), so a CSV header is the JSON key it comes from and cannot
@@ -21,6 +22,7 @@ pub mod csv;
 pub mod folios;
 pub mod grid;
 pub mod kernel;
+pub mod optimize;
 pub mod runs;
 
 use std::path::Path;

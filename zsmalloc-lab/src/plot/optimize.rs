@@ -1,0 +1,99 @@
+//! `zsmalloc optimize --plot`: two Pareto panels on one read-cost axis, pages at the end and
+//! pages at the peak; the reported frontier points in one colour, classic, the heuristic and a
+//! given table in one each, labelled (frontier points by their number).
+
+use std::path::Path;
+
+use super::draw::draw;
+use super::figure::Figure;
+use super::pareto::{pareto_panel, ParetoPoint};
+use crate::error::LabResult;
+use crate::optimize::references::PointKind;
+use crate::optimize::report::{Objective, OptimizeReport, PointReport};
+
+/// Characters of a subtitle line at most: a longer one (a workload's description can be) is
+/// broken at spaces rather than cut off at the picture's edge.
+const SUBTITLE_CHARS: usize = 140;
+
+/// Draws the report's Pareto plot to `path`.
+pub fn optimize(path: &Path, report: &OptimizeReport) -> LabResult<()> {
+    draw(path, &figure(report))
+}
+
+fn group(kind: PointKind) -> String {
+    match kind {
+        PointKind::Frontier(_) => "frontier points".into(),
+        PointKind::Given => "the given table".into(),
+        reference => reference.label(),
+    }
+}
+
+fn figure(report: &OptimizeReport) -> Figure {
+    let x_desc = match report.objective {
+        Objective::Nanoseconds { spanning_extra_ns } => {
+            format!("read cost: spanning reads x {spanning_extra_ns} ns")
+        }
+        Objective::Spanning => "read cost: spanning reads".to_string(),
+    };
+    // The frontier first, so that it takes the palette's first colour and the references the
+    // next ones, whichever of them are there.
+    let shown: Vec<&PointReport> =
+        report.points.iter().chain(report.references.iter().map(|(_, r)| r)).collect();
+    let panel = |title: &str, pages: &dyn Fn(&PointReport) -> u64| {
+        let points: Vec<ParetoPoint> = shown
+            .iter()
+            .map(|p| {
+                let (x, y) = (p.read_cost, pages(p) as f64);
+                ParetoPoint::exact(p.kind.label(), group(p.kind), x, y)
+            })
+            .collect();
+        let mut panel = pareto_panel(title, &x_desc, "pages", &points);
+        panel.int_x = report.objective == Objective::Spanning;
+        panel
+    };
+    let mut subtitle = wrap(&format!("workload: {}", report.workload.summary), SUBTITLE_CHARS);
+    subtitle.push(format!(
+        "exact frontier over chains: {} points, {} shown; layout {} ({} classes, {} searched)",
+        report.frontier_points,
+        report.points.len(),
+        report.layout.source,
+        report.layout.classes,
+        report.layout.searched
+    ));
+    Figure {
+        title: format!(
+            "optimize: class tables, pages against read cost (page {})",
+            report.page_size
+        ),
+        subtitle,
+        panels: vec![
+            panel("pages at the end", &|p| p.pages),
+            panel("pages at the peak", &|p| p.pages_peak),
+        ],
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_lines_break_at_spaces() {
+        assert_eq!(super::wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(super::wrap("abcdefg h", 3), ["abcdefg", "h"]);
+        assert_eq!(super::wrap("short", 80), ["short"]);
+    }
+}
