@@ -31,10 +31,9 @@ pub struct ClassInfo {
     /// A unit is `page << order` bytes of adjacent pages; 0 (single pages) but in the
     /// multi-page band's classes above a page.
     pub order: u32,
-    /// log2 of the unit's bytes (`page_shift + order`) and the unit's bytes less one, kept for
-    /// the hot paths.
-    pub unit_shift: u32,
-    pub unit_mask: u32,
+    /// The unit's bytes less one and their log2 (`page_shift + order`), kept for the hot paths.
+    pub(crate) unit_mask: u32,
+    pub(crate) unit_shift: u32,
 }
 
 impl ClassInfo {

@@ -54,7 +54,7 @@ impl Pool {
                 freed += u64::from(info.zspage_pages());
             } else {
                 src.pin.unlock_migration();
-                let g = class.fullness.group(src.inuse.load(Ordering::Relaxed));
+                let g = class.fullness().group(src.inuse.load(Ordering::Relaxed));
                 st.insert(&self.zspages, s, g);
             }
             if dz.inuse.load(Ordering::Relaxed) == info.objs_per_zspage {
@@ -63,7 +63,7 @@ impl Pool {
             }
         }
         if let Some(d) = dst {
-            let g = class.fullness.group(self.zspage(d).inuse.load(Ordering::Relaxed));
+            let g = class.fullness().group(self.zspage(d).inuse.load(Ordering::Relaxed));
             st.insert(&self.zspages, d, g);
         }
         freed

@@ -125,12 +125,12 @@ impl Pool {
         st.obj_inuse -= 1;
         st.bytes_stored -= len as u64;
         if z.inuse.load(Ordering::Relaxed) != 0 {
-            st.fix_group(&self.zspages, entry, z, &class.fullness);
+            st.fix_group(&self.zspages, entry, z, class.fullness());
         } else if z.pin.try_lock_migration() {
             st.remove(&self.zspages, entry);
             self.release_zspage(st, &class.info, entry);
         } else {
-            st.fix_group(&self.zspages, entry, z, &class.fullness); // to the empty group, deferred
+            st.fix_group(&self.zspages, entry, z, class.fullness()); // to the empty group, deferred
         }
     }
 

@@ -46,7 +46,7 @@ impl Pool {
     }
 
     /// Geometry of object `obj` of `len` bytes in zspage `z`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn layout(&self, z: &Zspage, info: &ClassInfo, obj: u32, len: usize) -> Layout {
         if info.huge {
             let pieces = [Piece { pfn: z.page(0), offset: 0, len }, Piece::default()];

@@ -94,9 +94,10 @@ impl Pool {
         // The class's unit: a page, or an aligned compound page (whose pages share a role).
         let (ushift, umask) = (info.unit_shift, info.unit_mask as usize);
         if let Some(z) = zspage {
-            // The word's page lies in the unit starting at the zspage's page (units are aligned).
+            // The word's place lies in the unit starting at the zspage's page (units are
+            // aligned, so its offset differs from the unit's only in the bits below the unit).
             if loc.page >= info.pages_per_zspage
-                || (pfn ^ z.page(loc.page as usize)) >> info.order != 0
+                || (loc.offset() ^ ((z.page(loc.page as usize) as usize) << shift)) > umask
             {
                 return Err(STALE);
             }

@@ -13,11 +13,13 @@ use crate::class_table::ClassInfo;
 use crate::header;
 use crate::zspage::{Fullness, Reciprocal, Zspage, ZspageTable, GROUPS, NIL};
 
-/// One class of the pool. Padded so neighbouring classes' locks do not share a cache line.
+/// One class of the pool. Padded so neighbouring classes' locks do not share a cache line; 256
+/// bytes, so that indexing the class array is one shift (a size test checks it).
 #[repr(align(128))]
 pub struct SizeClass {
     pub info: ClassInfo,
-    pub fullness: Fullness,
+    /// Divides by the objects per zspage (`Fullness`; the count itself is `info`'s).
+    by_objs: Reciprocal,
     /// Divides an offset within a zspage by the class size (the object index of a handle).
     pub by_size: Reciprocal,
     /// Bytes of a zspage its objects cover (`objs * size`); 0 for a huge class, whose objects
@@ -33,17 +35,23 @@ pub struct SizeClass {
 
 impl SizeClass {
     pub fn new(info: ClassInfo) -> Self {
-        let fullness = Fullness::new(info.objs_per_zspage);
+        let by_objs = Reciprocal::new(info.objs_per_zspage);
         let by_size = Reciprocal::new(info.size);
         let object_area = if info.huge { 0 } else { info.objs_per_zspage * info.size };
         SizeClass {
             info,
-            fullness,
+            by_objs,
             by_size,
             object_area,
             next_obj: AtomicUsize::new(0),
             state: SpinMutex::new(ClassState::default()),
         }
+    }
+
+    /// The class's fullness groups by objects in use.
+    #[inline(always)]
+    pub fn fullness(&self) -> Fullness<'_> {
+        Fullness::of(&self.info.objs_per_zspage, &self.by_objs)
     }
 
     /// Takes the class lock: a spin lock, as the kernel's `class->lock`, whose waiters yield the
@@ -115,7 +123,7 @@ impl ClassState {
     /// Moves listed zspage `z` (table entry `entry`) to the head of its new group if its group
     /// changed.
     #[inline]
-    pub fn fix_group(&mut self, t: &ZspageTable, entry: u32, z: &Zspage, fullness: &Fullness) {
+    pub fn fix_group(&mut self, t: &ZspageTable, entry: u32, z: &Zspage, fullness: Fullness<'_>) {
         let new = fullness.group(z.inuse.load(Relaxed));
         if new != z.group.load(Relaxed) as usize {
             self.move_to(t, entry, new);
@@ -208,4 +216,16 @@ pub fn free_head(z: &Zspage) -> Option<u32> {
 #[inline]
 pub fn fresh(z: &Zspage) -> u32 {
     z.fresh.load(Acquire)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SizeClass;
+
+    /// Indexing the class array is one shift only while a class is a power of two of bytes; the
+    /// hot paths index it on every store, free and read.
+    #[test]
+    fn a_class_is_256_bytes() {
+        assert_eq!(std::mem::size_of::<SizeClass>(), 256);
+    }
 }

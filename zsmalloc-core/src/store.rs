@@ -127,11 +127,11 @@ impl Pool {
         let z = self.zspage(entry);
         let obj =
             size_class::obj_malloc(z, header::encode(addr, len), |o| self.header_word(z, info, o));
-        let group = class.fullness.group(z.inuse.load(Ordering::Relaxed));
+        let group = class.fullness().group(z.inuse.load(Ordering::Relaxed));
         if new {
             st.insert(&self.zspages, entry, group);
         } else {
-            st.fix_group(&self.zspages, entry, z, &class.fullness);
+            st.fix_group(&self.zspages, entry, z, class.fullness());
         }
         st.obj_inuse += 1;
         st.bytes_stored += len as u64;

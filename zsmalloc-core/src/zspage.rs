@@ -64,23 +64,26 @@ impl Reciprocal {
     }
 }
 
-/// `fullness_group` for one class without a division on the hot path.
+/// `fullness_group` for one class without a division on the hot path. It borrows the class's
+/// object count and its reciprocal, so that each is loaded only where the test needs it.
 #[derive(Debug, Clone, Copy)]
-pub struct Fullness {
-    objs: u32,
-    by_objs: Reciprocal,
+pub struct Fullness<'a> {
+    objs: &'a u32,
+    by_objs: &'a Reciprocal,
 }
 
-impl Fullness {
-    pub fn new(objs: u32) -> Self {
-        Fullness { objs, by_objs: Reciprocal::new(objs) }
+impl<'a> Fullness<'a> {
+    /// The fullness of a class of `objs` objects per zspage, `by_objs` their reciprocal.
+    #[inline(always)]
+    pub fn of(objs: &'a u32, by_objs: &'a Reciprocal) -> Self {
+        Fullness { objs, by_objs }
     }
 
-    #[inline]
-    pub fn group(&self, inuse: u32) -> usize {
+    #[inline(always)]
+    pub fn group(self, inuse: u32) -> usize {
         if inuse == 0 {
             GROUP_EMPTY
-        } else if inuse == self.objs {
+        } else if inuse == *self.objs {
             GROUP_FULL
         } else {
             // objs > 1 here (0 < inuse < objs), so the reciprocal is exact.
@@ -245,7 +248,8 @@ mod tests {
     #[test]
     fn fast_fullness_equals_the_division() {
         for objs in (1..=2048).chain([4095, 4096, 32767, 32768]) {
-            let f = Fullness::new(objs);
+            let r = Reciprocal::new(objs);
+            let f = Fullness::of(&objs, &r);
             for inuse in 0..=objs {
                 assert_eq!(f.group(inuse), fullness_group(inuse, objs), "{inuse}/{objs}");
             }

@@ -135,10 +135,13 @@ impl Pool {
         thread: Tid,
     ) -> Option<(Registration<'_>, usize)> {
         let slot = announce::slot_of(thread.owned_index()?);
-        let (loc, pos) = self.place::<START>(word, None).ok().map(|p| (p.loc, p.pos))?;
-        let (offset, page) = (loc.offset(), self.page());
-        // `len` is the caller's: compared against the room after the header, it cannot overflow.
-        if len > page - HDR as usize - (offset & (page - 1)) {
+        let place = self.place::<START>(word, None).ok()?;
+        let (loc, pos, info) = (place.loc, place.pos, &place.class.info);
+        // In one unit (a page, or a compound page of the multi-page band, whose pages are
+        // adjacent in the arena). `len` is the caller's: compared against the room after the
+        // header, it cannot overflow.
+        let (offset, mask) = (loc.offset(), info.unit_mask as usize);
+        if len > mask + 1 - HDR as usize - (offset & mask) {
             return None;
         }
         // SAFETY: the page's role makes `offset` an object start of a non-huge class (the role
@@ -174,9 +177,10 @@ impl Pool {
         let addr = h as *const AtomicUsize as usize;
         let place = self.place::<ROLE>(word, None).ok().filter(|p| !p.class.info.huge)?;
         let (loc, info, obj) = (place.loc, &place.class.info, place.obj);
-        let (offset, page) = (loc.offset(), self.page());
-        let in_page = offset & (page - 1);
-        let fits = |len: usize| len <= page - HDR as usize - in_page;
+        // In one unit: a page, or a compound page of the multi-page band.
+        let (offset, mask) = (loc.offset(), info.unit_mask as usize);
+        let in_unit = offset & mask;
+        let fits = |len: usize| len <= mask + 1 - HDR as usize - in_unit;
         if mem_len.is_some_and(|l| !fits(l)) {
             return None;
         }
