@@ -165,7 +165,7 @@ impl Backend for Pool {
     }
     /// [`Pool::read_begin_raw`]: a NULL `local_copy` in `copy` mode serves only objects that
     /// lie in one page (a spanning one is refused with `EINVAL`, counting nothing).
-    #[inline]
+    #[inline(always)]
     unsafe fn read_begin_raw(
         &self,
         h: &AtomicUsize,

@@ -183,7 +183,7 @@ impl Pool {
     /// until the matching [`Pool::read_end_raw`]; the bytes must not be written through it.
     ///
     /// [`Backend::read_begin_raw`]: crate::Backend::read_begin_raw
-    #[inline]
+    #[inline(always)]
     pub unsafe fn read_begin_raw(
         &self,
         h: &AtomicUsize,
