@@ -239,7 +239,9 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
             LabelBox { x, y, width: LABEL_CHAR_WIDTH * text.chars().count() as i32 }
         })
         .collect();
-    for ((pt, text), offset) in labelled.iter().zip(place_labels(&boxes)) {
+    let (xr, yr) = chart.plotting_area().get_pixel_range();
+    let area = (xr.start, yr.start, xr.end, yr.end);
+    for ((pt, text), offset) in labelled.iter().zip(place_labels(&boxes, area)) {
         let font = ("sans-serif", 12).into_font().color(&RGBColor(40, 40, 40));
         let element = EmptyElement::at(*pt) + Text::new((*text).clone(), offset, font);
         chart.draw_series(std::iter::once(element))?;
@@ -295,8 +297,10 @@ pub struct LabelBox {
 /// (above or below, right or left); else a line further above or below; the first place that neither covers a label already placed
 /// nor another point's marker. Where every place covers something (a crowd of points), the
 /// place covering the fewest. A label therefore sits nearer its own point than any other
-/// wherever there is room.
-pub fn place_labels(points: &[LabelBox]) -> Vec<(i32, i32)> {
+/// wherever there is room. A place inside `area` (left, top, right, bottom: the plot's pixels)
+/// always wins over one that leaves it, so a label at the edge turns inwards rather than run
+/// into the axis or the legend.
+pub fn place_labels(points: &[LabelBox], area: (i32, i32, i32, i32)) -> Vec<(i32, i32)> {
     let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
     let mut out = Vec::with_capacity(points.len());
     let half = LABEL_HEIGHT / 2;
@@ -323,11 +327,15 @@ pub fn place_labels(points: &[LabelBox]) -> Vec<(i32, i32)> {
             });
             labels.count() + markers.count()
         };
+        let outside = |&(dx, dy): &(i32, i32)| {
+            let (l, t) = (p.x + dx, p.y + dy);
+            l < area.0 || t < area.1 || l + p.width > area.2 || t + LABEL_HEIGHT > area.3
+        };
         let (dx, dy) = candidates
             .iter()
             .copied()
             .enumerate()
-            .min_by_key(|(k, c)| (covered(c), *k))
+            .min_by_key(|(k, c)| (outside(c), covered(c), *k))
             .map_or(candidates[0], |(_, c)| c);
         placed.push((p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT));
         out.push((dx, dy));
@@ -338,6 +346,18 @@ pub fn place_labels(points: &[LabelBox]) -> Vec<(i32, i32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plot area no label leaves.
+    const EVERYWHERE: (i32, i32, i32, i32) =
+        (i32::MIN / 2, i32::MIN / 2, i32::MAX / 2, i32::MAX / 2);
+
+    #[test]
+    fn a_label_at_the_right_edge_turns_inwards() {
+        let pts = [LabelBox { x: 995, y: 100, width: 90 }];
+        let (dx, _) = place_labels(&pts, (0, 0, 1000, 400))[0];
+        assert!(995 + dx + 90 <= 1000, "the label stays inside: offset {dx}");
+        assert_eq!(place_labels(&pts, EVERYWHERE)[0], (LABEL_GAP, -LABEL_HEIGHT / 2));
+    }
 
     /// The label's centre, in pixels.
     fn centre(p: &LabelBox, (dx, dy): (i32, i32)) -> (f64, f64) {
@@ -357,7 +377,7 @@ mod tests {
             LabelBox { x: 100, y: 207, width: 7 },
             LabelBox { x: 300, y: 50, width: 14 },
         ];
-        let offsets = place_labels(&pts);
+        let offsets = place_labels(&pts, EVERYWHERE);
         for (i, (p, &o)) in pts.iter().zip(&offsets).enumerate() {
             let c = centre(p, o);
             for (j, q) in pts.iter().enumerate() {
@@ -378,7 +398,7 @@ mod tests {
             LabelBox { x: 786, y: 332, width: 21 },
             LabelBox { x: 815, y: 332, width: 63 },
         ];
-        let offsets = place_labels(&pts);
+        let offsets = place_labels(&pts, EVERYWHERE);
         let rect = |p: &LabelBox, (dx, dy): (i32, i32)| {
             (p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT)
         };
