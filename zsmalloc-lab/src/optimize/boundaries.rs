@@ -76,9 +76,8 @@ fn lows(sizes: &[u32]) -> Vec<u32> {
 }
 
 /// A layout of `sizes`, chains taken from `chain_of` (the base chain of the class at or above).
-fn layout_of(page: u32, sizes: &[u32], chain_of: &dyn Fn(u32) -> u8) -> LabResult<Layout> {
-    let classes =
-        sizes.iter().map(|&size| ClassSpec { size, chain: u32::from(chain_of(size)) }).collect();
+fn layout_of(page: u32, sizes: &[u32], chain_of: &dyn Fn(u32) -> u32) -> LabResult<Layout> {
+    let classes = sizes.iter().map(|&size| ClassSpec { size, chain: chain_of(size) }).collect();
     Ok(Layout::of_table(&ClassTableSpec::new(page, classes)?))
 }
 

@@ -14,7 +14,7 @@ use zsmalloc_core::{ClassTable, PoolConfig};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassFigures {
     pub size: u32,
-    pub chain: u8,
+    pub chain: u32,
     /// The class's pages at the end of the workload.
     pub pages: u64,
     /// Reads of its objects that spanned two pages.
@@ -54,7 +54,7 @@ impl Evaluation {
             .zip(table.classes())
             .map(|(row, c)| ClassFigures {
                 size: c.size,
-                chain: c.chain as u8,
+                chain: c.chain,
                 pages: row.stats.pages_used,
                 spanning: row.stats.reads_spanning,
             })

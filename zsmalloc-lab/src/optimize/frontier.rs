@@ -22,7 +22,7 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ClassOption {
     /// Pages per zspage, 1..=16.
-    pub chain: u8,
+    pub chain: u32,
     /// The class's pages at the end of the workload.
     pub pages: u64,
     /// Reads of the class's objects that spanned two pages.
@@ -35,7 +35,7 @@ pub struct FrontierPoint {
     pub pages: u64,
     pub spanning: u64,
     /// The chain of each class, in layout order.
-    pub chains: Vec<u8>,
+    pub chains: Vec<u32>,
 }
 
 /// A point of one merge stage: its sums, and how it was built (for the chains at the end).
@@ -88,7 +88,7 @@ pub fn frontier(classes: &[Vec<ClassOption>]) -> Vec<FrontierPoint> {
     stages[last]
         .iter()
         .map(|end| {
-            let mut chains = vec![0u8; classes.len()];
+            let mut chains = vec![0u32; classes.len()];
             let mut at = *end;
             for stage in (1..=last).rev() {
                 chains[stage - 1] = classes[stage - 1][at.option as usize].chain;
@@ -122,7 +122,7 @@ mod tests {
             .collect()
     }
 
-    fn sums(classes: &[Vec<ClassOption>], chains: &[u8]) -> (u64, u64) {
+    fn sums(classes: &[Vec<ClassOption>], chains: &[u32]) -> (u64, u64) {
         classes.iter().zip(chains).fold((0, 0), |(p, s), (options, &c)| {
             let o = options.iter().find(|o| o.chain == c).expect("a chain of the class");
             (p + o.pages, s + o.spanning)
@@ -136,7 +136,7 @@ mod tests {
             let n_classes = 1 + case % 5;
             let classes: Vec<Vec<ClassOption>> = (0..n_classes)
                 .map(|_| {
-                    (1..=rng.gen_range(1..=6u8))
+                    (1..=rng.gen_range(1..=6u32))
                         .map(|chain| ClassOption {
                             chain,
                             pages: rng.gen_range(0..40),

@@ -17,7 +17,7 @@ use zsmalloc_core::class_spec::{ClassSpec, ClassTableSpec};
 use zsmalloc_core::{ClassTable, PoolConfig, HANDLE_SIZE};
 
 /// The longest chain a class may take.
-pub const MAX_CHAIN: u8 = 16;
+pub const MAX_CHAIN: u32 = 16;
 
 /// The sizes of a table, its chains, and the chains the search may give each class.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,9 +26,9 @@ pub struct Layout {
     /// Class sizes, ascending; the last is the page.
     sizes: Vec<u32>,
     /// The chains of the table the layout was taken from.
-    base_chains: Vec<u8>,
+    base_chains: Vec<u32>,
     /// For each class, the chains it may take, ascending (the base chain among them).
-    choices: Vec<Vec<u8>>,
+    choices: Vec<Vec<u32>>,
     /// Position of the class setting `huge_class_size`, if any class chains pages.
     top_chained: Option<usize>,
 }
@@ -38,9 +38,9 @@ impl Layout {
     pub fn of_table(spec: &ClassTableSpec) -> Self {
         let page = spec.page_size();
         let sizes: Vec<u32> = spec.classes().iter().map(|c| c.size).collect();
-        let base_chains: Vec<u8> = spec.classes().iter().map(|c| c.chain as u8).collect();
+        let base_chains: Vec<u32> = spec.classes().iter().map(|c| c.chain).collect();
         let sets_huge = |i: usize| {
-            let chain = u32::from(base_chains[i]);
+            let chain = base_chains[i];
             chain != 1 && chain * page / sizes[i] != 1
         };
         let top_chained = (0..sizes.len()).rev().find(|&i| sets_huge(i));
@@ -69,12 +69,12 @@ impl Layout {
         &self.sizes
     }
 
-    pub fn base_chains(&self) -> &[u8] {
+    pub fn base_chains(&self) -> &[u32] {
         &self.base_chains
     }
 
     /// The chains class `i` may take.
-    pub fn choices(&self, i: usize) -> &[u8] {
+    pub fn choices(&self, i: usize) -> &[u32] {
         &self.choices[i]
     }
 
@@ -90,7 +90,7 @@ impl Layout {
 
     /// The chains of the sweep's run at `chain`: every class that may take it takes it, the
     /// others keep their base chain.
-    pub fn sweep_chains(&self, chain: u8) -> Vec<u8> {
+    pub fn sweep_chains(&self, chain: u32) -> Vec<u32> {
         self.choices
             .iter()
             .zip(&self.base_chains)
@@ -99,7 +99,7 @@ impl Layout {
     }
 
     /// The table of this layout with `chains` (one per class, each among its choices).
-    pub fn table(&self, chains: &[u8]) -> LabResult<ClassTableSpec> {
+    pub fn table(&self, chains: &[u32]) -> LabResult<ClassTableSpec> {
         if chains.len() != self.sizes.len() {
             return Err(LabError::runtime(format!(
                 "internal: {} chains for a layout of {} classes",
@@ -117,7 +117,7 @@ impl Layout {
             .sizes
             .iter()
             .zip(chains)
-            .map(|(&size, &chain)| ClassSpec { size, chain: u32::from(chain) })
+            .map(|(&size, &chain)| ClassSpec { size, chain })
             .collect();
         ClassTableSpec::new(self.page_size, classes).map_err(LabError::from)
     }
@@ -156,7 +156,7 @@ mod tests {
         let layout = mainline(4096);
         let t = layout.top_chained.unwrap();
         assert_eq!(layout.sizes()[t], 3632);
-        assert_eq!(layout.choices(t), (2..=16).collect::<Vec<u8>>());
+        assert_eq!(layout.choices(t), (2..=16).collect::<Vec<u32>>());
         assert_eq!(layout.choices(0).len(), 16);
         assert!((t + 1..layout.sizes().len()).all(|i| layout.choices(i) == [1]));
         for i in 0..layout.sizes().len() {

@@ -14,7 +14,7 @@ use zsmalloc_core::PoolConfig;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Candidate {
     pub class: Option<usize>,
-    pub chain: u8,
+    pub chain: u32,
 }
 
 /// Every candidate of the layout: the base table, then each class under each chain other than

@@ -71,15 +71,15 @@ impl Objective {
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 pub struct ClassEntry {
     pub size: u32,
-    pub chain: u8,
+    pub chain: u32,
 }
 
 /// A class whose chain differs from the layout's base table.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 pub struct ChainChange {
     pub size: u32,
-    pub chain: u8,
-    pub base_chain: u8,
+    pub chain: u32,
+    pub base_chain: u32,
 }
 
 /// One table on the axes: a frontier point or a reference. Its text (the label, the file
@@ -104,11 +104,7 @@ pub struct PointReport {
 impl PointReport {
     /// The table's classes as sizes and chains.
     pub fn classes(&self) -> Vec<ClassEntry> {
-        self.table
-            .classes()
-            .iter()
-            .map(|c| ClassEntry { size: c.size, chain: c.chain as u8 })
-            .collect()
+        self.table.classes().iter().map(|c| ClassEntry { size: c.size, chain: c.chain }).collect()
     }
 }
 

@@ -238,7 +238,7 @@ fn check_prediction(
     if sizes != layout.sizes() {
         return Ok(());
     }
-    let chains: Vec<u8> = r.table.classes().iter().map(|c| c.chain as u8).collect();
+    let chains: Vec<u32> = r.table.classes().iter().map(|c| c.chain).collect();
     match predict(options, &chains) {
         Some(sums) if sums != (r.pages, r.reads_spanning) => Err(LabError::runtime(format!(
             "{}: the run measured {} pages and {} spanning reads, the sums {} and {}; the classes \
@@ -263,7 +263,7 @@ fn point_report(
     let changed = same_sizes.then(|| {
         classes
             .iter()
-            .map(|c| (c.size, c.chain as u8))
+            .map(|c| (c.size, c.chain))
             .zip(layout.base_chains())
             .filter(|&((_, chain), &base)| chain != base)
             .map(|((size, chain), &base_chain)| ChainChange { size, chain, base_chain })

@@ -25,7 +25,7 @@ pub fn sweep_specs(layout: &Layout, base: &PoolConfig) -> LabResult<Vec<ConfigSp
 /// sums the frontier keeps the first found, so a class whose chains tie — one the workload
 /// never uses, above all — keeps its base chain instead of whichever chain came first: a table
 /// tuned on one workload then leaves the classes it says nothing about as they were.
-pub fn base_first(mut options: Vec<ClassOption>, base: u8) -> Vec<ClassOption> {
+pub fn base_first(mut options: Vec<ClassOption>, base: u32) -> Vec<ClassOption> {
     options.sort_by_key(|o| (o.chain != base, o.chain));
     options
 }
@@ -81,7 +81,7 @@ pub fn run_sweep(
 
 /// What a table of the layout measures, predicted from the options: its pages and spanning
 /// reads, each the sum over its classes.
-pub fn predict(options: &[Vec<ClassOption>], chains: &[u8]) -> Option<(u64, u64)> {
+pub fn predict(options: &[Vec<ClassOption>], chains: &[u32]) -> Option<(u64, u64)> {
     let mut sums = (0, 0);
     for (opts, &chain) in options.iter().zip(chains) {
         let o = opts.iter().find(|o| o.chain == chain)?;
