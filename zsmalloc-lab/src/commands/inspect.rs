@@ -9,7 +9,7 @@ use crate::error::{LabError, LabResult};
 use crate::inspect::machine::Machine;
 use crate::inspect::snapshot_report::{self, SnapshotOptions};
 use crate::inspect::watch::{self, Shape};
-use crate::kernel::device::CompressorArgs;
+use crate::kernel::corpus::CompressorArgs;
 use crate::report::{Format, Render};
 
 #[derive(Args, Debug, Clone)]

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::check::{KernelFacts, StoredFacts};
+use super::corpus::CompressorArgs;
 use super::corpus::{CorpusArgs, CorpusFacts};
-use super::device::CompressorArgs;
 use super::host::Host;
 use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Op, Stored};
 use crate::error::LabResult;
@@ -100,13 +100,7 @@ pub fn write_trace(k: &KernelSteps, source: &str, path: &std::path::Path) -> Lab
 pub fn run(a: &Capture) -> LabResult<CaptureReport> {
     let host = Host::probe()?;
     let (corpus, facts) = a.corpus.open(&host, a.seed)?;
-    let plan = FillPlan {
-        compressor: a.codec.compressor.clone(),
-        level: a.codec.level,
-        free_share: a.free_share,
-        seed: a.seed,
-        compact: a.free_share > 0.0,
-    };
+    let plan = FillPlan::new(&a.codec, a.free_share, a.seed, a.free_share > 0.0);
     let k = steps::run(&host, &corpus, &plan)?;
     drop(corpus);
     let operations = write_trace(&k, &facts.source, &a.output)?;

@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
+use super::corpus::CompressorArgs;
 use super::corpus::{CorpusArgs, CorpusFacts};
-use super::device::CompressorArgs;
 use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
 use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Stored};
@@ -156,13 +156,7 @@ pub fn run(a: &Check) -> LabResult<CheckReport> {
     // Bad flags fail before the device is made.
     kernel_spec(host.page_size, chain, &a.chain_policy)?;
     let (corpus, facts) = a.corpus.open(&host, a.seed)?;
-    let plan = FillPlan {
-        compressor: a.codec.compressor.clone(),
-        level: a.codec.level,
-        free_share: a.free_share,
-        seed: a.seed,
-        compact: true,
-    };
+    let plan = FillPlan::new(&a.codec, a.free_share, a.seed, true);
     let k = steps::run(&host, &corpus, &plan)?;
     drop(corpus);
     let mut chain_search = None;

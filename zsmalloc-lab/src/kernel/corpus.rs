@@ -31,6 +31,17 @@ pub struct CorpusArgs {
     pub max_pages: Option<usize>,
 }
 
+/// The compressor flags of every kernel subcommand that fills a device.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CompressorArgs {
+    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
+    #[arg(long, value_name = "ALG")]
+    pub compressor: Option<String>,
+    /// Compression level, through algorithm_params
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+}
+
 /// What the corpus was.
 #[derive(Debug, Clone, Serialize)]
 pub struct CorpusFacts {

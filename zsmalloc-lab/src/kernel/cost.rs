@@ -16,9 +16,10 @@ use rand_chacha::ChaCha8Rng;
 use zsmalloc_core::{Handle, Pool, HDR};
 
 use super::check::kernel_spec;
+use super::corpus::CompressorArgs;
 use super::corpus::CorpusArgs;
 use super::cost_report::{self, Group, PageCost, ReadCostReport};
-use super::device::{CompressorArgs, Device, DeviceSpec};
+use super::device::{Device, DeviceSpec};
 use super::host::{self, Host};
 use super::replay::project_pool;
 use crate::cost::hw::last_level_cache_bytes;

@@ -9,6 +9,7 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
+use super::corpus::CompressorArgs;
 use super::device::{Device, DeviceSpec};
 use super::host::{self, Host};
 use super::mm_stat::MmStat;
@@ -80,6 +81,15 @@ pub struct FillPlan {
     pub seed: u64,
     /// Compact after the discards.
     pub compact: bool,
+}
+
+impl FillPlan {
+    /// The plan of a fill with `codec`'s compressor, `free_share` of the pages then discarded
+    /// in the order `seed` draws, and a compaction when `compact`.
+    pub fn new(codec: &CompressorArgs, free_share: f64, seed: u64, compact: bool) -> FillPlan {
+        let (compressor, level) = (codec.compressor.clone(), codec.level);
+        FillPlan { compressor, level, free_share, seed, compact }
+    }
 }
 
 /// Everything the kernel did.

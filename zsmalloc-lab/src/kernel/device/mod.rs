@@ -37,17 +37,6 @@ use self::lifetime::Lease;
 use super::mm_stat::MmStat;
 use crate::error::{LabError, LabResult};
 
-/// The compressor flags of every kernel subcommand that fills a device.
-#[derive(clap::Args, Debug, Clone)]
-pub struct CompressorArgs {
-    /// A compressor of the kernel's zram (its comp_algorithm) [default: the one zram selects]
-    #[arg(long, value_name = "ALG")]
-    pub compressor: Option<String>,
-    /// Compression level, through algorithm_params
-    #[arg(long, value_name = "N", allow_negative_numbers = true)]
-    pub level: Option<i32>,
-}
-
 /// `BLKDISCARD`: `_IO(0x12, 119)` (linux/fs.h), not in the libc crate.
 const BLKDISCARD: libc::c_ulong = 0x1277;
 
