@@ -114,14 +114,8 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
     let mut opts = cost::CostOptions::new(assembly.specs);
     let seed = a.seed.unwrap_or(1);
     opts.seed = seed;
-    opts.source = match (a.pid, a.paths.is_empty()) {
-        (Some(pid), _) => Source::Pid(pid),
-        (None, false) => Source::Files(a.paths.clone()),
-        (None, true) => Source::Builtin {
-            pages: a.synthetic_pages.unwrap_or(cost::DEFAULT_SYNTHETIC_PAGES),
-            seed,
-        },
-    };
+    let pages = a.synthetic_pages.unwrap_or(cost::DEFAULT_SYNTHETIC_PAGES);
+    opts.source = Source::from_flags(a.pid, &a.paths, pages, seed);
     opts.compressors = Algo::parse_list(a.compressor.as_deref().unwrap_or("lz4,zstd"))?;
     if let Some(level) = a.level {
         if !opts.compressors.contains(&Algo::Zstd) {

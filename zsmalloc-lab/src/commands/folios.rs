@@ -105,13 +105,8 @@ fn options(a: &FoliosArgs) -> LabResult<FoliosOptions> {
     }
     let config = spec.config;
     let seed = a.seed.unwrap_or(1);
-    let source = match (a.pid, a.paths.is_empty()) {
-        (Some(pid), _) => Source::Pid(pid),
-        (None, false) => Source::Files(a.paths.clone()),
-        (None, true) => {
-            Source::Builtin { pages: a.synthetic_pages.unwrap_or(opt::DEFAULT_PAGES), seed }
-        }
-    };
+    let pages = a.synthetic_pages.unwrap_or(opt::DEFAULT_PAGES);
+    let source = Source::from_flags(a.pid, &a.paths, pages, seed);
     let compressors =
         Compressor::parse_list(a.compressor.as_deref().unwrap_or(opt::DEFAULT_COMPRESSORS))?;
     let zstd_level = match a.level {

@@ -33,6 +33,21 @@ pub enum Source {
 }
 
 impl Source {
+    /// The source the corpus flags name: a process (`--pid`), files, or else the built-in
+    /// corpus of `synthetic_pages` pages (the command's default when not given), seeded.
+    pub fn from_flags(
+        pid: Option<u32>,
+        paths: &[PathBuf],
+        synthetic_pages: usize,
+        seed: u64,
+    ) -> Source {
+        match (pid, paths.is_empty()) {
+            (Some(pid), _) => Source::Pid(pid),
+            (None, false) => Source::Files(paths.to_vec()),
+            (None, true) => Source::Builtin { pages: synthetic_pages, seed },
+        }
+    }
+
     /// Checks that the source can be read, before anything runs.
     pub fn check(&self) -> LabResult<()> {
         match self {

@@ -51,14 +51,8 @@ pub struct CorpusFacts {
 
 impl CorpusArgs {
     pub fn source(&self, seed: u64) -> Source {
-        match (self.pid, self.paths.is_empty()) {
-            (Some(pid), _) => Source::Pid(pid),
-            (None, false) => Source::Files(self.paths.clone()),
-            (None, true) => Source::Builtin {
-                pages: self.synthetic_pages.unwrap_or(DEFAULT_SYNTHETIC_PAGES),
-                seed,
-            },
-        }
+        let pages = self.synthetic_pages.unwrap_or(DEFAULT_SYNTHETIC_PAGES);
+        Source::from_flags(self.pid, &self.paths, pages, seed)
     }
 
     /// Pages at most (before reading anything).
