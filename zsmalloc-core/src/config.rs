@@ -119,14 +119,21 @@ impl BackendKind {
     }
 }
 
-/// A byte count as the command line takes it: `16384`, `16K`, `16k`, `16KiB`, `16kb`.
+/// A byte count as the command line takes it: `16384`, `16K`, `16k`, `16KiB`, `16kb`; `M`,
+/// `G` and `T` likewise (powers of 1024). `None` for anything else or a count past `u64`.
 pub fn parse_bytes(text: &str) -> Option<u64> {
     let lower = text.trim().to_ascii_lowercase();
-    let (digits, mult) = match ["kib", "kb", "k"].iter().find_map(|s| lower.strip_suffix(s)) {
-        Some(d) => (d.trim(), 1024),
-        None => (lower.as_str(), 1),
+    let unit = lower.strip_suffix("ib").or_else(|| lower.strip_suffix('b')).unwrap_or(&lower);
+    let (digits, shift) = match unit.chars().last() {
+        Some('k') => (&unit[..unit.len() - 1], 10),
+        Some('m') => (&unit[..unit.len() - 1], 20),
+        Some('g') => (&unit[..unit.len() - 1], 30),
+        Some('t') => (&unit[..unit.len() - 1], 40),
+        _ if unit.len() == lower.len() => (lower.as_str(), 0),
+        // "16b" or "16ib": a suffix without a unit.
+        _ => return None,
     };
-    digits.parse::<u64>().ok().and_then(|n| n.checked_mul(mult))
+    digits.trim().parse::<u64>().ok().and_then(|n| n.checked_mul(1 << shift))
 }
 
 /// The host's page size in bytes (0 if unknown).

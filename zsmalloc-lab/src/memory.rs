@@ -140,22 +140,11 @@ fn kib_field(text: &str, field: &str) -> Option<u64> {
 /// `--max-memory`: a byte count with an optional K, M, G or T suffix (powers of 1024; `KiB`,
 /// `MB` and the like accepted).
 pub fn parse_memory(s: &str) -> LabResult<u64> {
-    let bad = || {
+    zsmalloc_core::config::parse_bytes(s).filter(|&b| b > 0).ok_or_else(|| {
         LabError::usage(format!(
             "invalid --max-memory '{s}': a size such as 6G, 4096M or 1073741824"
         ))
-    };
-    let t = s.trim().to_ascii_lowercase();
-    let t = t.strip_suffix("ib").or_else(|| t.strip_suffix('b')).unwrap_or(&t);
-    let (digits, shift) = match t.chars().last().ok_or_else(bad)? {
-        'k' => (&t[..t.len() - 1], 10),
-        'm' => (&t[..t.len() - 1], 20),
-        'g' => (&t[..t.len() - 1], 30),
-        't' => (&t[..t.len() - 1], 40),
-        _ => (t, 0),
-    };
-    let n: u64 = digits.trim().parse().map_err(|_| bad())?;
-    n.checked_mul(1 << shift).filter(|&b| b > 0).ok_or_else(bad)
+    })
 }
 
 /// `1.5 GiB`, `312 MiB`, `64 KiB`.
