@@ -1,18 +1,28 @@
 //! A class table given explicitly, class by class (docs/DESIGN.md, Class tables): its entries,
 //! the rules a table must follow, and the refusal that names the entry breaking one.
 //!
+//! A table may carry the multi-page band (docs/DESIGN.md, Objects of several pages): classes
+//! above the page, of order `K` (their zspages are made of units of `page << K` bytes, chains
+//! count units), up to the multi-page size `page << K`. A class of a page or less is order 0.
+//!
 //! The rules, checked entry by entry in order so the first bad entry is the one named:
-//! - at least one class, and at most [`max_classes`] (one per multiple of 8 from 32 to the page);
-//! - each chain in 1..=16 (pages per zspage, [`MAX_CHAIN_SIZE`]);
+//! - at least one class, and at most [`max_classes`] (one per multiple of 8 from 32 to the
+//!   largest size: the page, or the multi-page size);
+//! - each chain in 1..=16 (units per zspage, [`MAX_CHAIN_SIZE`]);
 //! - each size (bytes, the 8-byte object header included, as the kernel's class sizes) a
-//!   multiple of 8, at least [`MIN_ALLOC`] and at most the page;
+//!   multiple of 8, at least [`MIN_ALLOC`];
+//! - each order 0 for a size up to the page; above the page, the band's order `K` in 1..=4 (the
+//!   same for every class above the page), the size at most `page << K` and that at most 64 KiB;
 //! - sizes strictly ascending (no duplicates): an object goes to the smallest class that holds
 //!   it, so a class after a larger one would never be used;
-//! - the last class is `page 1`: a one-page zspage holding one page-long object without a header
-//!   (a huge class, as mainline's page-sized class), so every length up to a page has a class.
+//! - the page-sized class is `page 1`: a one-page zspage holding one page-long object without a
+//!   header (a huge class, as mainline's page-sized class), so every length up to a page has a
+//!   class; without the band it is the last class, with it the last of order 0, and the band
+//!   ends with `page<<K 1` of order `K` (the multi-page size, huge too).
 
 use std::sync::Arc;
 
+use crate::band::{MAX_OBJECT, MAX_ORDER};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_ALLOC, MIN_PAGE_SIZE};
 
@@ -21,14 +31,35 @@ use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_ALLOC, MIN_PAGE_SIZE};
 pub struct ClassSpec {
     /// Class size in bytes, header included.
     pub size: u32,
-    /// Pages per zspage, 1..=16.
+    /// Units per zspage, 1..=16: pages, or order-`order` compound pages.
     pub chain: u32,
+    /// 0 (single pages) for a class up to the page; the multi-page band's `K` above it.
+    pub order: u32,
 }
 
-/// The most classes a table for `page_size`-byte pages can have: one per multiple of 8 from
-/// [`MIN_ALLOC`] to the page (509 on 4K pages, 8189 on 64K pages). Every computed table fits.
-pub fn max_classes(page_size: u32) -> usize {
-    (page_size.saturating_sub(MIN_ALLOC) / 8 + 1) as usize
+impl ClassSpec {
+    /// A class of single pages (order 0).
+    pub fn new(size: u32, chain: u32) -> Self {
+        ClassSpec { size, chain, order: 0 }
+    }
+
+    /// The order a class of `size` bytes has in a pool whose multi-page size is `multi` (0:
+    /// none): the band's `K` above the page, else 0. Bindings whose table entries carry no
+    /// order (the C struct, Python pairs) take it from here.
+    pub fn order_in(size: u32, page: u32, multi: u32) -> u32 {
+        if size > page && multi > page {
+            (multi / page).trailing_zeros()
+        } else {
+            0
+        }
+    }
+}
+
+/// The most classes a table whose largest class is `largest` bytes (the page, or the
+/// multi-page size) can have: one per multiple of 8 from [`MIN_ALLOC`] up to it (509 on 4K
+/// pages, 8189 on 64K pages). Every computed table fits.
+pub fn max_classes(largest: u32) -> usize {
+    (largest.saturating_sub(MIN_ALLOC) / 8 + 1) as usize
 }
 
 /// A class table given class by class, for one page size, checked against the rules above.
@@ -70,9 +101,18 @@ impl ClassTableSpec {
         self.page_size
     }
 
-    /// The classes, ascending by size; the last is the page.
+    /// The classes, ascending by size; the last is the page, or with the band the multi-page
+    /// size.
     pub fn classes(&self) -> &[ClassSpec] {
         &self.classes
+    }
+
+    /// The multi-page size of the table's band (`page << K`), 0 when it has none.
+    pub fn multi_page_size(&self) -> u32 {
+        match self.classes.last() {
+            Some(c) if c.order > 0 => self.page_size << c.order,
+            _ => 0,
+        }
     }
 }
 
@@ -84,16 +124,23 @@ pub(crate) fn check(page: u32, classes: &[ClassSpec]) -> std::result::Result<(),
     if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page) || !page.is_power_of_two() {
         return whole(format!("page size {page} is not a power of two in 4096..=65536"));
     }
-    let limit = max_classes(page);
     if classes.is_empty() {
         return whole(format!("the table has no classes; it needs at least `{page} 1`"));
     }
+    // The count's limit follows the largest size the table may reach: the band's, if its
+    // first class above the page states a valid order, else the page.
+    let band = classes.iter().find(|c| c.size > page).map(|c| c.order);
+    let largest = match band {
+        Some(k) if (1..=MAX_ORDER).contains(&k) => (page << k).min(MAX_OBJECT),
+        _ => page,
+    };
+    let limit = max_classes(largest);
     if classes.len() > limit {
         return at(
             limit,
             format!(
-                "too many classes ({}): a {page}-byte page has room for at most {limit} (one per \
-                 multiple of 8 from {MIN_ALLOC} to {page})",
+                "too many classes ({}): a table up to {largest} bytes has room for at most \
+                 {limit} (one per multiple of 8 from {MIN_ALLOC} to {largest})",
                 classes.len()
             ),
         );
@@ -108,49 +155,137 @@ pub(crate) fn check(page: u32, classes: &[ClassSpec]) -> std::result::Result<(),
         if c.size < MIN_ALLOC {
             return at(i, format!("size {} is below the smallest class size, {MIN_ALLOC}", c.size));
         }
-        if c.size > page {
-            return at(i, format!("size {} is above the page size, {page}", c.size));
+        if let Err(why) = check_order(page, band, c) {
+            return at(i, why);
         }
-        if let Some(prev) = i.checked_sub(1).map(|p| classes[p].size) {
-            if c.size == prev {
+        if let Some(prev) = i.checked_sub(1).map(|p| classes[p]) {
+            if c.size == prev.size {
                 return at(i, format!("duplicate size {} (the previous class has it too)", c.size));
             }
-            if c.size < prev {
+            if c.size < prev.size {
                 return at(
                     i,
                     format!(
-                        "size {} is below the previous class's {prev}: sizes must ascend",
-                        c.size
+                        "size {} is below the previous class's {}: sizes must ascend",
+                        c.size, prev.size
                     ),
                 );
             }
         }
+        // The band starts right after the page-sized class, which then ends the order-0 part.
+        let band_starts = c.size > page && (i == 0 || classes[i - 1].size <= page);
+        if band_starts {
+            if let Some(refusal) = check_top(page, classes, i.checked_sub(1), 0) {
+                return Err(refusal);
+            }
+        }
     }
     let last = classes.len() - 1;
-    let top = classes[last];
-    if top.size != page {
-        return Err(Refusal {
-            entry: Some(last),
-            message: format!(
-                "no class stores a whole page: the largest class is {}; the table must end with \
-                 `{page} 1`",
-                top.size
-            ),
-            ends_short: true,
-        });
+    check_top(page, classes, Some(last), band.unwrap_or(0)).map_or(Ok(()), Err)
+}
+
+/// The order rule of one class, `band` the order of the table's first class above the page.
+fn check_order(page: u32, band: Option<u32>, c: &ClassSpec) -> std::result::Result<(), String> {
+    let (size, order) = (c.size, c.order);
+    if size <= page {
+        if order != 0 {
+            return Err(format!(
+                "order {order}: a class of a page or less is made of single pages (order 0)"
+            ));
+        }
+        return Ok(());
     }
-    if top.chain != 1 {
-        return at(
-            last,
-            format!(
-                "the page-sized class must have chain 1 (one header-less page-long object per \
-                 one-page zspage, a huge class); with chain {} its objects carry an 8-byte header \
-                 and no page-long object fits",
-                top.chain
-            ),
-        );
+    if !(1..=MAX_ORDER).contains(&order) {
+        return Err(format!(
+            "size {size} is above the page size, {page}: such a class belongs to the multi-page \
+             band and needs its order, 1..={MAX_ORDER} (units of page << order bytes), not \
+             {order}"
+        ));
+    }
+    if band != Some(order) {
+        let k = band.unwrap_or(0);
+        return Err(format!(
+            "order {order} differs from the band's, {k} (its first class above the page): \
+             every class above the page has the band's order"
+        ));
+    }
+    let multi = page << order;
+    if multi > MAX_OBJECT {
+        return Err(format!(
+            "order {order} makes units of {multi} bytes, above {MAX_OBJECT}, the longest \
+             object an object header records"
+        ));
+    }
+    if size > multi {
+        return Err(format!(
+            "size {size} is above the band's multi-page size, {multi} (page << order {order})"
+        ));
     }
     Ok(())
+}
+
+/// The class at `top` must be the largest of its band, stored whole without a header: `page 1`
+/// for order 0, `page<<order 1` for the band. `None` (the table starts above the page) is
+/// refused at entry 0.
+fn check_top(page: u32, classes: &[ClassSpec], top: Option<usize>, order: u32) -> Option<Refusal> {
+    let want = page << order;
+    let row = if order == 0 { format!("`{want} 1`") } else { format!("`{want} 1 {order}`") };
+    let Some(i) = top else {
+        return Some(Refusal {
+            entry: Some(0),
+            message: format!(
+                "the band starts before any class of a page or less: the table needs \
+                 {row} (every length up to a page) before its first class above the page"
+            ),
+            ends_short: false,
+        });
+    };
+    let c = classes[i];
+    if c.size != want {
+        let (message, ends_short) = if order == 0 && i + 1 < classes.len() {
+            (
+                format!(
+                    "the band starts after {}: the table needs {row} (every length up to a \
+                     page) before its first class above the page",
+                    c.size
+                ),
+                false,
+            )
+        } else if order == 0 {
+            (
+                format!(
+                    "no class stores a whole page: the largest class is {}; the table must end \
+                     with {row}",
+                    c.size
+                ),
+                true,
+            )
+        } else {
+            (
+                format!(
+                    "no class stores a whole multi-page object: the band's largest class is {}; \
+                     the table must end with {row}",
+                    c.size
+                ),
+                true,
+            )
+        };
+        return Some(Refusal { entry: Some(i), message, ends_short });
+    }
+    if c.chain != 1 {
+        let what = if order == 0 { "page-sized class" } else { "multi-page-sized class" };
+        return Some(Refusal {
+            entry: Some(i),
+            message: format!(
+                "the {what} must have chain 1 (one header-less object of {want} bytes per \
+                 one-unit zspage, a huge class); with chain {} its objects carry an 8-byte \
+                 header and no {want}-byte object fits",
+                c.chain
+            ),
+            ends_short: false,
+        });
+    }
+    None
 }
 
 #[cfg(test)]
@@ -158,7 +293,7 @@ mod tests {
     use super::*;
 
     fn spec(page: u32, pairs: &[(u32, u32)]) -> Result<ClassTableSpec> {
-        let classes = pairs.iter().map(|&(size, chain)| ClassSpec { size, chain }).collect();
+        let classes = pairs.iter().map(|&(size, chain)| ClassSpec::new(size, chain)).collect();
         ClassTableSpec::new(page, classes)
     }
 

@@ -172,15 +172,19 @@ impl ClassTable {
     }
 
     /// An explicit table: class `i` of the spec is class index `i`; every size goes to the
-    /// smallest class holding it, sizes above the page to the page-sized class.
+    /// smallest class holding it. Sizes up to a page and its header go to the classes of a
+    /// page or less (the page-sized class stores a page-long object without a header), longer
+    /// ones to the band's classes, if the table has the band, and beyond it to the largest.
     fn explicit(spec: &ClassTableSpec) -> Self {
         let page = spec.page_size();
+        let band = MultiBand::new(page, spec.multi_page_size());
         let classes: Vec<ClassInfo> = spec
             .classes()
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let objs = c.chain * page / c.size;
+                let unit = page << c.order;
+                let objs = c.chain * unit / c.size;
                 ClassInfo {
                     index: i as u32,
                     size: c.size,
@@ -188,29 +192,33 @@ impl ClassTable {
                     objs_per_zspage: objs,
                     huge: c.chain == 1 && objs == 1,
                     first_index: i as u32,
-                    order: 0,
-                    unit_shift: page.trailing_zeros(),
-                    unit_mask: page - 1,
+                    order: c.order,
+                    unit_shift: page.trailing_zeros() + c.order,
+                    unit_mask: unit - 1,
                 }
             })
             .collect();
+        let base_count = classes.iter().take_while(|c| c.size <= page).count();
+        let max_size = band.map_or(page, |b| b.size);
         let mut pos = 0;
-        let by_size8 = (0..=(page + HDR) / 8)
+        let by_size8 = (0..=(max_size + HDR) / 8)
             .map(|s8| {
-                while pos + 1 < classes.len() && classes[pos].size < s8 * 8 {
+                let last = if s8 * 8 <= page + HDR { base_count - 1 } else { classes.len() - 1 };
+                while pos < last && classes[pos].size < s8 * 8 {
                     pos += 1;
                 }
                 pos as u16
             })
             .collect();
+        let (base, multi) = classes.split_at(base_count);
         ClassTable {
             page,
             delta: 0,
-            huge_class_size: huge_class_size(&classes),
-            base_count: classes.len() as u32,
-            band: None,
-            huge_class_size_multi: 0,
-            max_size: page,
+            huge_class_size: huge_class_size(base),
+            huge_class_size_multi: huge_class_size(multi),
+            base_count: base_count as u32,
+            band,
+            max_size,
             by_index: (0..classes.len() as u16).collect(),
             by_size8,
             classes,
@@ -258,16 +266,25 @@ impl ClassTable {
         &self.classes
     }
 
-    /// The created classes as an explicit table, in the same order: a pool given it places
-    /// every object exactly as this table does (a merged index is served by the next larger
-    /// created class, which is the smallest class holding its sizes; the shapes are the same).
+    /// The created classes as an explicit table, in the same order, but the ones no length
+    /// reaches ([`Self::stores_objects`]): a pool given it places every object exactly as this
+    /// table does (a merged index is served by the next larger created class, which is the
+    /// smallest class holding its sizes; the shapes are the same).
     pub fn spec(&self) -> ClassTableSpec {
         let classes: Vec<ClassSpec> = self
             .classes
             .iter()
-            .map(|c| ClassSpec { size: c.size, chain: c.pages_per_zspage })
+            .filter(|c| self.stores_objects(c))
+            .map(|c| ClassSpec { size: c.size, chain: c.pages_per_zspage, order: c.order })
             .collect();
         ClassTableSpec::new(self.page, classes).expect("a built table follows the rules")
+    }
+
+    /// Whether any length reaches `class`: all classes but the multi-page band's first one in
+    /// a computed table, a page at order 0 that the RFC's `zs_create_pool` creates but whose
+    /// lengths (up to a page and its header) go to the base band's page-sized class.
+    pub fn stores_objects(&self, class: &ClassInfo) -> bool {
+        self.is_explicit() || self.band.is_none() || class.index != self.base_count
     }
 
     /// Objects of this size (header included) or more go to huge classes.

@@ -13,7 +13,9 @@
 //! ```
 //!
 //! The header line (`page_size N`, `N` in bytes or `16K`) comes before any class. Each class
-//! line is `size chain`. The rules of [`crate::class_spec`] apply; a refusal names the line.
+//! line is `size chain`, or `size chain order` (the order, 0 when omitted, is the multi-page
+//! band's `K` for a class above the page: chains then count units of `page << K` bytes). The
+//! rules of [`crate::class_spec`] apply; a refusal names the line.
 //! A file cut short shows as a class line without its chain or a table that stops before the
 //! page-sized class: both are refused as such.
 
@@ -42,11 +44,16 @@ impl ClassTableSpec {
         parse(&text).map_err(|message| Error::config("class_table", format!("{shown}: {message}")))
     }
 
-    /// The table in the file format, nothing but the header and one `size chain` per class.
+    /// The table in the file format, nothing but the header and one `size chain` per class
+    /// (`size chain order` with the band).
     pub fn to_file_text(&self) -> String {
         let mut out = format!("{PAGE_SIZE_KEY} {}\n", self.page_size());
+        let band = self.multi_page_size() != 0;
         for c in self.classes() {
-            out.push_str(&format!("{} {}\n", c.size, c.chain));
+            match band {
+                true => out.push_str(&format!("{} {} {}\n", c.size, c.chain, c.order)),
+                false => out.push_str(&format!("{} {}\n", c.size, c.chain)),
+            }
         }
         out
     }
@@ -54,22 +61,26 @@ impl ClassTableSpec {
 
 impl ClassTable {
     /// The table in the file format, each class commented with its shape so that a reader can
-    /// edit it: objects per zspage, tail waste, objects spanning two pages; `title` (one line per
-    /// `\n`) opens the file as comments.
+    /// edit it: objects per zspage, tail waste, objects spanning two units; `title` (one line per
+    /// `\n`) opens the file as comments. With the band, each line carries its order.
     pub fn to_file_text(&self, title: &str) -> String {
         let page = self.page_size();
+        let band = self.band().is_some();
         let mut out = String::new();
         for line in title.lines() {
             out.push_str(&format!("# {line}\n"));
         }
         out.push_str(&format!("{PAGE_SIZE_KEY} {page}\n"));
-        out.push_str(
-            "# size chain    objects/zspage, tail waste (bytes/zspage), spanning/zspage\n",
-        );
-        for c in self.classes() {
+        let (head, unit) = if band { ("chain order", "unit") } else { ("chain", "page") };
+        out.push_str(&format!(
+            "# size {head}    objects/zspage, tail waste (bytes/zspage), spanning two {unit}s \
+             per zspage\n"
+        ));
+        for c in self.classes().iter().filter(|c| self.stores_objects(c)) {
             let shape = if c.huge { ", huge".to_string() } else { String::new() };
+            let order = if band { format!(" {}", c.order) } else { String::new() };
             out.push_str(&format!(
-                "{:<5} {:<2}        # {} objs, waste {}, spanning {}{shape}\n",
+                "{:<5} {:<2}{order:<6}  # {} objs, waste {}, spanning {}{shape}\n",
                 c.size,
                 c.pages_per_zspage,
                 c.objs_per_zspage,
@@ -87,26 +98,20 @@ impl PoolConfig {
     /// as `class_table` places every object exactly as this configuration does.
     pub fn export_class_table(&self) -> Result<String> {
         let table = ClassTable::new(self)?;
-        if self.multi_page_size != 0 {
-            return Err(crate::error::Error::config(
-                "class_table",
-                format!(
-                    "a table with the multi-page band (multi_page_size {}) has classes above a \
-                     page, which the class-table format does not describe",
-                    self.multi_page_size
-                ),
-            ));
-        }
+        let band = match self.multi_page_size {
+            0 => String::new(),
+            m => format!(", multi_page_size {m}"),
+        };
         let title = match &self.class_table {
-            Some(_) => format!("explicit class table, {} classes", table.classes().len()),
+            Some(spec) => format!("explicit class table{band}, {} classes", spec.classes().len()),
             None => format!(
-                "computed class table: chain_size {}, class_delta {}, chain_policy {}{}; \
+                "computed class table: chain_size {}, class_delta {}, chain_policy {}{}{band}; \
                  {} classes",
                 self.chain_size,
                 self.effective_delta(),
                 self.chain_policy.name(),
                 if self.merge_classes { "" } else { ", unmerged" },
-                table.classes().len()
+                table.spec().classes().len()
             ),
         };
         Ok(table.to_file_text(&format!("zsmalloc class table\n{title}")))
@@ -159,9 +164,12 @@ fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
             field.parse::<u32>().map_err(|_| here(format!("{what} `{field}` is not a number")))
         };
         let spec = match fields[..] {
-            [size, chain] => {
-                ClassSpec { size: number_of(size, "size")?, chain: number_of(chain, "chain")? }
-            }
+            [size, chain] => ClassSpec::new(number_of(size, "size")?, number_of(chain, "chain")?),
+            [size, chain, order] => ClassSpec {
+                size: number_of(size, "size")?,
+                chain: number_of(chain, "chain")?,
+                order: number_of(order, "order")?,
+            },
             [size] => {
                 number_of(size, "size")?;
                 return Err(here(
@@ -172,7 +180,7 @@ fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
             }
             _ => {
                 return Err(here(format!(
-                    "a class line is `size chain`, this one has {} fields",
+                    "a class line is `size chain` or `size chain order`, this one has {} fields",
                     fields.len()
                 )))
             }
@@ -290,7 +298,7 @@ mod tests {
             ("32 1\n4096 1\n", "line 1 (`32 1`): expected the header `page_size <bytes>`"),
             ("page_size 5000\n32 1\n", "line 1 (`page_size 5000`): page size `5000` is not"),
             ("page_size 4096\n32 x\n", "line 2 (`32 x`): chain `x` is not a number"),
-            ("page_size 4096\n32 1 1\n", "line 2 (`32 1 1`): a class line is `size chain`, this one has 3"),
+            ("page_size 4096\n32 1 1 1\n", "line 2 (`32 1 1 1`): a class line is `size chain` or `size chain order`, this one has 4"),
             ("page_size 4096\n32 1\npage_size 4096\n", "line 3 (`page_size 4096`): a second"),
         ];
         for (text, want) in cases {

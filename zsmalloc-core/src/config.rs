@@ -312,42 +312,6 @@ impl PoolConfig {
         Ok(())
     }
 
-    /// An explicit class table is for this page size and the zsmalloc backend, and the settings
-    /// it replaces are left at their defaults (else they would silently mean nothing).
-    fn validate_class_table(&self) -> Result<()> {
-        let Some(table) = &self.class_table else { return Ok(()) };
-        let refuse = |message: String| Err(Error::config("class_table", message));
-        if table.page_size() != self.page_size {
-            let (table, pool) = (table.page_size(), self.page_size);
-            return refuse(format!("the table is for {table}-byte pages, the pool's are {pool}"));
-        }
-        if self.backend != BackendKind::Zsmalloc {
-            let backend = self.backend.name();
-            return refuse(format!("the {backend} backend has no size classes to replace"));
-        }
-        if self.multi_page_size != 0 {
-            return refuse(format!(
-                "multi_page_size {} with a class table: tables describe one band of single \
-                 pages; leave multi_page_size at 0",
-                self.multi_page_size
-            ));
-        }
-        let policy = self.chain_policy.name();
-        let replaced = [
-            (self.chain_size != DEFAULT_CHAIN_SIZE, format!("chain_size {}", self.chain_size)),
-            (self.class_delta != 0, format!("class_delta {}", self.class_delta)),
-            (policy != "classic", format!("chain_policy '{policy}'")),
-            (!self.merge_classes, "unmerged classes".to_string()),
-        ];
-        match replaced.into_iter().find(|(set, _)| *set) {
-            Some((_, setting)) => refuse(format!(
-                "{setting} means nothing with a class table (it gives every class's size and \
-                 chain); leave it at its default"
-            )),
-            None => Ok(()),
-        }
-    }
-
     /// Defaults overridden by `ZSMALLOC_*` variables. A bad value is an error naming the variable.
     /// A `ZSMALLOC_*` variable this library does not read (a misspelling, say) is warned about
     /// on stderr, by name, once per process.
@@ -427,9 +391,13 @@ impl PoolConfig {
         if let Some(path) = lookup("ZSMALLOC_CLASS_TABLE") {
             let table =
                 ClassTableSpec::load(path.as_ref()).map_err(named("ZSMALLOC_CLASS_TABLE"))?;
-            // The file names its page size; ZSMALLOC_PAGE_SIZE, when set, must agree with it.
+            // The file names its page size and its band; ZSMALLOC_PAGE_SIZE and
+            // ZSMALLOC_MULTI_PAGE_SIZE, when set, must agree with them.
             if lookup("ZSMALLOC_PAGE_SIZE").is_none() {
                 cfg.page_size = table.page_size();
+            }
+            if lookup("ZSMALLOC_MULTI_PAGE_SIZE").is_none() {
+                cfg.multi_page_size = table.multi_page_size();
             }
             cfg.class_table = Some(table);
         }

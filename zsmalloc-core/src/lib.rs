@@ -49,6 +49,7 @@ pub mod chain_policy;
 mod chunked;
 pub mod class_spec;
 pub mod class_table;
+mod class_table_check;
 pub mod class_table_file;
 mod compact;
 pub mod config;

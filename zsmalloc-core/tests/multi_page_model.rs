@@ -170,11 +170,9 @@ fn the_default_keeps_mainline_and_bad_sizes_are_refused() {
         let cfg = PoolConfig { backend, multi_page_size: 16384, ..Default::default() };
         assert!(cfg.validate().unwrap_err().to_string().contains("multi"), "{backend:?}");
     }
-    let spec = ClassTableSpec::new(4096, vec![ClassSpec { size: 4096, chain: 1 }]).unwrap();
+    let spec = ClassTableSpec::new(4096, vec![ClassSpec::new(4096, 1)]).unwrap();
     let cfg = PoolConfig { class_table: Some(spec), multi_page_size: 16384, ..Default::default() };
-    assert!(cfg.validate().unwrap_err().to_string().contains("multi_page_size"));
-    let cfg = PoolConfig { multi_page_size: 16384, ..Default::default() };
-    assert!(cfg.export_class_table().is_err());
+    assert!(cfg.validate().unwrap_err().to_string().contains("no class above the page"));
     let cfg = PoolConfig { page_size: 16384, multi_page_size: 65536, ..Default::default() };
     assert_eq!(ClassTable::new(&cfg).unwrap().max_size(), 65536);
 }
