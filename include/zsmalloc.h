@@ -184,11 +184,13 @@ struct zs_pool;
 struct zs_class_spec {
     /**
      * Class size in bytes, the 8-byte object header included (as the kernel's class sizes):
-     * a multiple of 8 from 32 to the page size.
+     * a multiple of 8 from 32 to the page size, or with `multi_page_size` set (ABI version 6)
+     * to the multi-page size: a class above the page belongs to the multi-page band.
      */
     uint32_t size;
     /**
-     * Pages per zspage, 1..=16.
+     * Pages per zspage, 1..=16; in a class above the page, units of `multi_page_size` bytes
+     * (order-K compound pages).
      */
     uint32_t chain;
 };
@@ -242,10 +244,11 @@ struct zs_pool_config {
     uint32_t reserved2;
     /**
      * An explicit class table of `class_count` classes, ascending by size, the last one
-     * `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables). The library copies it
-     * while creating the pool. NULL with `class_count` 0: mainline's computed table. With a
-     * table, `max_pages_per_zspage`, `size_class_delta` and `chain_policy` stay at their
-     * defaults. zs_pool_config_from_env() points it at a table read from
+     * `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables); with `multi_page_size`
+     * set, classes above the page follow up to `{multi_page_size, 1}`, the multi-page band
+     * (ABI version 6). The library copies it while creating the pool. NULL with `class_count`
+     * 0: mainline's computed table. With a table, `max_pages_per_zspage`, `size_class_delta`
+     * and `chain_policy` stay at their defaults. zs_pool_config_from_env() points it at a table read from
      * `ZSMALLOC_CLASS_TABLE`, kept by the library for the life of the process.
      */
     const struct zs_class_spec *class_table;

@@ -4,6 +4,7 @@
 use std::ffi::c_int;
 use std::sync::Mutex;
 
+use zsmalloc_core::band;
 use zsmalloc_core::class_spec::max_classes;
 use zsmalloc_core::config::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use zsmalloc_core::{
@@ -60,9 +61,11 @@ const _: () = assert!(std::mem::size_of::<zs_pool_config>() == ZS_POOL_CONFIG_SI
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct zs_class_spec {
     /// Class size in bytes, the 8-byte object header included (as the kernel's class sizes):
-    /// a multiple of 8 from 32 to the page size.
+    /// a multiple of 8 from 32 to the page size, or with `multi_page_size` set (ABI version 6)
+    /// to the multi-page size: a class above the page belongs to the multi-page band.
     pub size: u32,
-    /// Pages per zspage, 1..=16.
+    /// Pages per zspage, 1..=16; in a class above the page, units of `multi_page_size` bytes
+    /// (order-K compound pages).
     pub chain: u32,
 }
 
@@ -94,10 +97,11 @@ pub struct zs_pool_config {
     /// versions apart; ignored.
     pub reserved2: u32,
     /// An explicit class table of `class_count` classes, ascending by size, the last one
-    /// `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables). The library copies it
-    /// while creating the pool. NULL with `class_count` 0: mainline's computed table. With a
-    /// table, `max_pages_per_zspage`, `size_class_delta` and `chain_policy` stay at their
-    /// defaults. zs_pool_config_from_env() points it at a table read from
+    /// `{page_size, 1}` (ABI version 5; docs/C_API.md, Class tables); with `multi_page_size`
+    /// set, classes above the page follow up to `{multi_page_size, 1}`, the multi-page band
+    /// (ABI version 6). The library copies it while creating the pool. NULL with `class_count`
+    /// 0: mainline's computed table. With a table, `max_pages_per_zspage`, `size_class_delta`
+    /// and `chain_policy` stay at their defaults. zs_pool_config_from_env() points it at a table read from
     /// `ZSMALLOC_CLASS_TABLE`, kept by the library for the life of the process.
     pub class_table: *const zs_class_spec,
     /// Entries of `class_table` (ABI version 5).
@@ -275,18 +279,29 @@ impl zs_pool_config {
         if !(MIN_PAGE_SIZE..=MAX_PAGE_SIZE).contains(&page) || !page.is_power_of_two() {
             return Ok(None);
         }
-        let limit = max_classes(page);
+        // The struct's entries carry no order: a class above the page is of the band's order
+        // (a bad multi-page size is its own error, reported by validation).
+        let multi = match band::order_of(page, self.multi_page_size) {
+            Ok(_) => self.multi_page_size,
+            Err(_) => 0,
+        };
+        let largest = multi.max(page);
+        let limit = max_classes(largest);
         if count > limit {
             return refuse(format!(
-                "too many classes (class_count {count}): a {page}-byte page has room for at \
-                 most {limit} (one per multiple of 8 from 32 to {page})"
+                "too many classes (class_count {count}): a table up to {largest} bytes has room \
+                 for at most {limit} (one per multiple of 8 from 32 to {largest})"
             ));
         }
         // SAFETY: non-NULL, and readable for `count` entries by the caller's promise; any bits
         // are a valid `zs_class_spec` (two integers). `read_unaligned` copes with any alignment.
         let classes = (0..count)
             .map(|i| unsafe { table.add(i).read_unaligned() })
-            .map(|c| ClassSpec { size: c.size, chain: c.chain })
+            .map(|c| ClassSpec {
+                size: c.size,
+                chain: c.chain,
+                order: ClassSpec::order_in(c.size, page, multi),
+            })
             .collect();
         ClassTableSpec::new(page, classes).map(Some)
     }

@@ -6,8 +6,8 @@ use std::ffi::c_void;
 
 use zsmalloc::__zsmalloc_c_abi as c;
 use zsmalloc::{
-    zs_class_stats, zs_handle, zs_pool, zs_pool_config, zs_pool_stats, ZS_POOL_CONFIG_SIZE_VER5,
-    ZS_POOL_CONFIG_SIZE_VER6,
+    zs_class_spec, zs_class_stats, zs_handle, zs_pool, zs_pool_config, zs_pool_stats,
+    ZS_POOL_CONFIG_SIZE_VER5, ZS_POOL_CONFIG_SIZE_VER6,
 };
 
 fn config() -> zs_pool_config {
@@ -108,6 +108,57 @@ fn objects_up_to_the_multi_page_size_round_trip() {
             assert_eq!(c::zs_free(pool, &mut **h), 0);
         }
         assert_eq!(c::zs_get_total_pages(pool), 0);
+        c::zs_destroy_pool(pool);
+    }
+}
+
+/// The last error's message on this thread.
+fn last_error() -> String {
+    // SAFETY: the library returns NULL or a NUL-terminated string valid until the next call.
+    unsafe {
+        let p = c::zs_last_error_message();
+        assert!(!p.is_null());
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    }
+}
+
+#[test]
+fn an_explicit_table_holds_the_band_when_multi_page_size_is_set() {
+    let table = [
+        zs_class_spec { size: 32, chain: 1 },
+        zs_class_spec { size: 4096, chain: 1 },
+        zs_class_spec { size: 6144, chain: 3 },
+        zs_class_spec { size: 16384, chain: 1 },
+    ];
+    let mut cfg = config();
+    cfg.class_table = table.as_ptr();
+    cfg.class_count = table.len();
+    // Without the multi-page size the classes above the page have no order.
+    assert!(create(&cfg, size_of::<zs_pool_config>()).is_null());
+    assert!(last_error().contains("class_table[2] (size 6144, chain 3)"), "{}", last_error());
+    cfg.multi_page_size = 16384;
+    let pool = create(&cfg, size_of::<zs_pool_config>());
+    assert!(!pool.is_null(), "{}", last_error());
+    // SAFETY: the pool is live until destroyed; the handle stays boxed; `local` holds the
+    // largest object plus its header.
+    unsafe {
+        assert_eq!(c::zs_lookup_class_index(pool, 5000), 2);
+        assert_eq!(c::zs_huge_class_size_band(pool, 1), 6144 - 7);
+        let mut row = zs_class_stats::default();
+        assert_eq!(c::zs_class_stats_sized(pool, 2, &mut row, size_of::<zs_class_stats>()), 0);
+        assert_eq!(
+            (row.size, row.pages_per_zspage, row.order, row.objs_per_zspage),
+            (6144, 3, 2, 8)
+        );
+        let data: Vec<u8> = (0..6000u32).map(|k| k as u8).collect();
+        let mut h: Box<zs_handle> = Box::new(std::mem::zeroed());
+        assert_eq!(c::zs_store(pool, &mut *h, data.as_ptr().cast(), data.len(), 0), 0);
+        assert_eq!(c::zs_get_total_pages(pool), 12, "three order-2 units");
+        let mut local = vec![0u8; 16384 + 8];
+        let p = c::zs_obj_read_begin(pool, &mut *h, data.len(), local.as_mut_ptr().cast());
+        assert_eq!(std::slice::from_raw_parts(p.cast::<u8>(), data.len()), &data[..]);
+        assert_eq!(c::zs_obj_read_end(pool, &mut *h, data.len(), p), 0);
+        assert_eq!(c::zs_free(pool, &mut *h), 0);
         c::zs_destroy_pool(pool);
     }
 }

@@ -32,6 +32,7 @@ pub fn build(
     mem_limit_pages: u64,
     backing: &str,
     class_table: Option<&Bound<'_, PyAny>>,
+    multi_page_size: u32,
 ) -> PyResult<(PoolConfig, PolicyError)> {
     let failed: PolicyError = Arc::new(Mutex::new(None));
     let policy = match chain_policy {
@@ -46,18 +47,34 @@ pub fn build(
         read_mode: ReadMode::parse(read_mode).py()?,
         mem_limit_pages,
         backing: Backing::parse(backing).py()?,
-        class_table: class_table.map(|t| explicit_table(t, page_size)).transpose()?,
+        class_table: class_table
+            .map(|t| explicit_table(t, page_size, multi_page_size))
+            .transpose()?,
+        multi_page_size,
         ..PoolConfig::default()
+    };
+    // A table with the band (orders given) brings its multi-page size when none is given.
+    let config = match &config.class_table {
+        Some(t) if multi_page_size == 0 => {
+            PoolConfig { multi_page_size: t.multi_page_size(), ..config }
+        }
+        _ => config,
     };
     Ok((config, failed))
 }
 
-/// The explicit class table of `Pool(class_table=...)`: a sequence of `(size, chain)` pairs or
-/// of class rows (dicts with `size` and `pages_per_zspage`, as `zsmalloc.class_table()` and
-/// `Pool.class_table()` return them), for `page_size`-byte pages; or the path of a table file,
-/// whose page size must be `page_size`. A bad entry raises `ValueError` (`TypeError` for an
-/// entry of the wrong type) naming it: `class_table[i]` or the file's line.
-pub fn explicit_table(table: &Bound<'_, PyAny>, page_size: u32) -> PyResult<ClassTableSpec> {
+/// The explicit class table of `Pool(class_table=...)`: a sequence of `(size, chain)` pairs,
+/// `(size, chain, order)` triples or class rows (dicts with `size`, `pages_per_zspage` and
+/// optionally `order`, as `zsmalloc.class_table()` and `Pool.class_table()` return them), for
+/// `page_size`-byte pages; or the path of a table file, whose page size must be `page_size`.
+/// An entry without its order above the page takes the order of `multi_page_size`. A bad entry
+/// raises `ValueError` (`TypeError` for an entry of the wrong type) naming it: `class_table[i]`
+/// or the file's line.
+pub fn explicit_table(
+    table: &Bound<'_, PyAny>,
+    page_size: u32,
+    multi_page_size: u32,
+) -> PyResult<ClassTableSpec> {
     if table.is_instance_of::<PyString>() || table.hasattr("__fspath__")? {
         let fspath = table.py().import_bound("os")?.getattr("fspath")?;
         let path: std::path::PathBuf = fspath.call1((table,))?.extract()?;
@@ -70,37 +87,41 @@ pub fn explicit_table(table: &Bound<'_, PyAny>, page_size: u32) -> PyResult<Clas
     }
     let mut classes = Vec::new();
     for (i, item) in table.iter()?.enumerate() {
-        classes.push(class_entry(&item?, i)?);
+        let (size, chain, order) = class_entry(&item?, i)?;
+        let order = order.unwrap_or_else(|| ClassSpec::order_in(size, page_size, multi_page_size));
+        classes.push(ClassSpec { size, chain, order });
     }
     ClassTableSpec::new(page_size, classes).py()
 }
 
-/// Entry `i` of a class table: a `(size, chain)` pair or a row with `size` and
-/// `pages_per_zspage`.
-fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<ClassSpec> {
-    let (size, chain): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
-        if let Ok(row) = item.downcast::<PyDict>() {
-            match (row.get_item("size")?, row.get_item("pages_per_zspage")?) {
-                (Some(size), Some(chain)) => (size, chain),
-                _ => {
-                    return Err(PyValueError::new_err(format!(
-                        "invalid class_table: class_table[{i}] is a dict without 'size' and \
+/// Entry `i` of a class table: a `(size, chain)` pair, a `(size, chain, order)` triple or a
+/// row with `size`, `pages_per_zspage` and optionally `order`: size, chain and the order if
+/// given.
+fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<(u32, u32, Option<u32>)> {
+    type Entry<'py> = (Bound<'py, PyAny>, Bound<'py, PyAny>, Option<Bound<'py, PyAny>>);
+    let (size, chain, order): Entry<'_> = if let Ok(row) = item.downcast::<PyDict>() {
+        match (row.get_item("size")?, row.get_item("pages_per_zspage")?) {
+            (Some(size), Some(chain)) => (size, chain, row.get_item("order")?),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "invalid class_table: class_table[{i}] is a dict without 'size' and \
                          'pages_per_zspage'"
-                    )))
-                }
+                )))
             }
-        } else if let Some(seq) = item
-            .downcast::<PySequence>()
-            .ok()
-            .filter(|s| !item.is_instance_of::<PyString>() && s.len().ok() == Some(2))
-        {
-            (seq.get_item(0)?, seq.get_item(1)?)
-        } else {
-            return Err(PyTypeError::new_err(format!(
-                "class_table[{i}] is {}, not a (size, chain) pair",
-                item.repr()?
-            )));
-        };
+        }
+    } else if let Some(seq) = item
+        .downcast::<PySequence>()
+        .ok()
+        .filter(|s| !item.is_instance_of::<PyString>() && matches!(s.len(), Ok(2 | 3)))
+    {
+        let order = if seq.len()? == 3 { Some(seq.get_item(2)?) } else { None };
+        (seq.get_item(0)?, seq.get_item(1)?, order)
+    } else {
+        return Err(PyTypeError::new_err(format!(
+            "class_table[{i}] is {}, not a (size, chain) pair or (size, chain, order) triple",
+            item.repr()?
+        )));
+    };
     let number = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<u32> {
         let Ok(n) = v.extract::<i64>() else {
             let shown = v.repr()?;
@@ -114,7 +135,8 @@ fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<ClassSpec> {
             ))
         })
     };
-    Ok(ClassSpec { size: number(&size, "size")?, chain: number(&chain, "chain")? })
+    let order = order.map(|o| number(&o, "order")).transpose()?;
+    Ok((number(&size, "size")?, number(&chain, "chain")?, order))
 }
 
 /// The chain policy named by, or calling, `chain_policy`.
@@ -251,11 +273,12 @@ pub fn class_stats_dict<'py>(
     Ok(d)
 }
 
-/// The class table of a configuration: one dict per created class, ascending by size.
+/// The class table of a configuration: one dict per created class that stores objects (not the
+/// multi-page band's first class, a page no length reaches), ascending by size.
 pub fn class_table_rows<'py>(py: Python<'py>, table: &ClassTable) -> PyResult<Bound<'py, PyList>> {
     let page = table.page_size();
     let list = PyList::empty_bound(py);
-    for c in table.classes() {
+    for c in table.classes().iter().filter(|c| table.stores_objects(c)) {
         let d = PyDict::new_bound(py);
         d.set_item("page_size", page)?;
         d.set_item("index", c.index)?;

@@ -62,7 +62,7 @@ fn class_table<'py>(
     #[pyo3(from_py_with = "int_keywords::multi_page_size")] multi_page_size: u32,
 ) -> PyResult<Bound<'py, PyList>> {
     use errors::PyRes;
-    let (mut cfg, failed) = config::build(
+    let (cfg, failed) = config::build(
         page_size,
         chain_size,
         class_delta,
@@ -71,8 +71,8 @@ fn class_table<'py>(
         mem_limit_pages,
         backing,
         class_table,
+        multi_page_size,
     )?;
-    cfg.multi_page_size = multi_page_size;
     let table = zsmalloc_core::ClassTable::new(&cfg).py();
     config::take_policy_error(&failed)?;
     config::class_table_rows(py, &table?)

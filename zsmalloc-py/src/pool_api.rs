@@ -52,9 +52,9 @@ impl Pool {
             mem_limit_pages,
             backing,
             class_table,
+            multi_page_size,
         )?;
         cfg.backend = zsmalloc_core::BackendKind::parse(backend).py()?;
-        cfg.multi_page_size = multi_page_size;
         let pool = Pool::create(name, cfg);
         config::take_policy_error(&failed)?;
         pool

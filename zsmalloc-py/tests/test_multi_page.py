@@ -62,3 +62,33 @@ def test_objects_round_trip_through_compaction(read_mode: str) -> None:
         pool.store(b"x" * 16385)
     del kept, h
     assert pool.total_pages == 0
+
+
+def test_a_band_table_given_back_places_objects_the_same(tmp_path) -> None:
+    rows = zsmalloc.class_table(multi_page_size=16384)
+    assert [r["size"] for r in rows].count(4096) == 1, "the band's unused first class is left out"
+    computed = zsmalloc.Pool(multi_page_size=16384)
+    # Rows carry their order, so the table brings its multi-page size.
+    given = zsmalloc.Pool(class_table=rows)
+    assert given.config["multi_page_size"] == 16384
+    pairs = zsmalloc.Pool(class_table=given.config["class_table"], multi_page_size=16384)
+    triples = [(r["size"], r["pages_per_zspage"], r["order"]) for r in rows]
+    path = tmp_path / "band.table"
+    path.write_text(
+        "page_size 4096\n" + "".join(f"{s} {c} {o}\n" for s, c, o in triples), encoding="utf-8"
+    )
+    from_file = zsmalloc.Pool(class_table=path)
+    pools = [computed, given, pairs, zsmalloc.Pool(class_table=triples), from_file]
+    rng = random.Random(7)
+    lens = [rng.randint(1, 16384) for _ in range(500)]
+    kept = [[p.store(bytes(n)) for n in lens] for p in pools]
+    assert len({p.total_pages for p in pools}) == 1
+    assert len({p.huge_class_size_band(1) for p in pools}) == 1
+    del kept
+
+
+def test_a_band_table_breaking_the_rules_names_the_entry() -> None:
+    with pytest.raises(ValueError, match=r"class_table\[1\] \(size 8192, chain 2\).*order"):
+        zsmalloc.Pool(class_table=[(4096, 1), (8192, 2), (16384, 1)])
+    with pytest.raises(ValueError, match="must agree"):
+        zsmalloc.Pool(class_table=[(4096, 1, 0), (8192, 2, 2), (16384, 1, 2)], multi_page_size=32768)

@@ -22,9 +22,16 @@ HANDLE_SIZE: int
 __version__: str
 
 _ChainPolicy = str | Callable[[int, int, int], int]
-# An explicit class table: (size, chain) pairs, or class rows with "size" and
-# "pages_per_zspage" (as class_table() returns them), or the path of a class-table file.
-_ClassTable = Iterable[tuple[int, int]] | Iterable[Mapping[str, object]] | str | PathLike[str]
+# An explicit class table: (size, chain) pairs or (size, chain, order) triples, or class rows
+# with "size", "pages_per_zspage" and optionally "order" (as class_table() returns them), or the
+# path of a class-table file. A pair above the page takes the order of multi_page_size.
+_ClassTable = (
+    Iterable[tuple[int, int]]
+    | Iterable[tuple[int, int, int]]
+    | Iterable[Mapping[str, object]]
+    | str
+    | PathLike[str]
+)
 
 class _PoolConfigDict(TypedDict):
     page_size: int
