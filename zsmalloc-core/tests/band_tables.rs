@@ -100,7 +100,10 @@ fn pools_on_the_computed_and_the_given_table_hold_the_same_pages() {
     }
 }
 
-fn refusal(classes: &[(u32, u32, u32)]) -> String {
+/// `(size, chain, order)` entries of a table on 4K pages.
+type Entries = [(u32, u32, u32)];
+
+fn refusal(classes: &Entries) -> String {
     let classes =
         classes.iter().map(|&(size, chain, order)| ClassSpec { size, chain, order }).collect();
     ClassTableSpec::new(4096, classes).unwrap_err().to_string()
@@ -108,7 +111,7 @@ fn refusal(classes: &[(u32, u32, u32)]) -> String {
 
 #[test]
 fn tables_breaking_the_order_rules_are_refused_with_the_entry_named() {
-    let cases: [(&[(u32, u32, u32)], &str); 8] = [
+    let cases: [(&Entries, &str); 8] = [
         (&[(32, 1, 1), (4096, 1, 0)], "class_table[0] (size 32, chain 1): order 1: a class of a page"),
         (&[(4096, 1, 0), (8192, 1, 0)], "class_table[1] (size 8192, chain 1): size 8192 is above the page size, 4096: such a class belongs to the multi-page band"),
         (&[(4096, 1, 0), (8192, 2, 2), (16384, 1, 1)], "class_table[2] (size 16384, chain 1): order 1 differs from the band's, 2"),
