@@ -210,6 +210,7 @@ impl PageArena {
     }
 
     /// Makes the reservation accessible up to page `end_pfn` (exclusive); false changes nothing.
+    #[inline(always)]
     fn commit_upto(&self, range: &Reservation, free: &mut FreePages, end_pfn: usize) -> bool {
         let end = end_pfn << self.page_shift;
         if end > range.len {

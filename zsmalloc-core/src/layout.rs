@@ -69,7 +69,9 @@ impl Pool {
 
     /// `layout` of object `obj` whose handle location (header, or huge payload) is at arena
     /// byte `offset`: the zspage's page list is read only when the payload continues on the
-    /// next unit.
+    /// next unit. Units are aligned, so the offset within its unit is the arena offset modulo
+    /// the unit, and the unit's first page the offset with those bits cleared: one computation
+    /// for pages and for the multi-page band's compound units, without a test of the order.
     #[inline(always)]
     pub(crate) fn layout_at(
         &self,
@@ -79,46 +81,17 @@ impl Pool {
         offset: usize,
         len: usize,
     ) -> Layout {
-        if info.order != 0 {
-            return self.layout_at_unit(z, info, obj, offset, len);
-        }
-        let page = self.page();
-        let pfn = (offset >> self.page_shift()) as Pfn;
-        let in_page = offset & (page - 1);
+        let mask = info.unit_mask as usize;
+        let in_unit = offset & mask;
+        let pfn = ((offset & !mask) >> self.page_shift()) as Pfn;
         if info.huge {
             let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
             return Layout { pieces, spanning: false };
         }
-        let spanning = in_page + HDR as usize + len > page;
+        let spanning = in_unit + HDR as usize + len > mask + 1;
         if !spanning {
-            let pieces = [Piece { pfn, offset: in_page + HDR as usize, len }, Piece::default()];
-            return Layout { pieces, spanning };
-        }
-        self.layout(z, info, obj, len)
-    }
-
-    /// `layout_at` for a class of compound units (units are aligned: the offset within its
-    /// unit is the arena offset modulo the unit).
-    #[cold]
-    #[inline(never)]
-    fn layout_at_unit(
-        &self,
-        z: &Zspage,
-        info: &ClassInfo,
-        obj: u32,
-        offset: usize,
-        len: usize,
-    ) -> Layout {
-        let unit = 1usize << self.unit_shift(info);
-        let in_unit = offset & (unit - 1);
-        let pfn = ((offset - in_unit) >> self.page_shift()) as Pfn;
-        if info.huge {
-            let pieces = [Piece { pfn, offset: 0, len }, Piece::default()];
-            return Layout { pieces, spanning: false };
-        }
-        if in_unit + HDR as usize + len <= unit {
             let pieces = [Piece { pfn, offset: in_unit + HDR as usize, len }, Piece::default()];
-            return Layout { pieces, spanning: false };
+            return Layout { pieces, spanning };
         }
         self.layout(z, info, obj, len)
     }

@@ -152,11 +152,6 @@ impl Pool {
     }
 
     #[inline]
-    pub(crate) fn page(&self) -> usize {
-        self.config.page_size as usize
-    }
-
-    #[inline]
     pub(crate) fn page_shift(&self) -> u32 {
         self.config.page_size.trailing_zeros()
     }

@@ -168,7 +168,6 @@ impl Pool {
         Ok(())
     }
 
-    #[inline(never)]
     fn create_zspage(&self, st: &mut ClassState, pos: usize) -> Result<u32> {
         let info = &self.classes[pos].info;
         // Pages counted: units << order (the multi-page band's zspages are compound pages).

@@ -240,8 +240,9 @@ impl Pool {
                 p.release();
                 return Err(wrong_read_len(m, len));
             }
-            let unit = 1usize << self.unit_shift(info);
-            if (loc.offset() & (unit - 1)) + HDR as usize + len > unit {
+            // In one unit (a page, or a compound page): by the class's unit mask.
+            let mask = info.unit_mask as usize;
+            if (loc.offset() & mask) + HDR as usize + len > mask + 1 {
                 // Spanning: the layout reads the zspage's page list, so the word's zspage must
                 // be the object's. Stable now: a registered object keeps its zspage alive.
                 if let Err(e) = self
