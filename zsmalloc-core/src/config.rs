@@ -204,6 +204,16 @@ impl PoolConfig {
         }
     }
 
+    /// Mainline's defaults around an explicit table: its page size and its multi-page size.
+    pub fn for_table(table: ClassTableSpec) -> Self {
+        PoolConfig {
+            page_size: table.page_size(),
+            multi_page_size: table.multi_page_size(),
+            class_table: Some(table),
+            ..PoolConfig::default()
+        }
+    }
+
     /// The longest object a pool of this configuration stores: the multi-page size, else a page.
     pub fn max_object_size(&self) -> u32 {
         self.multi_page_size.max(self.page_size)

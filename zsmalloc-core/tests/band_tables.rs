@@ -20,15 +20,6 @@ fn band_config(multi: u32, chain: u32, heuristic: bool) -> PoolConfig {
     }
 }
 
-fn explicit(spec: ClassTableSpec) -> PoolConfig {
-    PoolConfig {
-        page_size: spec.page_size(),
-        multi_page_size: spec.multi_page_size(),
-        class_table: Some(spec),
-        ..Default::default()
-    }
-}
-
 /// The shape of the class serving `size` bytes (header included).
 fn shape(t: &ClassTable, size: usize) -> (u32, u32, u32, u32, bool) {
     let c = &t.classes()[t.position(size)];
@@ -44,7 +35,7 @@ fn a_computed_band_table_given_back_places_every_length_the_same() {
                 let computed = ClassTable::new(&cfg).unwrap();
                 let spec = computed.spec();
                 assert_eq!(spec.multi_page_size(), multi);
-                let given = ClassTable::new(&explicit(spec.clone())).unwrap();
+                let given = ClassTable::new(&PoolConfig::for_table(spec.clone())).unwrap();
                 let at = format!("multi {multi}, chain {chain}, heuristic {heuristic}");
                 for len in 1..=multi as usize {
                     let size = len + HDR as usize;
@@ -75,7 +66,7 @@ fn a_computed_band_table_given_back_places_every_length_the_same() {
 fn pools_on_the_computed_and_the_given_table_hold_the_same_pages() {
     let cfg = band_config(16384, 8, false);
     let spec = ClassTable::new(&cfg).unwrap().spec();
-    let (a, b) = (Pool::new(cfg).unwrap(), Pool::new(explicit(spec)).unwrap());
+    let (a, b) = (Pool::new(cfg).unwrap(), Pool::new(PoolConfig::for_table(spec)).unwrap());
     let mut kept = Vec::new();
     let lengths = [100, 700, 2000, 3000, 4100, 6000, 9000, 12000, 14000, 16384];
     for i in 0..3000usize {
@@ -140,7 +131,7 @@ fn tables_breaking_the_order_rules_are_refused_with_the_entry_named() {
 #[test]
 fn the_configuration_and_the_table_agree_on_the_band() {
     let band = ClassTable::new(&band_config(16384, 8, false)).unwrap().spec();
-    let mut cfg = explicit(band.clone());
+    let mut cfg = PoolConfig::for_table(band.clone());
     cfg.multi_page_size = 0;
     let err = cfg.validate().unwrap_err();
     assert!(matches!(err, Error::Config { setting: "class_table", .. }), "{err}");

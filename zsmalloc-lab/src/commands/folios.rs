@@ -93,6 +93,11 @@ pub struct FoliosArgs {
     /// Draw an SVG: pages and swap-in CPU against the folio size, per compressor
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
+    /// Write each row's stores, swap-ins, compaction and a final read of every folio as a
+    /// trace, DIR/<compressor>-<folio>K.trace, for `replay` and `optimize trace` (with the
+    /// row's --multi-page)
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub trace_dir: Option<PathBuf>,
 }
 
 fn options(a: &FoliosArgs) -> LabResult<FoliosOptions> {
@@ -143,6 +148,7 @@ fn options(a: &FoliosArgs) -> LabResult<FoliosOptions> {
         seed,
         sample_bytes,
         max_memory: a.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?,
+        trace_dir: a.trace_dir.clone(),
     })
 }
 
@@ -151,6 +157,14 @@ pub fn run(a: FoliosArgs) -> LabResult<()> {
     let opts = options(&a)?;
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
+    }
+    if let Some(dir) = &a.trace_dir {
+        if !dir.is_dir() {
+            return Err(LabError::usage(format!(
+                "--trace-dir {}: not a directory (create it first)",
+                dir.display()
+            )));
+        }
     }
     let sink = ProgressSink::auto();
     let r = folios::run(&opts, &sink)?;

@@ -106,15 +106,6 @@ pub fn search_options(args: &OptimizeArgs) -> LabResult<SearchOptions> {
 }
 
 pub fn run(a: OptimizeCmd) -> LabResult<()> {
-    // Class tables, what optimize searches, hold one band of single pages (docs/DESIGN.md,
-    // Objects of several pages).
-    if crate::config::assemble::assemble_one(&a.args.pool, "optimize")?.config.multi_page_size != 0
-    {
-        return Err(LabError::usage(
-            "optimize searches class tables, which have no multi-page band: leave --multi-page \
-             at 0",
-        ));
-    }
     let args = &a.args;
     let seed = args.seed.unwrap_or(1);
     let w = a.workload.unwrap_or_default().with_seed(seed);

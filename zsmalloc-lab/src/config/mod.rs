@@ -109,7 +109,8 @@ impl ConfigSpec {
         }
     }
 
-    /// Sets one key (`class-table` (a file: the table, and its page size), `page-size`, `chain-size`, `class-delta`, `chain-policy`, `read-mode`,
+    /// Sets one key (`class-table` (a file: the table, its page size and its multi-page size),
+    /// `page-size`, `chain-size`, `class-delta`, `chain-policy`, `read-mode`,
     /// `mem-limit-pages`, `merge`, `profile`, `backend`, `label`; `_` may replace `-`;
     /// `policy`, `chain`, `delta`, `page` are short forms).
     pub fn set(&mut self, key: &str, value: &str) -> LabResult<()> {
@@ -120,6 +121,7 @@ impl ConfigSpec {
                 let table = ClassTableSpec::load(std::path::Path::new(value.trim()))
                     .map_err(config_error)?;
                 c.page_size = table.page_size();
+                c.multi_page_size = table.multi_page_size();
                 c.class_table = Some(table);
             }
             "page-size" | "page" => {
@@ -319,7 +321,8 @@ impl ConfigDesc {
     }
 }
 
-fn is_zero(v: &u32) -> bool {
+/// serde's `skip_serializing_if` for a field that is only written when set (non-zero).
+pub(crate) fn is_zero(v: &u32) -> bool {
     *v == 0
 }
 

@@ -69,21 +69,21 @@ pub(super) struct Batch {
     pub(super) max_ops: usize,
     /// A queued store may be refused by its length: run the queue after this operation.
     pub(super) must_flush: bool,
-    /// The reader's local copy (page + header bytes): where `copy` mode copies a spanning
+    /// The reader's local copy (the longest object + header bytes): where `copy` mode copies a spanning
     /// object, and how a spanning read is told the kernel's way.
     local: Vec<u8>,
 }
 
 impl Batch {
-    pub(super) fn new(page: usize, limited: bool) -> Self {
+    pub(super) fn new(longest: usize, limited: bool) -> Self {
         Batch {
             queue: Vec::with_capacity(BATCH_OPS),
             answers: Vec::with_capacity(BATCH_OPS),
             refusals: Vec::new(),
-            arena: BatchArena::with_capacity(BATCH_BYTES + page),
+            arena: BatchArena::with_capacity(BATCH_BYTES + longest),
             max_ops: if limited { 1 } else { BATCH_OPS },
             must_flush: false,
-            local: vec![0u8; page + HANDLE_SIZE],
+            local: vec![0u8; longest + HANDLE_SIZE],
         }
     }
 

@@ -31,26 +31,28 @@ const OFFSETS: usize = 1 << 12;
 /// The content generator of one run.
 pub struct Content {
     pattern: Vec<u8>,
-    page: usize,
+    /// The longest object.
+    longest: usize,
     seed: u64,
 }
 
 impl Content {
-    pub fn new(seed: u64, page: usize) -> Self {
-        let mut pattern = vec![0u8; OFFSETS + page];
+    /// Objects up to `longest` bytes.
+    pub fn new(seed: u64, longest: usize) -> Self {
+        let mut pattern = vec![0u8; OFFSETS + longest];
         ChaCha8Rng::seed_from_u64(seed ^ 0x7a73_6d61_6c6c_6f63).fill_bytes(&mut pattern);
-        Content { pattern, page, seed }
+        Content { pattern, longest, seed }
     }
 
-    /// The content of object `id`, `len <= page` bytes: a slice of the pattern.
+    /// The content of object `id`, `len <= longest` bytes: a slice of the pattern.
     #[inline]
     pub fn bytes(&self, id: u64, len: usize) -> &[u8] {
-        debug_assert!(len <= self.page);
+        debug_assert!(len <= self.longest);
         let off = (mix64(self.seed ^ mix64(id)) % OFFSETS as u64) as usize;
         &self.pattern[off..off + len]
     }
 
-    /// Writes the content of object `id` into `out`, `len <= page` bytes.
+    /// Writes the content of object `id` into `out`, `len <= longest` bytes.
     pub fn fill(&self, id: u64, len: usize, out: &mut Vec<u8>) {
         out.clear();
         out.extend_from_slice(self.bytes(id, len));
@@ -58,7 +60,7 @@ impl Content {
 
     /// Whether `data` is exactly the content of object `id`.
     pub fn verify(&self, id: u64, data: &[u8]) -> bool {
-        data.len() <= self.page && data == self.bytes(id, data.len())
+        data.len() <= self.longest && data == self.bytes(id, data.len())
     }
 }
 

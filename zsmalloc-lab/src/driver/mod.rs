@@ -48,12 +48,17 @@ pub struct Driver<'p> {
     /// zsmalloc's class table, for the per-class figures (none for the other backends).
     table: Option<&'p ClassTable>,
     page: usize,
+    /// The longest object the pool stores: the page, or with the multi-page band its size.
+    longest: usize,
     huge_len: usize,
+    /// `huge_class_size` of the multi-page band (the longest object + 1 without one).
+    huge_len_multi: usize,
     /// Any refusal other than a full pool is an error (generated workloads); otherwise
     /// refusals are counted (traces).
     strict: bool,
     content: Content,
-    /// A page-sized buffer for the rare operations run one by one (write, scatter-gather read).
+    /// A buffer of the longest object for the rare operations run one by one (write,
+    /// scatter-gather read).
     scratch: Vec<u8>,
     objects: Objects,
     batch: Batch,
@@ -76,16 +81,22 @@ impl<'p> Driver<'p> {
     ) -> Self {
         let page = pool.config().page_size as usize;
         let limited = pool.config().mem_limit_pages != 0;
+        let zsmalloc = pool.as_zsmalloc();
+        let longest = zsmalloc.map_or(page, |z| z.max_object_size());
         Driver {
             pool,
-            table: pool.as_zsmalloc().map(|z| z.class_table()),
+            table: zsmalloc.map(|z| z.class_table()),
             page,
+            longest,
             huge_len: pool.huge_class_size(),
+            huge_len_multi: zsmalloc
+                .and_then(|z| z.huge_class_size_of_band(1))
+                .unwrap_or(longest + 1),
             strict,
-            content: Content::new(seed, page),
-            scratch: Vec::with_capacity(page),
+            content: Content::new(seed, longest),
+            scratch: Vec::with_capacity(longest),
             objects: Objects::new(),
-            batch: Batch::new(page, limited),
+            batch: Batch::new(longest, limited),
             telemetry: Telemetry::new(recorder, timeline_every, progress),
         }
     }
@@ -257,8 +268,11 @@ impl<'p> Driver<'p> {
         if let Some(r) = self.telemetry.recorder.take() {
             r.finish()?;
         }
-        let by_len = self.objects.by_len(self.page);
-        let huge_pages = by_len.iter().skip(self.huge_len).sum();
+        let by_len = self.objects.by_len(self.longest);
+        // Objects in huge classes: from huge_class_size to the page, and in the multi-page
+        // band from its own.
+        let huge_pages = by_len.iter().take(self.page + 1).skip(self.huge_len).sum::<u64>()
+            + by_len.iter().skip(self.huge_len_multi.max(self.page + 1)).sum::<u64>();
         Ok(RunOutcome {
             huge_pages,
             merge_waste: self.merge_waste(&by_len),

@@ -42,11 +42,11 @@ impl<'p> Driver<'p> {
             self.refused("store", slot, &zsmalloc_core::Error::HandleInUse)?;
             return Ok(false);
         }
-        if len == 0 || len > self.page {
+        if len == 0 || len > self.longest {
             let e = if len == 0 {
                 zsmalloc_core::Error::InvalidArgument("zero length".into())
             } else {
-                zsmalloc_core::Error::TooLarge { len, max: self.page }
+                zsmalloc_core::Error::TooLarge { len, max: self.longest }
             };
             return self.store_failed(slot, e);
         }

@@ -102,12 +102,12 @@ impl Objects {
         }
     }
 
-    /// Live objects by length (index: length in bytes, up to `page`).
-    pub(super) fn by_len(&self, page: usize) -> Vec<u64> {
-        let mut n = vec![0u64; page + 1];
+    /// Live objects by length (index: length in bytes, up to `longest`).
+    pub(super) fn by_len(&self, longest: usize) -> Vec<u64> {
+        let mut n = vec![0u64; longest + 1];
         for s in &self.slots {
             if s.state.holds_object() {
-                n[(s.len as usize).min(page)] += 1;
+                n[(s.len as usize).min(longest)] += 1;
             }
         }
         n

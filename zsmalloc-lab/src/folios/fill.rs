@@ -1,7 +1,8 @@
 //! The RFC's store, then swap's churn: the corpus compressed in folio-sized blocks, one object
 //! per folio (same-filled folios kept outside the pool, a compressed length at or above the
 //! huge size stored raw), a seeded share swapped in (freed) and as many new folios stored,
-//! then `compact`.
+//! then `compact`; optionally written down as a trace (`--trace-dir`) that ends with a read of
+//! every folio still out, for `replay` and `optimize trace` to run again.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -11,6 +12,7 @@ use super::compressor::Engine;
 use super::row::{ClassPadding, Compaction};
 use crate::error::{LabError, LabResult};
 use crate::timing::CpuTimer;
+use crate::trace_format::{TraceOp, TraceWriter};
 use crate::zram_page::{same_filled, ZramPage};
 
 /// How one folio of the corpus is stored.
@@ -107,17 +109,23 @@ pub struct Churn {
     pub seed: u64,
 }
 
-/// Fills `pool` with every folio, churns (seeded), compacts.
+/// Fills `pool` with every folio, churns (seeded), compacts; `trace` (ids: the slots) gets
+/// each operation, then a read of every object left.
 pub fn fill_and_churn<'p>(
     pool: &'p Pool,
     corpus: &[u8],
     c: &Compressed,
     churn: Churn,
+    mut trace: Option<&mut TraceWriter>,
 ) -> LabResult<Filled<'p>> {
+    let mut record = |op: TraceOp| trace.as_mut().map_or(Ok(()), |t| t.op(&op));
     let n = c.kept.len();
     let mut slots = crate::memory::try_vec(n, "--max-pages")?;
     for i in 0..n {
         let h = c.object(corpus, i).map(|o| pool.store(o)).transpose()?;
+        if let Some(h) = &h {
+            record(TraceOp::Store { id: i as u64, len: h.len() })?;
+        }
         slots.push((i as u32, h));
     }
     let stats = pool.stats();
@@ -138,15 +146,25 @@ pub fn fill_and_churn<'p>(
         slot.0 = FREED;
         if let Some(h) = slot.1.take() {
             h.free()?;
+            record(TraceOp::Free { id: u64::from(order[k]) })?;
         }
     }
     for &slot in &order[..refilled] {
         let src = rng.gen_range(0..n);
         let h = c.object(corpus, src).map(|o| pool.store(o)).transpose()?;
+        if let Some(h) = &h {
+            record(TraceOp::Store { id: u64::from(slot), len: h.len() })?;
+        }
         slots[slot as usize] = (src as u32, h);
     }
     let before = pool.stats();
     pool.compact();
+    record(TraceOp::Compact)?;
+    for (i, h) in slots.iter().enumerate() {
+        if let Some(h) = &h.1 {
+            record(TraceOp::Read { id: i as u64, len: h.len() })?;
+        }
+    }
     let after = pool.stats();
     Ok(Filled {
         slots,

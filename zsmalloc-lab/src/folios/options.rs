@@ -38,6 +38,8 @@ pub struct FoliosOptions {
     pub seed: u64,
     pub sample_bytes: u64,
     pub max_memory: Option<u64>,
+    /// Where each row's fill, churn and compaction is written as a trace (`--trace-dir`).
+    pub trace_dir: Option<std::path::PathBuf>,
 }
 
 /// `4K,16K,64K` -> sizes in bytes, sorted, each once; each the page size shifted left by

@@ -14,6 +14,7 @@ use crate::error::{LabError, LabResult};
 use crate::memory::Limit;
 use crate::progress::{Progress, ProgressSink};
 use crate::timing::Clock;
+use crate::trace_format::TraceWriter;
 
 /// Runs the study: the memory plan is checked before the corpus is read.
 pub fn run(opts: &FoliosOptions, sink: &ProgressSink) -> LabResult<FoliosReport> {
@@ -67,6 +68,11 @@ pub fn run(opts: &FoliosOptions, sink: &ProgressSink) -> LabResult<FoliosReport>
     })
 }
 
+/// The file name of a row's trace in `--trace-dir`: `lz4-16K.trace`.
+pub fn trace_name(c: Compressor, folio: u32) -> String {
+    format!("{}-{}K.trace", c.name(), folio / 1024)
+}
+
 /// One compressor at one folio size; also the CPU of its timed rounds.
 fn one_row(
     opts: &FoliosOptions,
@@ -82,7 +88,27 @@ fn one_row(
     let huge = pool.huge_class_size_of_band(band).unwrap_or(pool.huge_class_size());
     let compressed = Compressed::of(corpus, folio as usize, huge, engine)?;
     let churn = Churn { share: opts.churn_share, refill: opts.refill_share, seed: opts.seed };
-    let filled = fill_and_churn(&pool, corpus, &compressed, churn)?;
+    let mut trace = match &opts.trace_dir {
+        Some(dir) => Some(TraceWriter::create(
+            &dir.join(trace_name(c, folio)),
+            &[format!(
+                "zsmalloc folios: {}, {} folios of {folio} bytes ({} pages), churn {} refill {} \
+             seed {}; replay with --multi-page {}",
+                c.name(),
+                compressed.kept.len(),
+                folio / opts.config.page_size,
+                opts.churn_share,
+                opts.refill_share,
+                opts.seed,
+                pool.config().multi_page_size,
+            )],
+        )?),
+        None => None,
+    };
+    let filled = fill_and_churn(&pool, corpus, &compressed, churn, trace.as_mut())?;
+    if let Some(t) = trace {
+        t.finish()?;
+    }
     let picked = sample(&filled.slots, folio as usize, opts.sample_bytes, opts.seed);
     let timed = Timed {
         pool: &pool,

@@ -7,7 +7,8 @@
 //! layouts of the current one through the chain sweep (every even pair merged, every odd pair
 //! merged, every class split at its middle), keeps every class's options by the sizes it
 //! serves, then applies the best measured move while one improves the score. Classes above the
-//! one that sets `huge_class_size` take no part (the layout's huge classes stay).
+//! one that sets `huge_class_size` take no part (the layout's huge classes stay), nor do the
+//! multi-page band's (its boundaries stay the RFC's; only its chains are searched).
 
 use std::collections::HashMap;
 
@@ -75,10 +76,14 @@ fn lows(sizes: &[u32]) -> Vec<u32> {
     (0..sizes.len()).map(|i| if i == 0 { MIN_ALLOC - 8 } else { sizes[i - 1] }).collect()
 }
 
-/// A layout of `sizes`, chains taken from `chain_of` (the base chain of the class at or above).
-fn layout_of(page: u32, sizes: &[u32], chain_of: &dyn Fn(u32) -> u32) -> LabResult<Layout> {
-    let classes = sizes.iter().map(|&size| ClassSpec { size, chain: chain_of(size) }).collect();
-    Ok(Layout::of_table(&ClassTableSpec::new(page, classes)?))
+/// A layout of `sizes` with `like`'s band, chains taken from `chain_of` (the base chain of the
+/// class at or above).
+fn layout_of(like: &Layout, sizes: &[u32], chain_of: &dyn Fn(u32) -> u32) -> LabResult<Layout> {
+    let classes = sizes
+        .iter()
+        .map(|&size| ClassSpec { size, chain: chain_of(size), order: like.order_of(size) })
+        .collect();
+    Ok(Layout::of_table(&ClassTableSpec::new(like.page_size(), classes)?))
 }
 
 /// Searches the boundaries of `layout` (whose options `options` the chain sweep measured);
@@ -92,7 +97,6 @@ pub fn improve(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<(Layout, Vec<Vec<ClassOption>>, BoundaryOutcome)> {
-    let page = layout.page_size();
     let mut cache: Cache = HashMap::new();
     let remember = |cache: &mut Cache, l: &Layout, opts: &[Vec<ClassOption>]| {
         for ((&lo, &size), o) in lows(l.sizes()).iter().zip(l.sizes()).zip(opts) {
@@ -126,7 +130,7 @@ pub fn improve(
             }
         }
         for candidate in [merged(0), merged(1), split] {
-            let l = layout_of(page, &candidate, &base_chain)?;
+            let l = layout_of(&layout, &candidate, &base_chain)?;
             let sweep = run_sweep(workload, &l, base, jobs, sink)?;
             outcome.runs += sweep.runs.len();
             remember(&mut cache, &l, &sweep.options);
@@ -140,7 +144,7 @@ pub fn improve(
             break;
         }
     }
-    let final_layout = layout_of(page, &sizes, &base_chain)?;
+    let final_layout = layout_of(&layout, &sizes, &base_chain)?;
     let opts = lows(&sizes).iter().zip(&sizes).map(|(&lo, &s)| cache[&(lo, s)].clone()).collect();
     Ok((final_layout, opts, outcome))
 }

@@ -38,23 +38,27 @@ pub struct Evaluation {
 impl Evaluation {
     /// The figures of a finished run. The per-class pages and spanning reads must add up to
     /// the pool's: the optimizer's sums rest on it.
+    /// The multi-page band's first class, which no length reaches, has no figures (the
+    /// per-class sums still check that it held nothing).
     pub fn from_run(run: &RunResult, cfg: &PoolConfig) -> LabResult<Self> {
-        let table = ClassTable::new(cfg).map_err(LabError::from)?.spec();
-        if run.classes.len() != table.classes().len() {
+        let created = ClassTable::new(cfg).map_err(LabError::from)?;
+        let table = created.spec();
+        if run.classes.len() != created.classes().len() {
             return Err(LabError::runtime(format!(
                 "{}: {} class rows for a table of {} classes",
                 run.label,
                 run.classes.len(),
-                table.classes().len()
+                created.classes().len()
             )));
         }
         let classes: Vec<ClassFigures> = run
             .classes
             .iter()
-            .zip(table.classes())
+            .zip(created.classes())
+            .filter(|(_, c)| created.stores_objects(c))
             .map(|(row, c)| ClassFigures {
                 size: c.size,
-                chain: c.chain,
+                chain: c.pages_per_zspage,
                 pages: row.stats.pages_used,
                 spanning: row.stats.reads_spanning,
             })
@@ -82,13 +86,7 @@ impl Evaluation {
 
 /// A zsmalloc configuration of `base` (page size, read mode, backing) with an explicit table.
 pub fn with_table(base: &PoolConfig, table: ClassTableSpec) -> PoolConfig {
-    PoolConfig {
-        page_size: table.page_size(),
-        read_mode: base.read_mode,
-        backing: base.backing,
-        class_table: Some(table),
-        ..PoolConfig::default()
-    }
+    PoolConfig { read_mode: base.read_mode, backing: base.backing, ..PoolConfig::for_table(table) }
 }
 
 /// Runs `workload` once on each configuration, `jobs` at a time (nothing is timed: the counts

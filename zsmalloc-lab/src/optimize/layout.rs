@@ -11,10 +11,17 @@
 //! - `T` takes 2..=16 (at chain 1 it would stop setting `huge_class_size`);
 //! - classes above `T` keep chain 1 (they are huge classes; a longer chain would make one of them
 //!   the new `T`).
+//!
+//! With the multi-page band (docs/DESIGN.md, Objects of several pages) each band has its own
+//! `huge_class_size` and so its own `T`, and the rule holds in each band; chains above the page
+//! count compound units of the multi-page size.
 
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::class_spec::{ClassSpec, ClassTableSpec};
 use zsmalloc_core::{ClassTable, PoolConfig, HANDLE_SIZE};
+
+/// The two bands: classes of a page or less, and the multi-page band above the page.
+const BANDS: usize = 2;
 
 /// The longest chain a class may take.
 pub const MAX_CHAIN: u32 = 16;
@@ -23,35 +30,48 @@ pub const MAX_CHAIN: u32 = 16;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
     page_size: u32,
-    /// Class sizes, ascending; the last is the page.
+    /// The band's multi-page size, 0 without the band.
+    multi_page_size: u32,
+    /// Class sizes, ascending; the last is the page, or with the band the multi-page size.
     sizes: Vec<u32>,
     /// The chains of the table the layout was taken from.
     base_chains: Vec<u32>,
     /// For each class, the chains it may take, ascending (the base chain among them).
     choices: Vec<Vec<u32>>,
-    /// Position of the class setting `huge_class_size`, if any class chains pages.
-    top_chained: Option<usize>,
+    /// Per band, the position of the class setting its `huge_class_size`, if any class of the
+    /// band chains units.
+    top_chained: [Option<usize>; BANDS],
 }
 
 impl Layout {
     /// The layout of an explicit table: its sizes, its chains as the base.
     pub fn of_table(spec: &ClassTableSpec) -> Self {
         let page = spec.page_size();
-        let sizes: Vec<u32> = spec.classes().iter().map(|c| c.size).collect();
-        let base_chains: Vec<u32> = spec.classes().iter().map(|c| c.chain).collect();
+        let classes = spec.classes();
+        let sizes: Vec<u32> = classes.iter().map(|c| c.size).collect();
+        let base_chains: Vec<u32> = classes.iter().map(|c| c.chain).collect();
+        let band = |i: usize| usize::from(sizes[i] > page);
         let sets_huge = |i: usize| {
-            let chain = base_chains[i];
-            chain != 1 && chain * page / sizes[i] != 1
+            let (chain, unit) = (base_chains[i], page << classes[i].order);
+            chain != 1 && chain * unit / sizes[i] != 1
         };
-        let top_chained = (0..sizes.len()).rev().find(|&i| sets_huge(i));
+        let top_chained: [Option<usize>; BANDS] =
+            std::array::from_fn(|b| (0..sizes.len()).rev().find(|&i| band(i) == b && sets_huge(i)));
         let choices = (0..sizes.len())
-            .map(|i| match top_chained {
+            .map(|i| match top_chained[band(i)] {
                 Some(t) if i < t => (1..=MAX_CHAIN).collect(),
                 Some(t) if i == t => (2..=MAX_CHAIN).collect(),
                 _ => vec![base_chains[i]],
             })
             .collect();
-        Layout { page_size: page, sizes, base_chains, choices, top_chained }
+        Layout {
+            page_size: page,
+            multi_page_size: spec.multi_page_size(),
+            sizes,
+            base_chains,
+            choices,
+            top_chained,
+        }
     }
 
     /// The layout of a configuration's table (mainline's computed one by default): its created
@@ -63,6 +83,16 @@ impl Layout {
 
     pub fn page_size(&self) -> u32 {
         self.page_size
+    }
+
+    /// The band's multi-page size, 0 without the band.
+    pub fn multi_page_size(&self) -> u32 {
+        self.multi_page_size
+    }
+
+    /// The order of a class of `size` bytes in this layout.
+    pub fn order_of(&self, size: u32) -> u32 {
+        ClassSpec::order_in(size, self.page_size, self.multi_page_size)
     }
 
     pub fn sizes(&self) -> &[u32] {
@@ -85,7 +115,13 @@ impl Layout {
 
     /// The `huge_class_size` every table of the search has (0 when no class chains pages).
     pub fn huge_class_size(&self) -> u32 {
-        self.top_chained.map_or(0, |t| self.sizes[t] - (HANDLE_SIZE as u32 - 1))
+        self.huge_class_size_of_band(0)
+    }
+
+    /// The `huge_class_size` of band `band` (0: up to the page, 1: the multi-page band) every
+    /// table of the search has (0 when no class of the band chains units).
+    pub fn huge_class_size_of_band(&self, band: usize) -> u32 {
+        self.top_chained[band].map_or(0, |t| self.sizes[t] - (HANDLE_SIZE as u32 - 1))
     }
 
     /// The chains of the sweep's run at `chain`: every class that may take it takes it, the
@@ -117,7 +153,7 @@ impl Layout {
             .sizes
             .iter()
             .zip(chains)
-            .map(|(&size, &chain)| ClassSpec { size, chain })
+            .map(|(&size, &chain)| ClassSpec { size, chain, order: self.order_of(size) })
             .collect();
         ClassTableSpec::new(self.page_size, classes).map_err(LabError::from)
     }
@@ -132,21 +168,25 @@ mod tests {
     }
 
     #[test]
-    fn the_mainline_layout_keeps_its_huge_class_size() {
-        for page in [4096, 16384, 65536] {
-            let layout = mainline(page);
-            let cfg = PoolConfig { page_size: page, ..Default::default() };
-            let computed = ClassTable::new(&cfg).unwrap().huge_class_size();
-            assert_eq!(layout.huge_class_size(), computed, "page {page}");
+    fn the_mainline_layout_keeps_its_huge_class_sizes() {
+        let shapes =
+            [(4096, 0), (16384, 0), (65536, 0), (4096, 16384), (4096, 65536), (16384, 65536)];
+        for (page, multi) in shapes {
+            let cfg = PoolConfig { page_size: page, multi_page_size: multi, ..Default::default() };
+            let layout = Layout::of_config(&cfg).unwrap();
+            assert_eq!(layout.multi_page_size(), multi);
+            let computed = ClassTable::new(&cfg).unwrap();
+            let huge = |t: &ClassTable, band| t.huge_class_size_of_band(band).unwrap_or(0);
+            for band in [0, 1] {
+                assert_eq!(layout.huge_class_size_of_band(band), huge(&computed, band as u32));
+            }
             for chain in 1..=MAX_CHAIN {
                 let spec = layout.table(&layout.sweep_chains(chain)).unwrap();
-                let table = ClassTable::new(&PoolConfig {
-                    page_size: page,
-                    class_table: Some(spec),
-                    ..Default::default()
-                })
-                .unwrap();
-                assert_eq!(table.huge_class_size(), computed, "page {page}, chain {chain}");
+                let table = ClassTable::new(&PoolConfig::for_table(spec)).unwrap();
+                for band in [0, 1] {
+                    let at = format!("page {page}, multi {multi}, chain {chain}, band {band}");
+                    assert_eq!(huge(&table, band), huge(&computed, band), "{at}");
+                }
             }
         }
     }
@@ -154,7 +194,7 @@ mod tests {
     #[test]
     fn choices_follow_the_rule() {
         let layout = mainline(4096);
-        let t = layout.top_chained.unwrap();
+        let t = layout.top_chained[0].unwrap();
         assert_eq!(layout.sizes()[t], 3632);
         assert_eq!(layout.choices(t), (2..=16).collect::<Vec<u32>>());
         assert_eq!(layout.choices(0).len(), 16);

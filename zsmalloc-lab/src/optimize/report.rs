@@ -71,7 +71,11 @@ impl Objective {
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
 pub struct ClassEntry {
     pub size: u32,
+    /// Units per zspage: pages, or compound pages of the multi-page size above the page.
     pub chain: u32,
+    /// 0 up to the page; the band's order above it (not written when 0).
+    #[serde(skip_serializing_if = "crate::config::is_zero")]
+    pub order: u32,
 }
 
 /// A class whose chain differs from the layout's base table.
@@ -104,7 +108,11 @@ pub struct PointReport {
 impl PointReport {
     /// The table's classes as sizes and chains.
     pub fn classes(&self) -> Vec<ClassEntry> {
-        self.table.classes().iter().map(|c| ClassEntry { size: c.size, chain: c.chain }).collect()
+        self.table
+            .classes()
+            .iter()
+            .map(|c| ClassEntry { size: c.size, chain: c.chain, order: c.order })
+            .collect()
     }
 }
 
@@ -116,6 +124,11 @@ pub struct LayoutDesc {
     /// Classes whose chain the search chooses.
     pub searched: usize,
     pub huge_class_size: u32,
+    /// With the multi-page band: its multi-page size and its `huge_class_size`.
+    #[serde(skip_serializing_if = "crate::config::is_zero")]
+    pub multi_page_size: u32,
+    #[serde(skip_serializing_if = "crate::config::is_zero")]
+    pub huge_class_size_multi: u32,
     /// With `--boundaries`: the merges and splits applied to the starting layout, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub boundary_moves: Vec<String>,
@@ -197,11 +210,7 @@ impl OptimizeReport {
             p.pages_peak,
             p.reads_spanning
         );
-        let cfg = PoolConfig {
-            page_size: p.table.page_size(),
-            class_table: Some(p.table.clone()),
-            ..PoolConfig::default()
-        };
+        let cfg = PoolConfig::for_table(p.table.clone());
         Ok(ClassTable::new(&cfg).map_err(LabError::from)?.to_file_text(&title))
     }
 }

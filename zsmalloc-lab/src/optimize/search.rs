@@ -214,6 +214,8 @@ pub fn search(
             classes: layout.sizes().len(),
             searched: layout.searched(),
             huge_class_size: layout.huge_class_size(),
+            multi_page_size: layout.multi_page_size(),
+            huge_class_size_multi: layout.huge_class_size_of_band(1),
             boundary_moves: boundary.moves,
         },
         reads: references.classic.reads,

@@ -210,8 +210,12 @@ fn columns(table: &'static str) -> Vec<Column> {
 /// The human-readable table: references first, then the points; `*` marks points that
 /// dominate every reference, `>` the default export.
 fn table(r: &OptimizeReport) -> String {
+    let band = match r.layout.multi_page_size {
+        0 => String::new(),
+        m => format!(" | multi-page {m}, huge_class_size_multi {}", r.layout.huge_class_size_multi),
+    };
     let mut out = format!(
-        "optimize: {} | page {} | {} classes, {} searched, huge_class_size {} ({})\n",
+        "optimize: {} | page {}{band} | {} classes, {} searched, huge_class_size {} ({})\n",
         r.workload.summary,
         r.page_size,
         r.layout.classes,

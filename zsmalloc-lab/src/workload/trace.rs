@@ -45,9 +45,11 @@ impl WorkloadKind for Trace {
         TraceReader::count_ops(&self.file).unwrap_or(0)
     }
 
-    /// A pass over the trace: the most bytes and objects live at once, each object at most a
-    /// page, and the replay's map of handle ids.
+    /// A pass over the trace: the most bytes and objects live at once, each object at most the
+    /// longest a pool stores (a page, or with the multi-page band up to 64 KiB), and the
+    /// replay's map of handle ids.
     fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+        let longest = page.max(zsmalloc_core::band::MAX_OBJECT as usize);
         let mut reader = TraceReader::open(&self.file)?;
         let mut live: HashMap<u64, u64> = HashMap::new();
         let (mut bytes, mut peak) = (0u64, 0u64);
@@ -55,7 +57,7 @@ impl WorkloadKind for Trace {
         while let Some(op) = reader.next_op()? {
             match op {
                 TraceOp::Store { id, len } | TraceOp::Malloc { id, len } => {
-                    let len = len.min(page) as u64;
+                    let len = len.min(longest) as u64;
                     ids += 1;
                     bytes += len;
                     bytes -= live.insert(id, len).unwrap_or(0);
