@@ -1,5 +1,6 @@
 //! `zsmalloc folios`: the JSON contract, what the three swap-in paths decompress, same-filled
-//! tested over the whole folio, the refusals, the other formats and the plot.
+//! tested over the whole folio, the refusals, the other formats and the plot, the traces it
+//! writes and the band's tables.
 
 use serde_json::Value;
 
@@ -246,8 +247,43 @@ fn every_configured_command_takes_the_band() {
     let e = usage_error(&["run", "--multi-page", "12K"]);
     assert!(e.contains("multi-page"), "{e}");
     usage_error(&["run", "--multi-page", "16K", "--backend", "zblock"]);
-    let e = usage_error(&["optimize", "--multi-page", "16K"]);
-    assert!(e.contains("no multi-page band"), "{e}");
     let e = usage_error(&["folios", "--multi-page", "16K"]);
     assert!(e.contains("--folio-sizes"), "{e}");
+}
+
+#[test]
+fn a_row_s_trace_replays_to_its_pages_and_band_tables_load_back() {
+    let dir = scratch("folio-traces");
+    std::fs::create_dir_all(&dir).unwrap();
+    let r: Value = serde_json::from_str(&small(
+        "json",
+        &["--compressor", "lz4", "--trace-dir", s(&dir)],
+    ))
+    .unwrap();
+    let trace = dir.join("lz4-16K.trace");
+    let replay = |extra: &[&str]| {
+        let mut args = vec!["replay", s(&trace), "--format", "json", "--no-time"];
+        args.extend_from_slice(extra);
+        json(&args)
+    };
+    let band = replay(&["--multi-page", "16K"]);
+    let row = row(&r, "lz4", 16384);
+    assert_eq!(band["pages"], row["pages_after_compact"], "{band}");
+    assert_eq!(band["pages_peak"], row["max_pages_used"], "{band}");
+    assert_eq!(band["objects"], row["objects"]);
+    assert_eq!(band["store_failures"], 0);
+    // Without the band the folios do not fit a page: refused and counted, as a C program sees.
+    assert!(replay(&[])["store_failures"].as_u64().unwrap() > 0);
+    // The band's table, exported and given back, places every folio the same.
+    let table = dir.join("band.table");
+    ok(&["classes", "--multi-page", "16K", "--export", s(&table)]);
+    let text = std::fs::read_to_string(&table).unwrap();
+    assert!(text.contains("\n16384 1  2 "), "the order column: {text}");
+    let given = replay(&["--class-table", s(&table)]);
+    assert_eq!(
+        (&given["pages"], &given["reads_spanning"]),
+        (&band["pages"], &band["reads_spanning"])
+    );
+    let e = usage_error(&["replay", s(&trace), "--class-table", s(&table), "--multi-page", "32K"]);
+    assert!(e.contains("must agree"), "{e}");
 }

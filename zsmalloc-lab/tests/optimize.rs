@@ -17,6 +17,7 @@ use zsmalloc_lab::progress::ProgressSink;
 use zsmalloc_lab::workload::dist::Dist;
 use zsmalloc_lab::workload::kernel_test::KernelTest;
 use zsmalloc_lab::workload::pages::Pages;
+use zsmalloc_lab::workload::trace::Trace;
 use zsmalloc_lab::workload::Workload;
 
 fn options(page: u32, points: usize) -> SearchOptions {
@@ -264,4 +265,44 @@ fn the_command_prints_the_same_rows_in_every_format_and_plots_svg_only() {
     let err = usage_error(&run(&["--plot", s(&png)], &workload));
     assert!(err.contains("plots are SVG"), "{err}");
     assert!(!png.exists());
+}
+
+#[test]
+fn the_band_s_chains_are_searched_and_every_point_reproduces() {
+    let dir = common::scratch("optimize-band");
+    std::fs::create_dir_all(&dir).unwrap();
+    common::ok(&[
+        "folios",
+        "--synthetic-pages",
+        "1024",
+        "--folio-sizes",
+        "16K",
+        "--compressor",
+        "lz4",
+        "--repeat",
+        "1",
+        "--sample-mib",
+        "1",
+        "--trace-dir",
+        common::s(&dir),
+    ]);
+    let w = Workload::Trace(Trace { file: dir.join("lz4-16K.trace"), seed: 1 });
+    let mut o = options(4096, 0);
+    o.base.multi_page_size = 16384;
+    let r = run_search(&w, &o);
+    assert_eq!((r.layout.multi_page_size, r.layout.huge_class_size_multi), (16384, 14521));
+    assert!(r.points.iter().all(|p| p.table.multi_page_size() == 16384));
+    // Some point changes a chain of the band (classes above the page, order 2).
+    let classic = &r.references.classic.table;
+    let band_changed = r.points.iter().any(|p| {
+        p.table.classes().iter().zip(classic.classes()).any(|(a, b)| a.order == 2 && a != b)
+    });
+    assert!(band_changed, "no point changed a chain of the band");
+    let best = r.points.iter().map(|p| p.pages).min().unwrap();
+    assert!(
+        best < r.references.classic.pages,
+        "{best} pages, classic {}",
+        r.references.classic.pages
+    );
+    assert_every_point_reproduces(&w, &r);
 }
