@@ -255,11 +255,9 @@ fn every_configured_command_takes_the_band() {
 fn a_row_s_trace_replays_to_its_pages_and_band_tables_load_back() {
     let dir = scratch("folio-traces");
     std::fs::create_dir_all(&dir).unwrap();
-    let r: Value = serde_json::from_str(&small(
-        "json",
-        &["--compressor", "lz4", "--trace-dir", s(&dir)],
-    ))
-    .unwrap();
+    let r: Value =
+        serde_json::from_str(&small("json", &["--compressor", "lz4", "--trace-dir", s(&dir)]))
+            .unwrap();
     let trace = dir.join("lz4-16K.trace");
     let replay = |extra: &[&str]| {
         let mut args = vec!["replay", s(&trace), "--format", "json", "--no-time"];

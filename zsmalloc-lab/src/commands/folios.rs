@@ -94,8 +94,8 @@ pub struct FoliosArgs {
     #[arg(long, value_name = "FILE.svg", help_heading = "Output")]
     pub plot: Option<PathBuf>,
     /// Write each row's stores, swap-ins, compaction and a final read of every folio as a
-    /// trace, DIR/<compressor>-<folio>K.trace, for `replay` and `optimize trace` (with the
-    /// row's --multi-page)
+    /// trace, DIR/<compressor>-<folio>K.trace (DIR is created if missing), for `replay` and
+    /// `optimize trace` (with the row's --multi-page)
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     pub trace_dir: Option<PathBuf>,
 }
@@ -159,12 +159,9 @@ pub fn run(a: FoliosArgs) -> LabResult<()> {
         report::check_writable("--plot", p)?;
     }
     if let Some(dir) = &a.trace_dir {
-        if !dir.is_dir() {
-            return Err(LabError::usage(format!(
-                "--trace-dir {}: not a directory (create it first)",
-                dir.display()
-            )));
-        }
+        std::fs::create_dir_all(dir).map_err(|e| {
+            LabError::usage(format!("--trace-dir {}: cannot create it: {e}", dir.display()))
+        })?;
     }
     let sink = ProgressSink::auto();
     let r = folios::run(&opts, &sink)?;
