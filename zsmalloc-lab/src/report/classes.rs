@@ -46,8 +46,21 @@ fn columns(banded: bool) -> Vec<Column> {
     cols
 }
 
-fn cells(row: Option<&Value>) -> String {
-    TEXT.iter()
+/// The text table's column of the order (chains then count units of `page << order`), shown
+/// after the chain with the multi-page band.
+const ORDER: (&str, usize, &str) = ("Order", 5, "order");
+
+/// The text table's columns, with the order after the chain when a table has the band.
+fn text_columns(banded: bool) -> Vec<(&'static str, usize, &'static str)> {
+    let mut cols = TEXT.to_vec();
+    if banded {
+        cols.insert(3, ORDER);
+    }
+    cols
+}
+
+fn cells(cols: &[(&str, usize, &str)], row: Option<&Value>) -> String {
+    cols.iter()
         .map(|&(_, w, key)| {
             let v = row
                 .and_then(|r| r.get(key))
@@ -58,8 +71,8 @@ fn cells(row: Option<&Value>) -> String {
         .join(" | ")
 }
 
-fn head() -> String {
-    TEXT.iter().map(|&(h, w, _)| format!("{h:>w$}")).collect::<Vec<_>>().join(" | ")
+fn head(cols: &[(&str, usize, &str)]) -> String {
+    cols.iter().map(|&(h, w, _)| format!("{h:>w$}")).collect::<Vec<_>>().join(" | ")
 }
 
 fn title(t: &ClassTableReport) -> String {
@@ -92,7 +105,8 @@ impl Render for [ClassTableReport] {
     /// One table, or two side by side (rows matched by logical size).
     fn table(&self) -> String {
         let mut out = String::new();
-        let width = head().len();
+        let cols = text_columns(self.iter().any(|t| t.huge_class_size_multi.is_some()));
+        let width = head(&cols).len();
         let sep = " || ";
         let titles: Vec<String> = self.iter().map(title).collect();
         out += &titles.iter().map(|t| format!("{t:<width$}")).collect::<Vec<_>>().join(sep);
@@ -104,7 +118,7 @@ impl Render for [ClassTableReport] {
             .collect::<Vec<_>>()
             .join(sep);
         out = out.trim_end().to_string() + "\n";
-        out += &vec![head(); self.len()].join(sep);
+        out += &vec![head(&cols); self.len()].join(sep);
         out += "\n";
         let rows: Vec<Vec<(u32, Value)>> = self
             .iter()
@@ -114,8 +128,10 @@ impl Render for [ClassTableReport] {
         sizes.sort_unstable();
         sizes.dedup();
         for s in sizes {
-            let line: Vec<String> =
-                rows.iter().map(|t| cells(t.iter().find(|r| r.0 == s).map(|r| &r.1))).collect();
+            let line: Vec<String> = rows
+                .iter()
+                .map(|t| cells(&cols, t.iter().find(|r| r.0 == s).map(|r| &r.1)))
+                .collect();
             out += &line.join(sep);
             out += "\n";
         }
