@@ -194,7 +194,7 @@ static void bad_tables(void)
     static struct zs_class_spec many[510];
     for (size_t i = 0; i < 510; i++)
         many[i] = (struct zs_class_spec){(uint32_t)(32 + 8 * i), 1};
-    refused(many, 510, PAGE, "too many classes (class_count 510): a 4096-byte page has room for at most 509");
+    refused(many, 510, PAGE, "too many classes (class_count 510): a table up to 4096 bytes has room for at most 509");
     /* A count far beyond the array is refused before any entry is read (ASan would see it). */
     refused(small, SIZE_MAX / 8, PAGE, "too many classes");
     refused(NULL, 3, PAGE, "class_table is NULL but class_count is 3");
@@ -268,6 +268,45 @@ static void bad_files(const char *dir)
     CHECK(pool && zs_class_stats(pool, 1, &cs) == 0 && cs.size == 16384,
           "without ZSMALLOC_PAGE_SIZE the file's page size is the pool's");
     zs_destroy_pool(pool);
+    unsetenv("ZSMALLOC_CLASS_TABLE");
+    unlink(path);
+}
+
+/* A table file with the multi-page band (third field: the order): the pool takes the band's size
+ * from the file, stores an object of several pages in the band's class, and refuses a
+ * ZSMALLOC_MULTI_PAGE_SIZE that differs. */
+static void band_file(const char *dir)
+{
+    char path[512];
+    snprintf(path, sizeof(path), "%s/band.table", dir);
+    write_text(path, "page_size 4096\n32 1 0\n4096 1 0\n6144 3 2\n16384 1 2\n");
+    setenv("ZSMALLOC_CLASS_TABLE", path, 1);
+    struct zs_pool *pool = zs_create_pool("band-file");
+    CHECK(pool != NULL, "a band table file: %s", pool ? "" : zs_last_error_message());
+    if (pool) {
+        struct zs_class_stats cs;
+        CHECK(zs_lookup_class_index(pool, 5000) == 2 && zs_class_stats(pool, 2, &cs) == 0 &&
+                  cs.size == 6144 && cs.order == 2 && cs.objs_per_zspage == 8,
+              "a length above the page goes to the band's class, order 2");
+        CHECK(zs_huge_class_size_band(pool, 1) == 6144 - 7, "the band's huge class size");
+        static unsigned char obj[6000];
+        memset(obj, 0x5a, sizeof(obj));
+        struct zs_handle h = {0};
+        CHECK(zs_store(pool, &h, obj, sizeof(obj), 0) == 0 && zs_get_total_pages(pool) == 12,
+              "an object of 6000 bytes in three order-2 units");
+        unsigned char local[16384 + 8];
+        void *p = zs_obj_read_begin(pool, &h, sizeof(obj), local);
+        CHECK(p && memcmp(p, obj, sizeof(obj)) == 0, "read back byte-exact");
+        zs_obj_read_end(pool, &h, sizeof(obj), p);
+        zs_free(pool, &h);
+        zs_destroy_pool(pool);
+    }
+    setenv("ZSMALLOC_MULTI_PAGE_SIZE", "32K", 1);
+    pool = zs_create_pool("band-file");
+    CHECK(!pool && strstr(zs_last_error_message(), "must agree"),
+          "ZSMALLOC_MULTI_PAGE_SIZE differing from the file's band");
+    zs_destroy_pool(pool);
+    unsetenv("ZSMALLOC_MULTI_PAGE_SIZE");
     unsetenv("ZSMALLOC_CLASS_TABLE");
     unlink(path);
 }
@@ -354,6 +393,7 @@ int main(int argc, char **argv)
 
     bad_tables();
     bad_files(dir);
+    band_file(dir);
     rmdir(dir);
     printf("class_tables: %d passed, %d failed\n", passed, failed);
     return failed != 0;
