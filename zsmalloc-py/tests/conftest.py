@@ -1,13 +1,35 @@
-"""Shared fixtures: pools, and the C ABI bound with ctypes from zsmalloc.library_path()."""
+"""Shared fixtures: pools, the C ABI bound with ctypes from zsmalloc.library_path(), and the
+example notebooks run top to bottom."""
 
 from __future__ import annotations
 
 import ctypes
 import ctypes.util
+from pathlib import Path
 
 import pytest
 
 import zsmalloc
+
+
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "examples" / "notebooks"
+
+
+def run_notebook(name: str, timeout: int) -> tuple[str, int]:
+    """Executes examples/notebooks/`name` top to bottom in its own folder (skipped without
+    nbformat and nbclient); returns the text its code cells printed and how many PNG images
+    they drew."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    path = NOTEBOOKS / name
+    nb = nbformat.read(path, as_version=4)
+    nbclient.NotebookClient(
+        nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
+    ).execute()
+    outputs = [out for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs]
+    text = "".join(out.get("text", "") for out in outputs)
+    images = sum(1 for out in outputs if "image/png" in out.get("data", {}))
+    return text, images
 
 
 @pytest.fixture

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
 import zsmalloc
 from zsmalloc import machine
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "notebooks" / "own_machine.ipynb"
+from conftest import run_notebook
+
 
 pytestmark = pytest.mark.skipif(
     not (os.environ.get("ZSMALLOC_BIN") or shutil.which("zsmalloc")),
@@ -54,24 +54,8 @@ def test_a_snapshot_of_no_device_is_refused() -> None:
 
 
 def test_own_machine_notebook_executes() -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("matplotlib")
     pytest.importorskip("pandas")
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
-    )
-    client.execute()
-    text = "".join(
-        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
-    )
+    text, images = run_notebook("own_machine.ipynb", timeout=300)
     assert "sampled 4 reports" in text
-    images = [
-        out
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for out in cell.outputs
-        if "data" in out and "image/png" in out["data"]
-    ]
     assert images, "the plot was not drawn"

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("distributed")
+from conftest import run_notebook
 
-NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "notebooks" / "optimize_fleet.ipynb"
+pytest.importorskip("distributed")
 
 
 @pytest.mark.skipif(
@@ -20,18 +17,6 @@ NOTEBOOK = Path(__file__).resolve().parents[2] / "examples" / "notebooks" / "opt
     reason="the zsmalloc command is not built (scripts/test-python.sh builds it)",
 )
 def test_optimize_fleet_notebook_executes():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(
-        nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
-    )
-    client.execute()
-    text = "".join(
-        out.get("text", "") for cell in nb.cells if cell.cell_type == "code" for out in cell.outputs
-    )
+    text, images = run_notebook("optimize_fleet.ipynb", timeout=900)
     assert "frontiers gathered" in text
-    assert any(
-        "data" in out and "image/png" in out["data"]
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for out in cell.outputs
-    ), "the frontier plot was not drawn"
+    assert images, "the frontier plot was not drawn"
