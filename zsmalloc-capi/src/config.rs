@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 use std::sync::Mutex;
 
-use zsmalloc_core::band;
+use zsmalloc_core::band::MultiBand;
 use zsmalloc_core::class_spec::max_classes;
 use zsmalloc_core::config::{MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 use zsmalloc_core::{
@@ -281,11 +281,8 @@ impl zs_pool_config {
         }
         // The struct's entries carry no order: a class above the page is of the band's order
         // (a bad multi-page size is its own error, reported by validation).
-        let multi = match band::order_of(page, self.multi_page_size) {
-            Ok(_) => self.multi_page_size,
-            Err(_) => 0,
-        };
-        let largest = multi.max(page);
+        let multi = self.multi_page_size;
+        let largest = MultiBand::new(page, multi).map_or(page, |b| b.size);
         let limit = max_classes(largest);
         if count > limit {
             return refuse(format!(

@@ -22,7 +22,7 @@
 
 use std::sync::Arc;
 
-use crate::band::{MAX_OBJECT, MAX_ORDER};
+use crate::band::{MultiBand, MAX_OBJECT, MAX_ORDER};
 use crate::error::{Error, Result};
 use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_ALLOC, MIN_PAGE_SIZE};
 
@@ -43,15 +43,21 @@ impl ClassSpec {
         ClassSpec { size, chain, order: 0 }
     }
 
-    /// The order a class of `size` bytes has in a pool whose multi-page size is `multi` (0:
-    /// none): the band's `K` above the page, else 0. Bindings whose table entries carry no
-    /// order (the C struct, Python pairs) take it from here.
+    /// The order a class of `size` bytes has in a pool whose multi-page size is `multi` (0, or
+    /// not a multi-page size: none): the band's `K` above the page, else 0. Bindings whose
+    /// table entries carry no order (the C struct, Python pairs) take it from here.
     pub fn order_in(size: u32, page: u32, multi: u32) -> u32 {
-        if size > page && multi > page {
-            (multi / page).trailing_zeros()
-        } else {
-            0
-        }
+        MultiBand::new(page, multi).map_or(0, |b| b.order_of_size(size))
+    }
+
+    /// Bytes of one unit of this class's zspages: a page, or a compound page of the band.
+    pub fn unit(&self, page: u32) -> u32 {
+        page << self.order
+    }
+
+    /// Objects a zspage of this class holds (`chain * unit / size`).
+    pub fn objs_per_zspage(&self, page: u32) -> u32 {
+        self.chain * self.unit(page) / self.size
     }
 }
 

@@ -183,8 +183,7 @@ impl ClassTable {
             .iter()
             .enumerate()
             .map(|(i, c)| {
-                let unit = page << c.order;
-                let objs = c.chain * unit / c.size;
+                let (unit, objs) = (c.unit(page), c.objs_per_zspage(page));
                 ClassInfo {
                     index: i as u32,
                     size: c.size,

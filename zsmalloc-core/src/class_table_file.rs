@@ -50,9 +50,10 @@ impl ClassTableSpec {
         let mut out = format!("{PAGE_SIZE_KEY} {}\n", self.page_size());
         let band = self.multi_page_size() != 0;
         for c in self.classes() {
-            match band {
-                true => out.push_str(&format!("{} {} {}\n", c.size, c.chain, c.order)),
-                false => out.push_str(&format!("{} {}\n", c.size, c.chain)),
+            if band {
+                out.push_str(&format!("{} {} {}\n", c.size, c.chain, c.order));
+            } else {
+                out.push_str(&format!("{} {}\n", c.size, c.chain));
             }
         }
         out

@@ -51,10 +51,7 @@ impl Layout {
         let sizes: Vec<u32> = classes.iter().map(|c| c.size).collect();
         let base_chains: Vec<u32> = classes.iter().map(|c| c.chain).collect();
         let band = |i: usize| usize::from(sizes[i] > page);
-        let sets_huge = |i: usize| {
-            let (chain, unit) = (base_chains[i], page << classes[i].order);
-            chain != 1 && chain * unit / sizes[i] != 1
-        };
+        let sets_huge = |i: usize| classes[i].chain != 1 && classes[i].objs_per_zspage(page) != 1;
         let top_chained: [Option<usize>; BANDS] =
             std::array::from_fn(|b| (0..sizes.len()).rev().find(|&i| band(i) == b && sets_huge(i)));
         let choices = (0..sizes.len())
