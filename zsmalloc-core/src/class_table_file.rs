@@ -19,12 +19,15 @@
 //! A file cut short shows as a class line without its chain or a table that stops before the
 //! page-sized class: both are refused as such.
 
+use std::io::BufRead;
 use std::path::Path;
 
-use crate::class_spec::{check, ClassSpec, ClassTableSpec};
+use crate::band::MAX_OBJECT;
+use crate::class_spec::{check, max_classes, ClassSpec, ClassTableSpec};
 use crate::class_table::ClassTable;
 use crate::config::{parse_bytes, PoolConfig};
 use crate::error::{Error, Result};
+use crate::text_input::{escape, Limits, TextLines};
 
 /// The keyword of the header line.
 pub const PAGE_SIZE_KEY: &str = "page_size";
@@ -32,16 +35,19 @@ pub const PAGE_SIZE_KEY: &str = "page_size";
 impl ClassTableSpec {
     /// Reads a table in the file format. A refusal reads `line N (`text`): why`.
     pub fn parse(text: &str) -> Result<Self> {
-        parse(text).map_err(|message| Error::config("class_table", message))
+        let lines = TextLines::new(text.as_bytes(), "", Limits::TABLE);
+        parse(lines).map_err(|message| Error::config("class_table", message))
     }
 
-    /// Reads the table file at `path`. A refusal names the file and the line.
+    /// Reads the table file at `path` (a file, a pipe or a device alike, under
+    /// [`Limits::TABLE`]: `/dev/zero` is refused after one line's limit). A refusal names the
+    /// file and the line.
     pub fn load(path: &Path) -> Result<Self> {
-        let shown = path.display();
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config("class_table", format!("cannot read the table file {shown}: {e}"))
+        let shown = escape(&path.display().to_string()).into_owned();
+        let lines = TextLines::open(path, Limits::TABLE).map_err(|e| {
+            Error::config("class_table", format!("cannot read the table file {}", e))
         })?;
-        parse(&text).map_err(|message| Error::config("class_table", format!("{shown}: {message}")))
+        parse(lines).map_err(|message| Error::config("class_table", format!("{shown}: {message}")))
     }
 
     /// The table in the file format, nothing but the header and one `size chain` per class
@@ -120,24 +126,35 @@ impl PoolConfig {
 }
 
 /// A parsed class line: its line number and text, for refusals.
-struct Line<'a> {
+struct Line {
     number: usize,
-    text: &'a str,
+    text: String,
 }
 
-fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
+/// The most class lines a file may hold: the most classes any table can have. A longer file
+/// is refused at the first line past it, before the rest is read.
+pub fn max_class_lines() -> usize {
+    max_classes(MAX_OBJECT)
+}
+
+fn parse<R: BufRead>(mut input: TextLines<R>) -> std::result::Result<ClassTableSpec, String> {
     let mut page: Option<(u32, usize)> = None;
     let mut classes = Vec::new();
-    let mut lines: Vec<Line<'_>> = Vec::new();
+    let mut lines: Vec<Line> = Vec::new();
     let mut last_line = 0;
-    for (i, raw) in text.lines().enumerate() {
-        let number = i + 1;
+    loop {
+        let (number, raw) = match input.next_line() {
+            Ok(Some((number, raw))) => (number as usize, raw),
+            Ok(None) => break,
+            Err(e) => return Err(format!("line {}: {}", e.line, e.message)),
+        };
         let content = raw.split('#').next().unwrap_or("").trim();
         if content.is_empty() {
             continue;
         }
         last_line = number;
-        let here = |why: String| format!("line {number} (`{content}`): {why}");
+        let shown = escape(content);
+        let here = |why: String| format!("line {number} (`{shown}`): {why}");
         let fields: Vec<&str> = content.split_whitespace().collect();
         if fields[0] == PAGE_SIZE_KEY {
             if let Some((_, first)) = page {
@@ -186,8 +203,15 @@ fn parse(text: &str) -> std::result::Result<ClassTableSpec, String> {
                 )))
             }
         };
+        if classes.len() == max_class_lines() {
+            return Err(here(format!(
+                "too many classes: no table has more than {} (one per multiple of 8 from 32 to \
+                 {MAX_OBJECT}); the rest of the file is not read",
+                max_class_lines()
+            )));
+        }
         classes.push(spec);
-        lines.push(Line { number, text: content });
+        lines.push(Line { number, text: shown.into_owned() });
     }
     let Some((page, header_line)) = page else {
         return Err(if last_line == 0 {
@@ -311,6 +335,25 @@ mod tests {
             .collect();
         let err = refusal(&many);
         assert!(err.contains("line 511") && err.contains("too many classes (510)"), "{err}");
+    }
+
+    #[test]
+    fn endless_and_binary_inputs_are_refused_in_bounded_memory() {
+        let err = ClassTableSpec::load(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid class_table: /dev/zero: line 1: the line is longer than 64 KiB (the limit \
+             of a line): not a text file?"
+        );
+        let err = ClassTableSpec::load(Path::new("/dev/urandom")).unwrap_err().to_string();
+        assert!(err.starts_with("invalid class_table: /dev/urandom: line "), "{err}");
+        let err = refusal("page_size 4096\n32 1\x1b[2J\n4096 1\n");
+        assert!(err.contains("line 2 (`32 1\\u{1b}[2J`)"), "{err}");
+        let endless: String = std::iter::once("page_size 4096\n".to_string())
+            .chain((0..9000).map(|i| format!("{} 1\n", 32 + 8 * i)))
+            .collect();
+        let err = refusal(&endless);
+        assert!(err.contains("line 8191") && err.contains("no table has more than 8189"), "{err}");
     }
 
     #[test]

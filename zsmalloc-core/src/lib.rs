@@ -6,8 +6,9 @@
 //!
 //! Modules, one job each, from the bottom up (a module imports only modules above it in this
 //! list; `tests/module_graph.rs` checks that there is no cycle):
-//! - `sync`, [`error`], `handle_word` (the handle word's encoding), `chunked` (address-stable
-//!   tables), `tid` (the thread registry: a small index per thread);
+//! - `sync`, [`error`], [`text_input`] (bounded reading of every text input), `handle_word`
+//!   (the handle word's encoding), `chunked` (address-stable tables), `tid` (the thread
+//!   registry: a small index per thread);
 //! - [`handle_words`] (the public address-stable table of raw handle words), `slot_state` (the
 //!   safety state zblock and malloc share: handle-word frame, slot state words, reader counts);
 //! - `limits` (page sizes, chain, smallest class); [`class_spec`] (explicit class tables and
@@ -81,6 +82,7 @@ mod slot_state;
 pub mod stats;
 mod store;
 mod sync;
+pub mod text_input;
 mod tid;
 pub mod zblock;
 mod zspage;

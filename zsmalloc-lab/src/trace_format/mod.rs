@@ -16,11 +16,11 @@
 //! writes the address of the `struct zs_handle`). `<len>` is decimal. Fields are separated by
 //! spaces or tabs. Only the first four operations are needed to describe a zram-like workload.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+mod reader;
+mod writer;
 
-use crate::error::{LabError, LabResult};
+pub use reader::TraceReader;
+pub use writer::TraceWriter;
 
 /// One operation of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,128 +107,6 @@ impl TraceOp {
             TraceOp::ReadSg { id, len } => format!("read_sg {id} {len}"),
             TraceOp::Move { from, to } => format!("move {from} {to}"),
         }
-    }
-}
-
-/// Writes a trace file (`--record`, `kernel capture`, `kernel import`). The lines go to a
-/// temporary file beside the trace, renamed to it by [`TraceWriter::finish`]: a command that
-/// fails (or is interrupted) leaves no partial trace, and an existing file at the path is kept
-/// until the new one is complete.
-pub struct TraceWriter {
-    out: BufWriter<File>,
-    path: PathBuf,
-    temp: PathBuf,
-    finished: bool,
-}
-
-impl TraceWriter {
-    /// Creates the temporary file for `path` and writes the header comments.
-    pub fn create(path: &Path, header: &[String]) -> LabResult<Self> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-        let file = File::create(&temp).map_err(|e| LabError::io("write", path, &e))?;
-        let out = BufWriter::with_capacity(1 << 16, file);
-        let mut w = TraceWriter { out, path: path.into(), temp, finished: false };
-        w.raw_line(
-            "# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact",
-        )?;
-        for h in header {
-            w.raw_line(&format!("# {h}"))?;
-        }
-        Ok(w)
-    }
-
-    fn raw_line(&mut self, line: &str) -> LabResult<()> {
-        writeln!(self.out, "{line}").map_err(|e| LabError::io("write", &self.path, &e))
-    }
-
-    #[inline]
-    pub fn op(&mut self, op: &TraceOp) -> LabResult<()> {
-        let r = match *op {
-            TraceOp::Store { id, len } => writeln!(self.out, "store {id} {len}"),
-            TraceOp::Read { id, len } => writeln!(self.out, "read {id} {len}"),
-            TraceOp::Free { id } => writeln!(self.out, "free {id}"),
-            _ => writeln!(self.out, "{}", op.to_line()),
-        };
-        r.map_err(|e| LabError::io("write", &self.path, &e))
-    }
-
-    /// Writes what is buffered and puts the trace at its path.
-    pub fn finish(mut self) -> LabResult<()> {
-        self.out.flush().map_err(|e| LabError::io("write", &self.path, &e))?;
-        std::fs::rename(&self.temp, &self.path)
-            .map_err(|e| LabError::io("write", &self.path, &e))?;
-        self.finished = true;
-        Ok(())
-    }
-}
-
-impl Drop for TraceWriter {
-    /// A trace that was not finished is removed.
-    fn drop(&mut self) {
-        if !self.finished {
-            let _ = std::fs::remove_file(&self.temp);
-        }
-    }
-}
-
-/// Reads a trace file line by line; errors name the file and line.
-pub struct TraceReader {
-    lines: std::io::Lines<BufReader<File>>,
-    path: PathBuf,
-    line_no: u64,
-}
-
-impl TraceReader {
-    pub fn open(path: &Path) -> LabResult<Self> {
-        let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
-        if file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-            return Err(LabError::usage(format!(
-                "cannot read '{}': is a directory",
-                path.display()
-            )));
-        }
-        Ok(TraceReader {
-            lines: BufReader::with_capacity(1 << 16, file).lines(),
-            path: path.into(),
-            line_no: 0,
-        })
-    }
-
-    /// The next operation, `Ok(None)` at the end.
-    pub fn next_op(&mut self) -> LabResult<Option<TraceOp>> {
-        loop {
-            let Some(line) = self.lines.next() else { return Ok(None) };
-            self.line_no += 1;
-            let line = line.map_err(|e| {
-                LabError::usage(format!(
-                    "cannot read '{}' (line {}): {e}",
-                    self.path.display(),
-                    self.line_no
-                ))
-            })?;
-            match TraceOp::parse(&line) {
-                Ok(Some(op)) => return Ok(Some(op)),
-                Ok(None) => continue,
-                Err(m) => {
-                    return Err(LabError::usage(format!(
-                        "{}:{}: {m}",
-                        self.path.display(),
-                        self.line_no
-                    )))
-                }
-            }
-        }
-    }
-
-    /// Counts the operations of a trace (for the progress bar), validating every line.
-    pub fn count_ops(path: &Path) -> LabResult<u64> {
-        let mut r = TraceReader::open(path)?;
-        let mut n = 0;
-        while r.next_op()?.is_some() {
-            n += 1;
-        }
-        Ok(n)
     }
 }
 
