@@ -26,6 +26,9 @@ pub const MAX_LINE_BYTES: usize = 64 << 10;
 /// fits many times over.
 pub const MAX_TABLE_FILE_BYTES: u64 = 4 << 20;
 
+/// The largest file read whole (every `/proc` and `/sys` file the lab reads is far smaller).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
 /// The limits of one input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -39,6 +42,8 @@ impl Limits {
     pub const STREAM: Limits = Limits { max_line: MAX_LINE_BYTES, max_bytes: u64::MAX };
     /// A class-table file.
     pub const TABLE: Limits = Limits { max_line: MAX_LINE_BYTES, max_bytes: MAX_TABLE_FILE_BYTES };
+    /// A file read whole: a kernel's or the process's own (`/proc`, `/sys`), a record.
+    pub const FILE: Limits = Limits { max_line: MAX_LINE_BYTES, max_bytes: MAX_FILE_BYTES };
 }
 
 /// Why an input was refused: one line, naming the input and the line.

@@ -55,6 +55,13 @@ impl Limit {
     pub fn check(&self, command: &str, plan: &Plan) -> LabResult<()> {
         check_against(command, plan, self.max_memory, available_bytes())
     }
+
+    /// The most a plan may be and still fit (beside [`SLACK_BYTES`]): a plan made by a pass
+    /// over an input stops there, as the check would refuse it anyway.
+    pub fn budget(&self) -> u64 {
+        let most = [self.max_memory, available_bytes()].into_iter().flatten().min();
+        most.map_or(u64::MAX, |m| m.saturating_sub(SLACK_BYTES))
+    }
 }
 
 /// `plan` against the user's limit and against `available` bytes.

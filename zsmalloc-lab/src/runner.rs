@@ -241,8 +241,9 @@ pub fn check_memory(
         return Ok(());
     };
     workload.check(page)?;
-    let plan = workload.memory_plan(page)?.times(jobs);
-    Limit::new(max_memory).check(workload.name(), &plan)
+    let limit = Limit::new(max_memory);
+    let plan = workload.memory_plan(page, &limit)?.times(jobs);
+    limit.check(workload.name(), &plan)
 }
 
 /// Runs every spec once, `jobs` at a time (for counts: nothing is timed).

@@ -286,7 +286,7 @@ fn the_band_s_chains_are_searched_and_every_point_reproduces() {
         "--trace-dir",
         common::s(&dir),
     ]);
-    let w = Workload::Trace(Trace { file: dir.join("lz4-16K.trace"), seed: 1 });
+    let w = Workload::Trace(Trace::new(&dir.join("lz4-16K.trace")));
     let mut o = options(4096, 0);
     o.base.multi_page_size = 16384;
     let r = run_search(&w, &o);

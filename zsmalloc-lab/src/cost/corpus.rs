@@ -145,7 +145,8 @@ pub fn anonymous_regions(maps: &str) -> Vec<(u64, u64)> {
 fn read_process(pid: u32, page: usize, max_pages: usize, out: &mut Vec<u8>) -> LabResult<()> {
     let maps_path = PathBuf::from(format!("/proc/{pid}/maps"));
     let maps =
-        std::fs::read_to_string(&maps_path).map_err(|e| LabError::io("read", &maps_path, &e))?;
+        zsmalloc_core::text_input::read_path(&maps_path, zsmalloc_core::text_input::Limits::FILE)
+            .map_err(|e| LabError::usage(format!("cannot read {e}")))?;
     let mem_path = PathBuf::from(format!("/proc/{pid}/mem"));
     let mem = File::open(&mem_path).map_err(|e| LabError::io("read", &mem_path, &e))?;
     // pagemap tells which host pages are resident (bit 63) or swapped (bit 62); without it

@@ -5,12 +5,21 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::Path;
 
+use zsmalloc_core::text_input::{read_all, Limits};
+
 /// Files that could not be read, as `path: reason`.
 pub type Unreadable = Vec<String>;
 
+/// The file's text, read under the limits of a file read whole (`text_input::Limits::FILE`).
+fn bounded(path: &Path) -> std::io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    read_all(file, &path.display().to_string(), Limits::FILE)
+        .map_err(|e| std::io::Error::new(ErrorKind::InvalidData, e.message))
+}
+
 /// The file's text; `None`, noted in `unreadable`, when it cannot be read.
 pub fn text(path: &Path, unreadable: &mut Unreadable) -> Option<String> {
-    match std::fs::read_to_string(path) {
+    match bounded(path) {
         Ok(t) => Some(t),
         Err(e) => {
             unreadable.push(format!("{}: {}", path.display(), reason(&e)));
@@ -22,7 +31,7 @@ pub fn text(path: &Path, unreadable: &mut Unreadable) -> Option<String> {
 /// The file's text; `None` when it does not exist (a file the kernel has only in some
 /// configurations), noted in `unreadable` when it exists but cannot be read.
 pub fn optional(path: &Path, unreadable: &mut Unreadable) -> Option<String> {
-    match std::fs::read_to_string(path) {
+    match bounded(path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == ErrorKind::NotFound => None,
         Err(e) => {

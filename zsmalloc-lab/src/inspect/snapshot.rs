@@ -18,6 +18,7 @@ use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 
 use serde::Serialize;
+use zsmalloc_core::text_input::{Limits, TextLines};
 
 use crate::error::{LabError, LabResult};
 use crate::kernel::device::{Device, DeviceSpec};
@@ -88,6 +89,20 @@ pub fn parse_block_state(text: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
+/// debugfs `block_state`, streamed (a large device has a line per allocated slot), at most
+/// `slots` lines: `None` when it cannot be read or is not what the kernel writes.
+fn read_block_state(path: &std::path::Path, slots: u64) -> Option<Vec<(u64, String)>> {
+    let mut lines = TextLines::open(path, Limits::STREAM).ok()?;
+    let mut out = Vec::new();
+    while let Some((no, line)) = lines.next_line().ok()? {
+        if no > slots {
+            return None;
+        }
+        out.extend(parse_block_state(line));
+    }
+    Some(out)
+}
+
 fn mm_stat_of(id: u32) -> LabResult<MmStat> {
     let path = PathBuf::from(format!("/sys/block/zram{id}/mm_stat"));
     let text = std::fs::read_to_string(&path).map_err(|e| LabError::io("read", &path, &e))?;
@@ -132,7 +147,7 @@ pub struct ReadPlan {
 pub fn read(plan: &ReadPlan) -> LabResult<Reading> {
     let page = plan.page_size;
     let block_state = format!("/sys/kernel/debug/zram/zram{}/block_state", plan.id);
-    let listed = std::fs::read_to_string(&block_state).ok().map(|t| parse_block_state(&t));
+    let listed = read_block_state(std::path::Path::new(&block_state), plan.slots);
     let source = if listed.is_some() { SlotSource::BlockState } else { SlotSource::EverySlot };
     let slots: Box<dyn Iterator<Item = (u64, String)>> = match listed {
         Some(l) => Box::new(l.into_iter()),

@@ -114,11 +114,12 @@ pub fn optimize(
     jobs: usize,
     max_memory: Option<u64>,
 ) -> LabResult<Optimized> {
-    let w = Workload::Trace(Trace { file: trace.to_path_buf(), seed: 1 });
+    let w = Workload::Trace(Trace::new(trace));
     let mut opts = SearchOptions::new(kernel_spec(page, KERNEL_CHAIN, "classic")?.config);
     opts.jobs = jobs.max(1);
-    let plan = w.memory_plan(page)?.times(opts.jobs);
-    crate::memory::Limit::new(max_memory).check("inspect --optimize", &plan)?;
+    let limit = crate::memory::Limit::new(max_memory);
+    let plan = w.memory_plan(page, &limit)?.times(opts.jobs);
+    limit.check("inspect --optimize", &plan)?;
     let sink = ProgressSink::auto();
     let report = search(&w, &opts, &sink)?;
     sink.clear();

@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use zsmalloc_core::text_input::{escape, Limits, TextLines};
+
 use crate::error::{LabError, LabResult};
 use crate::trace_format::{TraceOp, TraceWriter};
 
@@ -214,11 +216,16 @@ pub fn import(input: impl BufRead, output: &Path, pool: Option<&str>) -> LabResu
     let mut pending: HashMap<String, Option<u64>> = HashMap::new();
     let mut live: HashSet<u64> = HashSet::new();
     let mut pools: Vec<u64> = Vec::new();
-    for (no, line) in input.lines().enumerate() {
-        let line = line.map_err(|e| LabError::usage(format!("line {}: {e}", no + 1)))?;
+    let mut lines = TextLines::new(input, "", Limits::STREAM);
+    loop {
+        let (no, line) = match lines.next_line() {
+            Ok(Some(l)) => l,
+            Ok(None) => break,
+            Err(e) => return Err(LabError::usage(format!("line {}: {}", e.line, e.message))),
+        };
         r.lines += 1;
-        let ev = parse_line(&line)
-            .map_err(|m| LabError::usage(format!("line {}: {m}: '{}'", no + 1, line.trim())))?;
+        let ev = parse_line(line)
+            .map_err(|m| LabError::usage(format!("line {no}: {m}: '{}'", escape(line.trim()))))?;
         let Some(ev) = ev else {
             r.other_lines += 1;
             continue;

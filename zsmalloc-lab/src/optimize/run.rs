@@ -43,9 +43,9 @@ pub fn run(
     let page = search_opts.base.page_size as usize;
     for w in std::iter::once(workload).chain(test) {
         w.check(page)?;
-        let plan = w.memory_plan(page)?.times(search_opts.jobs);
-        crate::memory::Limit::new(opts.max_memory)
-            .check(&format!("optimize {}", w.name()), &plan)?;
+        let limit = crate::memory::Limit::new(opts.max_memory);
+        let plan = w.memory_plan(page, &limit)?.times(search_opts.jobs);
+        limit.check(&format!("optimize {}", w.name()), &plan)?;
     }
     let mut report = search(workload, search_opts, sink)?;
     if let Some(t) = test {

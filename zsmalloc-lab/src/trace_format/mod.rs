@@ -19,6 +19,8 @@
 mod reader;
 mod writer;
 
+use zsmalloc_core::text_input::escape;
+
 pub use reader::TraceReader;
 pub use writer::TraceWriter;
 
@@ -40,33 +42,36 @@ fn parse_id(s: &str) -> Result<u64, String> {
         Some(hex) => u64::from_str_radix(hex, 16),
         None => s.parse::<u64>(),
     };
-    r.map_err(|_| format!("'{s}' is not a handle id (unsigned decimal or 0x-hex)"))
+    r.map_err(|_| format!("'{}' is not a handle id (unsigned decimal or 0x-hex)", escape(s)))
 }
 
 fn parse_len(s: &str) -> Result<usize, String> {
-    s.parse::<usize>().map_err(|_| format!("'{s}' is not a length (unsigned decimal)"))
+    s.parse::<usize>().map_err(|_| format!("'{}' is not a length (unsigned decimal)", escape(s)))
 }
 
 impl TraceOp {
-    /// Parses one line; `Ok(None)` for blank and comment lines.
+    /// Parses one line; `Ok(None)` for blank and comment lines. Nothing is allocated unless
+    /// the line is refused.
     pub fn parse(line: &str) -> Result<Option<TraceOp>, String> {
         let line = line.trim();
         if line.is_empty() || line.starts_with('#') {
             return Ok(None);
         }
-        let f: Vec<&str> = line.split_whitespace().collect();
-        let want = |n: usize, usage: &str| -> Result<(), String> {
-            if f.len() == n {
-                Ok(())
-            } else {
-                Err(format!("'{}' takes {} field(s): {usage}", f[0], n - 1))
-            }
+        let mut fields = line.split_ascii_whitespace();
+        let name = fields.next().unwrap_or_default();
+        let (a, b, extra) = (fields.next(), fields.next(), fields.next().is_some());
+        let given = usize::from(a.is_some()) + usize::from(b.is_some()) + usize::from(extra);
+        let usage =
+            |n: usize, usage: &str| format!("'{}' takes {n} field(s): {usage}", escape(name));
+        let two = |usage_text: &str| match (a, b, extra) {
+            (Some(a), Some(b), false) => Ok((a, b)),
+            _ => Err(usage(2, usage_text)),
         };
-        let op = match f[0] {
+        let op = match name {
             "store" | "malloc" | "write" | "read" | "read_sg" => {
-                want(3, &format!("{} <id> <len>", f[0]))?;
-                let (id, len) = (parse_id(f[1])?, parse_len(f[2])?);
-                match f[0] {
+                let (id, len) = two(&format!("{name} <id> <len>"))?;
+                let (id, len) = (parse_id(id)?, parse_len(len)?);
+                match name {
                     "store" => TraceOp::Store { id, len },
                     "malloc" => TraceOp::Malloc { id, len },
                     "write" => TraceOp::Write { id, len },
@@ -74,21 +79,21 @@ impl TraceOp {
                     _ => TraceOp::ReadSg { id, len },
                 }
             }
-            "free" => {
-                want(2, "free <id>")?;
-                TraceOp::Free { id: parse_id(f[1])? }
-            }
+            "free" => match (a, given) {
+                (Some(id), 1) => TraceOp::Free { id: parse_id(id)? },
+                _ => return Err(usage(1, "free <id>")),
+            },
             "move" => {
-                want(3, "move <from> <to>")?;
-                TraceOp::Move { from: parse_id(f[1])?, to: parse_id(f[2])? }
+                let (from, to) = two("move <from> <to>")?;
+                TraceOp::Move { from: parse_id(from)?, to: parse_id(to)? }
             }
-            "compact" => {
-                want(1, "compact")?;
-                TraceOp::Compact
-            }
+            "compact" if given == 0 => TraceOp::Compact,
+            "compact" => return Err(usage(0, "compact")),
             other => {
                 return Err(format!(
-                    "unknown operation '{other}' (expected store, read, free, compact, malloc, write, read_sg or move)"
+                    "unknown operation '{}' (expected store, read, free, compact, malloc, write, \
+                     read_sg or move)",
+                    escape(other)
                 ))
             }
         };

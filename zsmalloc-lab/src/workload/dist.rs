@@ -15,7 +15,7 @@ use serde_json::json;
 use super::{Extra, SameFilled, WorkloadKind};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
-use crate::memory::Plan;
+use crate::memory::{Limit, Plan};
 
 /// The parameters, as `zsmalloc run dist` takes them.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
@@ -173,7 +173,7 @@ impl WorkloadKind for Dist {
         Ok(())
     }
 
-    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
         // Live pages never outnumber the fill phase's; a length is at most a page.
         let len = (self.mean + self.sd).clamp(self.min_len as f64, page as f64) as u64;
         let objects = self.objects as u64;

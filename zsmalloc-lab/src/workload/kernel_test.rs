@@ -9,7 +9,7 @@ use zsmalloc_core::Backend;
 use super::{Extra, WorkloadKind};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
-use crate::memory::Plan;
+use crate::memory::{Limit, Plan};
 use crate::result::{utilization_permille, KernelTestLines};
 
 /// The parameters, as `zsmalloc run kernel-test` takes them.
@@ -91,7 +91,7 @@ impl WorkloadKind for KernelTest {
         2 * self.count()
     }
 
-    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
         let sizes = (self.lo..=self.hi.min(page)).step_by(self.step.max(1));
         let bytes: u64 = sizes.map(|s| s as u64).sum::<u64>().saturating_mul(self.n as u64);
         let from =

@@ -18,12 +18,13 @@ pub mod files;
 pub mod kernel_test;
 pub mod pages;
 pub mod trace;
+pub mod trace_input;
 
 use clap::{Args, FromArgMatches, Subcommand, ValueEnum};
 
 use crate::driver::Driver;
 use crate::error::LabResult;
-use crate::memory::{Plan, PER_OBJECT_BYTES};
+use crate::memory::{Limit, Plan, PER_OBJECT_BYTES};
 use crate::result::{CorpusFacts, KernelTestLines, WorkloadDesc};
 
 /// How same-filled pages are handled (`dist`, `pages`).
@@ -62,8 +63,9 @@ pub trait WorkloadKind {
     /// Operations the workload will run (for the progress bar).
     fn estimated_ops(&self) -> u64;
     /// The most memory one run on pages of `page` bytes takes (its pool, the driver's records
-    /// and the workload's own), from the parameters alone: nothing is stored to find it.
-    fn memory_plan(&self, page: usize) -> LabResult<Plan>;
+    /// and the workload's own), from the parameters alone: nothing is stored to find it. A
+    /// plan made by reading an input (a trace) stops once it is over `limit`'s budget.
+    fn memory_plan(&self, page: usize, limit: &Limit) -> LabResult<Plan>;
     /// The seed contents (and sizes, where drawn) are derived from.
     fn seed(&self) -> u64;
     fn set_seed(&mut self, seed: u64);
@@ -165,8 +167,8 @@ impl Workload {
     }
 
     /// The most memory one run on pages of `page` bytes takes ([`WorkloadKind::memory_plan`]).
-    pub fn memory_plan(&self, page: usize) -> LabResult<Plan> {
-        self.kind().memory_plan(page)
+    pub fn memory_plan(&self, page: usize, limit: &Limit) -> LabResult<Plan> {
+        self.kind().memory_plan(page, limit)
     }
 
     /// Generated workloads treat any refusal but a full pool as a bug; a trace replays what a

@@ -21,7 +21,7 @@ pub use crate::codec::Algo as Compressor;
 use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
-use crate::memory::Plan;
+use crate::memory::{Limit, Plan};
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
 use crate::zram_page::{self, ZramPage};
@@ -188,7 +188,7 @@ impl WorkloadKind for Pages {
         2 * pages
     }
 
-    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
         // Each page at most whole in the pool (a compressed page is smaller, a raw one is a page),
         // and the workload's record of it.
         let max = self.max_pages.map(|m| m as u64);

@@ -2,81 +2,112 @@
 //! handle words in order of first appearance; object contents are generated and verified.
 //! Operations the pool refuses are counted (`op_errors`, `store_failures`), as a C program
 //! would have seen them fail, and the replay goes on.
+//!
+//! The trace is opened once ([`TraceInput`]) and planned in one pass before any run; each run
+//! (one per configuration) then reads it again from its first line.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use super::trace_input::{TraceInput, TracePlan};
 use super::{Extra, WorkloadKind};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
-use crate::memory::Plan;
-use crate::trace_format::{TraceOp, TraceReader};
+use crate::memory::{human, Limit, Plan};
+use crate::trace_format::TraceOp;
 
 /// The parameters, as `zsmalloc run trace` and `zsmalloc replay` take them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct Trace {
-    /// The trace file (format: docs/LAB.md)
+    /// The trace file (format: docs/LAB.md); `-` reads standard input. A pipe, a FIFO or
+    /// standard input is copied once to an unnamed temporary file, since the memory plan and
+    /// every configuration read the trace again
     pub file: PathBuf,
     /// Seeds object contents only (`--seed`).
     #[arg(skip = 1u64)]
     pub seed: u64,
+    /// The input once opened, shared by the clones every configuration's run holds.
+    #[arg(skip)]
+    pub input: Opened,
 }
+
+impl Trace {
+    pub fn new(file: &Path) -> Trace {
+        Trace { file: file.to_path_buf(), seed: 1, input: Opened::default() }
+    }
+
+    /// The input, opened on the first call.
+    fn input(&self) -> LabResult<Arc<TraceInput>> {
+        let mut opened = self.input.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = opened.as_ref() {
+            return Ok(Arc::clone(i));
+        }
+        let input = Arc::new(TraceInput::open(&self.file)?);
+        *opened = Some(Arc::clone(&input));
+        Ok(input)
+    }
+
+    /// The plan of the trace (made by the first call, against `limit`'s budget).
+    fn plan(&self, limit: &Limit) -> LabResult<TracePlan> {
+        let input = self.input()?;
+        let plan = input.plan(limit.budget(), zsmalloc_core::band::MAX_OBJECT as u64)?;
+        if plan.ops == 0 {
+            return Err(LabError::usage(format!(
+                "trace: no input: {} has no operation",
+                input.name()
+            )));
+        }
+        Ok(plan)
+    }
+}
+
+/// A trace input shared by clones of its [`Trace`] (equal whatever it holds: the file names
+/// the trace).
+#[derive(Debug, Clone, Default)]
+pub struct Opened(Arc<Mutex<Option<Arc<TraceInput>>>>);
+
+impl PartialEq for Opened {
+    fn eq(&self, _: &Opened) -> bool {
+        true
+    }
+}
+
+impl Eq for Opened {}
 
 impl WorkloadKind for Trace {
     fn params(&self) -> (serde_json::Value, String) {
         (json!({"file": self.file.display().to_string()}), format!("trace {}", self.file.display()))
     }
 
-    /// Opens and parses the whole file, so a bad line fails before anything runs; a trace
-    /// without an operation is refused (there would be nothing to measure).
+    /// Opens the input (once: later calls find it open); the lines are read by the plan.
     fn check(&self, _page: usize) -> LabResult<()> {
-        if TraceReader::count_ops(&self.file)? == 0 {
-            return Err(LabError::usage(format!(
-                "trace: no input: {} has no operation",
-                self.file.display()
-            )));
-        }
-        Ok(())
+        self.input().map(drop)
     }
 
+    /// The operations the plan counted (0 before it was made: a spinner).
     fn estimated_ops(&self) -> u64 {
-        TraceReader::count_ops(&self.file).unwrap_or(0)
+        let input = self.input.0.lock().unwrap_or_else(|p| p.into_inner());
+        input.as_ref().and_then(|i| i.planned()).map_or(0, |p| p.ops)
     }
 
     /// A pass over the trace: the most bytes and objects live at once, each object at most the
     /// longest a pool stores (a page, or with the multi-page band up to 64 KiB), and the
-    /// replay's map of handle ids.
-    fn memory_plan(&self, page: usize) -> LabResult<Plan> {
-        let longest = page.max(zsmalloc_core::band::MAX_OBJECT as usize);
-        let mut reader = TraceReader::open(&self.file)?;
-        let mut live: HashMap<u64, u64> = HashMap::new();
-        let (mut bytes, mut peak) = (0u64, 0u64);
-        let mut ids = 0u64;
-        while let Some(op) = reader.next_op()? {
-            match op {
-                TraceOp::Store { id, len } | TraceOp::Malloc { id, len } => {
-                    let len = len.min(longest) as u64;
-                    ids += 1;
-                    bytes += len;
-                    bytes -= live.insert(id, len).unwrap_or(0);
-                }
-                TraceOp::Free { id } => bytes -= live.remove(&id).unwrap_or(0),
-                TraceOp::Move { from, to } => {
-                    if let Some(len) = live.remove(&from) {
-                        bytes -= live.insert(to, len).unwrap_or(0);
-                    }
-                }
-                TraceOp::Read { .. } | TraceOp::ReadSg { .. } | TraceOp::Write { .. } => {}
-                TraceOp::Compact => {}
-            }
-            let now = super::pool_plan_bytes(live.len() as u64, bytes);
-            peak = peak.max(now);
-        }
-        // The replay maps every id it met to a slot (about 48 bytes an entry).
-        let plan = peak.saturating_add(ids.saturating_mul(48));
-        Ok(Plan::new(plan, format!("the trace {}", self.file.display())))
+    /// replay's map of handle ids. The pass stops once the plan is over the budget.
+    fn memory_plan(&self, _page: usize, limit: &Limit) -> LabResult<Plan> {
+        let plan = self.plan(limit)?;
+        let name = self.input()?.name().to_string();
+        let from = match plan.stopped_at {
+            0 => format!("the trace {name}"),
+            line => format!(
+                "the trace {name} (at least: past {} by its line {line}, where the reading \
+                 stopped)",
+                human(limit.budget())
+            ),
+        };
+        Ok(Plan::new(plan.bytes, from))
     }
 
     fn seed(&self) -> u64 {
@@ -88,7 +119,9 @@ impl WorkloadKind for Trace {
     }
 
     fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
-        let mut reader = TraceReader::open(&self.file)?;
+        // A run whose command planned nothing (no limit was checked) plans without one.
+        self.plan(&Limit::new(None))?;
+        let mut reader = self.input()?.reader()?;
         let mut slots: HashMap<u64, usize> = HashMap::new();
         let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {
             if let Some(&s) = slots.get(&id) {

@@ -1,0 +1,293 @@
+//! The one open of a trace, shared by every pass a command makes over it.
+//!
+//! A trace is opened once, however many configurations replay it. A regular file is then read
+//! by position (`pread`), so runs side by side (`--jobs`) each have their own cursor over the
+//! one descriptor. A pipe, a FIFO, standard input (`-`) or a character device can be read only
+//! once: its lines are copied, as they are checked, to an unnamed temporary file (in
+//! `$TMPDIR`, at most [`MAX_SPOOL_BYTES`]; it disappears with the process, however it ends),
+//! and every run reads that copy.
+//!
+//! The memory plan is made in one streaming pass before any run — the pass that copies a pipe,
+//! or a pass of its own over a regular file — and it stops at the first line where the plan
+//! goes over the budget: a trace too large to replay is refused holding only the map of the
+//! objects live at that line, however long the trace is.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::os::fd::AsFd;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use zsmalloc_core::text_input::{escape, io_reason};
+
+use crate::error::{LabError, LabResult};
+use crate::trace_format::{TraceOp, TraceReader};
+
+/// The largest copy of a trace read from a pipe: a 10^9-operation trace fits.
+pub const MAX_SPOOL_BYTES: u64 = 32 << 30;
+
+/// What the replay's own map costs per handle id met (the id and its slot, in a hash map).
+const PER_ID_BYTES: u64 = 48;
+
+/// The figures of one pass over a trace.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TracePlan {
+    pub ops: u64,
+    /// Handle ids met (each takes an entry of the replay's map).
+    pub ids: u64,
+    /// The plan's peak in bytes: the pool at its fullest and the replay's map.
+    pub bytes: u64,
+    /// The line the pass stopped at because the plan went over the budget (0: read to the end).
+    pub stopped_at: u64,
+}
+
+/// An opened trace (module documentation).
+#[derive(Debug)]
+pub struct TraceInput {
+    /// The regular file, or the copy of a pipe once made.
+    file: Mutex<Option<File>>,
+    /// A pipe or device not yet copied.
+    stream: Mutex<Option<File>>,
+    /// The input as the user named it, for messages.
+    name: String,
+    plan: Mutex<Option<TracePlan>>,
+}
+
+impl TraceInput {
+    /// Opens `path` (`-`: standard input). Nothing is read yet.
+    pub fn open(path: &Path) -> LabResult<TraceInput> {
+        let (file, name) = if path.as_os_str() == "-" {
+            let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| {
+                LabError::usage(format!("cannot read standard input: {}", io_reason(&e)))
+            })?;
+            (File::from(fd), "standard input".to_string())
+        } else {
+            let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
+            (file, escape(&path.display().to_string()).into_owned())
+        };
+        let meta = file.metadata().map_err(|e| LabError::io("read", path, &e))?;
+        if meta.is_dir() {
+            return Err(LabError::usage(format!("cannot read '{name}': is a directory")));
+        }
+        let (regular, stream) =
+            if meta.is_file() { (Some(file), None) } else { (None, Some(file)) };
+        Ok(TraceInput {
+            file: Mutex::new(regular),
+            stream: Mutex::new(stream),
+            name,
+            plan: Mutex::new(None),
+        })
+    }
+
+    /// The input as messages name it.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The plan, when made.
+    pub fn planned(&self) -> Option<TracePlan> {
+        *lock(&self.plan)
+    }
+
+    /// The plan, made on the first call by one pass that stops once the plan is over
+    /// `budget` bytes (a pipe is copied in that pass); later calls return it. `longest`
+    /// clips each length to the most a pool stores.
+    pub fn plan(&self, budget: u64, longest: u64) -> LabResult<TracePlan> {
+        let mut plan = lock(&self.plan);
+        if let Some(p) = *plan {
+            return Ok(p);
+        }
+        let stream = lock(&self.stream).take();
+        let made = match stream {
+            Some(pipe) => {
+                let (copy, p) = self.copy(pipe, budget, longest)?;
+                *lock(&self.file) = Some(copy);
+                p
+            }
+            None => {
+                let mut reader = self.reader()?;
+                let mut pass = PlanPass::new(budget, longest);
+                while let Some(op) = reader.next_op()? {
+                    if !pass.add(&op) {
+                        pass.stop(reader.line_no());
+                        break;
+                    }
+                }
+                pass.plan
+            }
+        };
+        *plan = Some(made);
+        Ok(made)
+    }
+
+    /// A reader from the first line, with a cursor of its own (the input is planned, or a
+    /// regular file).
+    pub fn reader(&self) -> LabResult<TraceReader<BufReader<Cursor>>> {
+        let file = lock(&self.file);
+        let Some(file) = file.as_ref() else {
+            return Err(LabError::runtime(format!(
+                "the trace {} is read before its plan was made",
+                self.name
+            )));
+        };
+        let file = Arc::new(file.try_clone().map_err(|e| {
+            LabError::usage(format!("cannot read '{}': {}", self.name, io_reason(&e)))
+        })?);
+        let cursor = Cursor { file, pos: 0 };
+        Ok(TraceReader::new(BufReader::with_capacity(1 << 16, cursor), &self.name))
+    }
+
+    /// Copies `pipe`, checked line by line, to an unnamed temporary file, planning as it goes.
+    fn copy(&self, pipe: File, budget: u64, longest: u64) -> LabResult<(File, TracePlan)> {
+        let spool = unnamed_temporary()?;
+        let failed = |e: std::io::Error| {
+            LabError::usage(format!(
+                "cannot copy '{}' to a temporary file in {}: {}",
+                self.name,
+                std::env::temp_dir().display(),
+                io_reason(&e)
+            ))
+        };
+        let mut out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
+        let mut reader = TraceReader::new(BufReader::with_capacity(1 << 16, pipe), &self.name);
+        let mut pass = PlanPass::new(budget, longest);
+        while let Some(op) = reader.next_op()? {
+            if reader.bytes_read() > MAX_SPOOL_BYTES {
+                return Err(LabError::usage(format!(
+                    "{}:{}: a trace read from a pipe is copied to a temporary file, and this \
+                     one is larger than {} GiB: write it to a file and replay that",
+                    self.name,
+                    reader.line_no(),
+                    MAX_SPOOL_BYTES >> 30
+                )));
+            }
+            writeln!(out, "{}", op.to_line()).map_err(failed)?;
+            if !pass.add(&op) {
+                pass.stop(reader.line_no());
+                break;
+            }
+        }
+        out.flush().map_err(failed)?;
+        drop(out);
+        Ok((spool, pass.plan))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A file with no name in `$TMPDIR`: `O_TMPFILE` where the file system has it, else a file
+/// removed at once after it is created. Nothing is left behind, even by a killed process.
+fn unnamed_temporary() -> LabResult<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = std::env::temp_dir();
+    let refuse = |e: std::io::Error| {
+        LabError::usage(format!(
+            "cannot create a temporary file in {}: {}",
+            dir.display(),
+            io_reason(&e)
+        ))
+    };
+    let unnamed =
+        std::fs::OpenOptions::new().read(true).write(true).custom_flags(libc::O_TMPFILE).open(&dir);
+    match unnamed {
+        Ok(f) => Ok(f),
+        Err(_) => {
+            static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let path = dir.join(format!(".zsmalloc-trace.{}.{n}.spool", std::process::id()));
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .map_err(refuse)?;
+            std::fs::remove_file(&path).map_err(refuse)?;
+            Ok(f)
+        }
+    }
+}
+
+/// A read cursor over a shared descriptor, by position: cursors do not move each other.
+#[derive(Debug)]
+pub struct Cursor {
+    file: Arc<File>,
+    pos: u64,
+}
+
+impl Read for Cursor {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// The running plan of one pass: the objects live at each line, as the replay will hold them.
+struct PlanPass {
+    live: HashMap<u64, u64>,
+    bytes: u64,
+    budget: u64,
+    longest: u64,
+    plan: TracePlan,
+}
+
+impl PlanPass {
+    fn new(budget: u64, longest: u64) -> Self {
+        PlanPass { live: HashMap::new(), bytes: 0, budget, longest, plan: TracePlan::default() }
+    }
+
+    /// Adds one operation; false once the plan is over the budget.
+    #[inline]
+    fn add(&mut self, op: &TraceOp) -> bool {
+        self.plan.ops += 1;
+        match *op {
+            TraceOp::Store { id, len } | TraceOp::Malloc { id, len } => {
+                let len = (len as u64).min(self.longest);
+                self.plan.ids += 1;
+                self.bytes += len;
+                self.bytes -= self.live.insert(id, len).unwrap_or(0);
+            }
+            TraceOp::Free { id } => self.bytes -= self.live.remove(&id).unwrap_or(0),
+            TraceOp::Move { from, to } => {
+                if let Some(len) = self.live.remove(&from) {
+                    self.bytes -= self.live.insert(to, len).unwrap_or(0);
+                }
+            }
+            TraceOp::Read { .. } | TraceOp::ReadSg { .. } | TraceOp::Write { .. } => {}
+            TraceOp::Compact => {}
+        }
+        let now = super::pool_plan_bytes(self.live.len() as u64, self.bytes)
+            .saturating_add(self.plan.ids.saturating_mul(PER_ID_BYTES));
+        self.plan.bytes = self.plan.bytes.max(now);
+        self.plan.bytes <= self.budget
+    }
+
+    fn stop(&mut self, line: u64) {
+        self.plan.stopped_at = line;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pass_stops_at_the_first_line_over_the_budget() {
+        let mut pass = PlanPass::new(10_000, 65536);
+        let mut n = 0;
+        while pass.add(&TraceOp::Store { id: n, len: 1000 }) {
+            n += 1;
+        }
+        assert!(n > 0 && n < 20, "{n}");
+        assert!(pass.plan.bytes > 10_000);
+        let mut all = PlanPass::new(u64::MAX, 65536);
+        for op in [TraceOp::Store { id: 1, len: 100 }, TraceOp::Free { id: 1 }] {
+            assert!(all.add(&op));
+        }
+        assert_eq!((all.plan.ops, all.plan.ids, all.bytes), (2, 1, 0));
+    }
+}

@@ -1,0 +1,208 @@
+//! Traces from anywhere a user points the lab: a pipe, a FIFO, standard input, endless devices
+//! and files that are not text. Each is read once, within bounded memory and time.
+
+mod common;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{s, scratch, usage_error};
+
+/// The report of a replay, without its `workload` line (which names the input).
+fn report_without_input_name(stdout: &[u8]) -> String {
+    let text = String::from_utf8_lossy(stdout);
+    text.lines().filter(|l| !l.starts_with("workload")).collect::<Vec<_>>().join("\n")
+}
+
+fn recorded_trace(name: &str, objects: &str) -> std::path::PathBuf {
+    let trace = scratch(name);
+    common::ok(&["run", "dist", "--objects", objects, "--no-time", "--record", s(&trace)]);
+    trace
+}
+
+/// Runs the command to its end and returns its output and peak resident memory (the kernel's
+/// `ru_maxrss` of that one child, in bytes), killing it after `limit`.
+fn run_measured(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration) -> (i32, String, u64) {
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Reaped by the wait4 below (which also gives its rusage), or waited for after a kill.
+    #[allow(clippy::zombie_processes)]
+    let mut child = cmd.spawn().expect("spawn");
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        // The reader may refuse before reading everything: a broken pipe is expected then.
+        let _ = pipe.write_all(bytes);
+    }
+    let pid = child.id() as libc::pid_t;
+    let start = Instant::now();
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for the child this
+        // test spawned (WNOHANG: it returns 0 while the child runs).
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is this test's own child, not yet reaped; the pointers are to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break (status, usage);
+        }
+        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} did not end within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
+    (code, err, usage.ru_maxrss as u64 * 1024)
+}
+
+fn zsmalloc_cmd(args: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    c.args(args);
+    c
+}
+
+#[test]
+fn a_trace_from_a_pipe_stdin_or_fifo_replays_as_from_its_file() {
+    let trace = recorded_trace("piped.trace", "3000");
+    let from_file = common::zsmalloc(&["replay", s(&trace), "--no-time"]);
+    assert!(from_file.status.success());
+    let want = report_without_input_name(&from_file.stdout);
+    let bytes = std::fs::read(&trace).unwrap();
+    for arg in ["-", "/dev/stdin"] {
+        let mut child = zsmalloc_cmd(&["replay", arg, "--no-time"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "replay {arg}");
+        assert_eq!(report_without_input_name(&out.stdout), want, "replay {arg}");
+    }
+    let fifo = scratch("replay.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c = std::ffi::CString::new(s(&fifo)).unwrap();
+    // SAFETY: mkfifo reads the NUL-terminated path, which outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let (fifo, bytes) = (fifo.clone(), bytes.clone());
+        std::thread::spawn(move || std::fs::write(fifo, bytes).unwrap())
+    };
+    let mut cmd = zsmalloc_cmd(&["replay", s(&fifo), "--no-time"]);
+    let out = cmd.stdout(Stdio::piped()).spawn().unwrap().wait_with_output().unwrap();
+    writer.join().unwrap();
+    assert!(out.status.success(), "replay of a FIFO");
+    assert_eq!(report_without_input_name(&out.stdout), want, "replay of a FIFO");
+    // Several configurations read a piped trace from its one copy.
+    let mut child =
+        zsmalloc_cmd(&["compare", "--no-time", "--sweep", "chain-size=4,8", "trace", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+    child.stdin.take().unwrap().write_all(&bytes).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "compare over a piped trace");
+}
+
+#[test]
+fn endless_and_binary_inputs_are_refused_in_bounded_memory_and_time() {
+    let long_line = scratch("long-line.trace");
+    let mut text = b"store 1 100\n".to_vec();
+    text.extend(std::iter::repeat_n(b'7', 2 << 20));
+    std::fs::write(&long_line, &text).unwrap();
+    let nul = scratch("nul.trace");
+    std::fs::write(&nul, b"store 1 100\nstore 2\0 100\n").unwrap();
+    let cases = [
+        ("/dev/zero", "/dev/zero:1: the line is longer than 64 KiB"),
+        ("/dev/urandom", "/dev/urandom:"),
+        (s(&long_line), ":2: the line is longer than 64 KiB"),
+        (s(&nul), ":2: a NUL byte at column 8: not a text file"),
+    ];
+    for (input, want) in cases {
+        let err = usage_error(&["replay", input]);
+        assert!(err.contains(want), "{input}: {err}");
+        // Under a 4 GiB address-space limit, as a user's `ulimit -v` would set it.
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "ulimit -v 4194304 && exec \"$0\" replay \"$1\""])
+            .args([env!("CARGO_BIN_EXE_zsmalloc"), input]);
+        let (code, err, peak) = run_measured(&mut cmd, None, Duration::from_secs(10));
+        assert_eq!(code, 2, "{input}: {err}");
+        assert!(peak < 300 << 20, "{input}: peak {peak} bytes");
+    }
+    // Standard input that never ends a line.
+    let (code, err, peak) = run_measured(
+        &mut zsmalloc_cmd(&["replay", "-"]),
+        Some(&vec![b'x'; 1 << 20]),
+        Duration::from_secs(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("standard input:1: the line is longer than 64 KiB"), "{err}");
+    assert!(peak < 300 << 20, "peak {peak}");
+    // Control characters of a line are escaped in the message.
+    let esc = scratch("escape.trace");
+    std::fs::write(&esc, b"store 1 10\nfree \x1b[2J\n").unwrap();
+    let err = usage_error(&["replay", s(&esc)]);
+    assert!(err.contains(r"'\u{1b}[2J' is not a handle id"), "{err}");
+    let empty = scratch("empty.trace");
+    std::fs::write(&empty, b"# nothing\n").unwrap();
+    assert!(usage_error(&["replay", s(&empty)]).contains("has no operation"));
+}
+
+/// `count` stores of 1000 bytes, never freed, as a file.
+fn long_trace(name: &str, count: u64) -> std::path::PathBuf {
+    let path = scratch(name);
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    for id in 0..count {
+        writeln!(out, "store {id} 1000").unwrap();
+    }
+    out.flush().unwrap();
+    path
+}
+
+#[test]
+fn a_long_trace_refused_by_the_plan_costs_what_a_short_one_does() {
+    let short = long_trace("short.trace", 1_000);
+    let long = long_trace("long.trace", 10_000_000);
+    let limit = Duration::from_secs(60);
+    let (code, err, short_peak) =
+        run_measured(&mut zsmalloc_cmd(&["replay", s(&short), "--no-time"]), None, limit);
+    assert_eq!(code, 0, "{err}");
+    let (code, err, long_peak) = run_measured(
+        &mut zsmalloc_cmd(&["replay", s(&long), "--no-time", "--max-memory", "384M"]),
+        None,
+        limit,
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("more than --max-memory") && err.contains("where the reading stopped"),
+        "{err}"
+    );
+    // The reader's buffers and the map of the objects live where the plan stopped.
+    assert!(
+        long_peak <= short_peak + (16 << 20),
+        "refused at {long_peak} B, short run {short_peak} B"
+    );
+    // The same from a pipe: the copy stops where the plan did. The bytes come from another
+    // process, so this one (whose memory a child shares until it runs) never holds them.
+    let mut head = Command::new("head")
+        .args(["-c", "40000000", s(&long)])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut cmd = zsmalloc_cmd(&["replay", "-", "--no-time", "--max-memory", "384M"]);
+    cmd.stdin(head.stdout.take().unwrap());
+    let (code, err, pipe_peak) = run_measured(&mut cmd, None, limit);
+    let _ = head.kill();
+    let _ = head.wait();
+    assert_eq!(code, 2, "{err}");
+    assert!(pipe_peak <= short_peak + (16 << 20), "piped refusal at {pipe_peak} B");
+    std::fs::remove_file(&long).unwrap();
+}
