@@ -77,17 +77,21 @@ impl OutputFlags {
         if let Some(p) = &self.plot {
             crate::plot::check_path(p)?;
         }
+        let max_memory = self.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?;
         let timeline_every = match (&self.timeline, self.timeline_every) {
             (_, Some(0)) => return Err(LabError::usage("--timeline-every must be at least 1")),
             (None, _) => 0,
             (Some(_), Some(n)) => n,
-            (Some(_), None) => (w.estimated_ops() / 500).max(1),
+            (Some(_), None) => {
+                // A trace knows its length once planned (the plan is made once, and kept).
+                w.memory_plan(4096, &crate::memory::Limit::new(max_memory))?;
+                (w.estimated_ops() / 500).max(1)
+            }
         };
         let repeat = self.repeat.unwrap_or(1);
         if !(1..=1000).contains(&repeat) {
             return Err(LabError::usage(format!("invalid --repeat {repeat}: 1..=1000")));
         }
-        let max_memory = self.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?;
         Ok(RunOptions {
             per_class: self.per_class,
             timing: !self.no_time,
