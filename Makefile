@@ -45,7 +45,7 @@ EX_LINK = -L$(LIBDIR) -lzsmalloc -Wl,-rpath,$(abspath $(LIBDIR))
 HAVE_LZ4 := $(shell $(CC) -E -include lz4.h -x c /dev/null >/dev/null 2>&1 && echo 1)
 EXAMPLES := zsmalloc_test compat_demo replay $(if $(HAVE_LZ4),zram_store)
 C_TESTS := bad_input mt_stress abi_bench abi_count zsmalloc_test_kernel read_modes reliability \
-  class_tables kernel_test_zs multi_pages
+  class_tables kernel_test_zs multi_pages hostile_input
 EX_BINS := $(addprefix $(EXDIR)/,$(EXAMPLES)) $(EXDIR)/libzstrace.so
 TEST_BINS := $(addprefix $(TESTDIR)/,$(C_TESTS))
 HEADERS := include/zsmalloc.h include/zsmalloc_compat.h

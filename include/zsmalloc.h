@@ -440,7 +440,9 @@ void zs_pool_config_init(struct zs_pool_config *cfg);
 /**
  * zs_pool_config_init() for a struct of `size` bytes (the caller's `sizeof`): fills
  * the fields it has, zeroes any this library does not know. Returns 0, or -EINVAL
- * (NULL, or `size` below ZS_POOL_CONFIG_SIZE_VER1).
+ * (NULL; `size` below ZS_POOL_CONFIG_SIZE_VER1 or above 4096; a `size` that ends
+ * inside a field, as no version's struct does, or that is above this library's and
+ * not a multiple of 8).
  */
 int zs_pool_config_init_sized(struct zs_pool_config *cfg, size_t size);
 
@@ -480,7 +482,8 @@ struct zs_pool *zs_create_pool_with_config(const char *name, const struct zs_poo
 /**
  * zs_create_pool_with_config() for a struct of `size` bytes (the caller's `sizeof`):
  * fields the caller's struct does not have take their defaults; fields this library
- * does not know must be zero (-EINVAL otherwise).
+ * does not know must be zero (-EINVAL otherwise). A `size` refused by
+ * zs_pool_config_init_sized() is refused here too, nothing read.
  */
 struct zs_pool *zs_create_pool_with_config_sized(const char *name,
                                                  const struct zs_pool_config *cfg,
@@ -614,7 +617,9 @@ int zs_pool_stats(struct zs_pool *pool, struct zs_pool_stats *stats);
 
 /**
  * zs_pool_stats() for a struct of `size` bytes (the caller's `sizeof`): fills the
- * fields it has, zeroes any this library does not know.
+ * fields it has, zeroes any this library does not know. -EINVAL, nothing written,
+ * for a `size` as zs_pool_config_init_sized() refuses (below the first version's,
+ * ending inside a field, ...).
  */
 int zs_pool_stats_sized(struct zs_pool *pool, struct zs_pool_stats *stats, size_t size);
 

@@ -22,7 +22,10 @@
 #      chain-10 tables as ZSMALLOC_CLASS_TABLE files printing the RFC's lines); kernel_test_zs
 #      (the main run's benchmark on the library) verifying every object with BASE's figures;
 #      multi_pages under ZSMALLOC_MULTI_PAGE_SIZE=16K in every read mode (objects up to 16K,
-#      pages as a model of the RFC's class table gives);
+#      pages as a model of the RFC's class table gives); hostile_input (struct sizes that end
+#      inside a field refused; /dev/zero, /dev/urandom, endless FIFOs, a 2 MB line and a 5 MB
+#      file as ZSMALLOC_CLASS_TABLE refused by file and line, each within 5 s and 300 MiB, the
+#      plain build under a 4 GiB address-space limit);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -293,6 +296,13 @@ grep -q "ZSMALLOC_CLASS_TABLE: $tmp/dup.table: line 3" "$tmp/tenv.err" \
   || fail "bad table file not named with its line: $(cat "$tmp/tenv.err")"
 ok "a bad table file: no pool, the message names the variable, the file and the line"
 
+step "hostile input: struct sizes inside a field, endless and binary table files (ASan+UBSan)"
+"$tsan/hostile_input" 2>"$tmp/hostile.err" | tee "$tmp/hostile.out"
+grep -q ' 0 failed' "$tmp/hostile.out" || { cat "$tmp/hostile.err"; fail "hostile_input"; }
+"$tplain/hostile_input" 2>"$tmp/hostile.err" | tee "$tmp/hostile.out"
+grep -q ' 0 failed' "$tmp/hostile.out" || { cat "$tmp/hostile.err"; fail "hostile_input (plain)"; }
+ok "$(grep -oE '[0-9]+ passed' "$tmp/hostile.out") hostile-input checks (plain: under a 4 GiB address-space limit)"
+
 step "reliability: no call hangs, refusals change nothing, injected faults (ASan+UBSan)"
 timeout 300 "$tsan/reliability" 2>"$tmp/rel.err" | tee "$tmp/rel.out" || true
 grep -q ' 0 failed' "$tmp/rel.out" || { cat "$tmp/rel.err"; fail "reliability"; }
@@ -430,8 +440,9 @@ vg "$tplain/read_modes" 3000 >/dev/null
 vg "$tplain/reliability" >/dev/null
 ZSMALLOC_MULTI_PAGE_SIZE=16K vg "$tplain/multi_pages" >/dev/null
 vg "$tplain/class_tables" >/dev/null 2>"$tmp/vg.tables.err" || { cat "$tmp/vg.tables.err"; fail "valgrind class_tables"; }
+vg "$tplain/hostile_input" >/dev/null 2>"$tmp/vg.hostile.err" || { cat "$tmp/vg.hostile.err"; fail "valgrind hostile_input"; }
 vg "$plain/zram_store" "$corpus/sources.txt" "$corpus/zero.bin" "$corpus/random.bin" >/dev/null
 vg "$plain/replay" "$tmp/trace.4096" >/dev/null
-ok "bad_input, compat_demo, zsmalloc_test(_kernel), kernel_test_zs, mt_stress, read_modes, reliability, multi_pages, class_tables, zram_store, replay: no memcheck errors"
+ok "bad_input, compat_demo, zsmalloc_test(_kernel), kernel_test_zs, mt_stress, read_modes, reliability, multi_pages, class_tables, hostile_input, zram_store, replay: no memcheck errors"
 
 printf '\ntest-c: %d passed, 0 failed\n' "$checks"

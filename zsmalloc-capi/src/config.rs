@@ -2,6 +2,7 @@
 //! [`zsmalloc_core::PoolConfig`]. The environment is parsed only by `PoolConfig::from_env`.
 
 use std::ffi::c_int;
+use std::mem::offset_of;
 use std::sync::Mutex;
 
 use zsmalloc_core::band::MultiBand;
@@ -12,7 +13,7 @@ use zsmalloc_core::{
 };
 
 use crate::errors::invalid;
-use crate::sized::{read_in, write_out, Plain};
+use crate::sized::{fields, fields_cover, read_in, write_out, Field, Plain};
 use crate::types::size_t;
 
 /// Chain policy `classic`: mainline's least-waste chain size.
@@ -327,7 +328,24 @@ fn kept_for_c(spec: &ClassTableSpec) -> &'static [zs_class_spec] {
 unsafe impl Plain for zs_pool_config {
     const SIZE_VER1: usize = ZS_POOL_CONFIG_SIZE_VER1;
     const NAME: &'static str = "zs_pool_config";
+    const FIELDS: &'static [Field] = fields!(zs_pool_config {
+        page_size,
+        max_pages_per_zspage,
+        size_class_delta,
+        chain_policy,
+        read_mode,
+        mem_limit_pages,
+        backing,
+        reserved,
+        backend,
+        reserved2,
+        class_table,
+        class_count,
+        multi_page_size,
+        reserved3,
+    });
 }
+const _: () = assert!(fields_cover::<zs_pool_config>());
 
 /// The defaults (`zs_pool_config_init`).
 pub(crate) fn defaults() -> Result<zs_pool_config> {
@@ -357,7 +375,11 @@ pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c
         return Err(invalid("struct zs_pool_config pointer is NULL"));
     }
     let core = PoolConfig::from_env()?;
-    if core.class_table.is_some() && size < ZS_POOL_CONFIG_SIZE_VER5 {
+    // A struct that ends before the field that would carry a setting of the environment is
+    // refused rather than given a configuration without it.
+    let class_count_end = offset_of!(zs_pool_config, class_count) + size_of::<size_t>();
+    let multi_page_end = offset_of!(zs_pool_config, multi_page_size) + size_of::<u32>();
+    if core.class_table.is_some() && size < class_count_end {
         return Err(Error::Config {
             setting: "ZSMALLOC_CLASS_TABLE",
             message: format!(
@@ -366,7 +388,7 @@ pub(crate) unsafe fn from_env(cfg: *mut zs_pool_config, size: usize) -> Result<c
             ),
         });
     }
-    if core.multi_page_size != 0 && size < ZS_POOL_CONFIG_SIZE_VER6 {
+    if core.multi_page_size != 0 && size < multi_page_end {
         return Err(Error::Config {
             setting: "ZSMALLOC_MULTI_PAGE_SIZE",
             message: format!(

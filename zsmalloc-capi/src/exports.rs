@@ -95,7 +95,9 @@ macro_rules! __zs_c_abi_items {
 
             /// zs_pool_config_init() for a struct of `size` bytes (the caller's `sizeof`): fills
             /// the fields it has, zeroes any this library does not know. Returns 0, or -EINVAL
-            /// (NULL, or `size` below ZS_POOL_CONFIG_SIZE_VER1).
+            /// (NULL; `size` below ZS_POOL_CONFIG_SIZE_VER1 or above 4096; a `size` that ends
+            /// inside a field, as no version's struct does, or that is above this library's and
+            /// not a multiple of 8).
             #[no_mangle]
             pub unsafe extern "C" fn zs_pool_config_init_sized(
                 cfg: *mut zs_pool_config,
@@ -156,7 +158,8 @@ macro_rules! __zs_c_abi_items {
 
             /// zs_create_pool_with_config() for a struct of `size` bytes (the caller's `sizeof`):
             /// fields the caller's struct does not have take their defaults; fields this library
-            /// does not know must be zero (-EINVAL otherwise).
+            /// does not know must be zero (-EINVAL otherwise). A `size` refused by
+            /// zs_pool_config_init_sized() is refused here too, nothing read.
             #[no_mangle]
             pub unsafe extern "C" fn zs_create_pool_with_config_sized(
                 name: *const c_char,
@@ -367,7 +370,9 @@ macro_rules! __zs_c_abi_items {
             }
 
             /// zs_pool_stats() for a struct of `size` bytes (the caller's `sizeof`): fills the
-            /// fields it has, zeroes any this library does not know.
+            /// fields it has, zeroes any this library does not know. -EINVAL, nothing written,
+            /// for a `size` as zs_pool_config_init_sized() refuses (below the first version's,
+            /// ending inside a field, ...).
             #[no_mangle]
             pub unsafe extern "C" fn zs_pool_stats_sized(
                 pool: *mut zs_pool,

@@ -7,6 +7,10 @@
 //!   zeroed (outputs); as an input, those fields must be zero (they would ask for something this
 //!   library cannot do), else `-EINVAL`.
 //! - A size below the struct's first published size, or above a page, is `-EINVAL`.
+//! - A size that ends inside a field is `-EINVAL`: no version of the struct ends there (every
+//!   version ends on a field boundary), and half a field read over its default, or written,
+//!   would be a value nobody meant. A size above ours must be a multiple of the struct's
+//!   alignment, as every `sizeof` is.
 
 use std::mem::size_of;
 
@@ -27,6 +31,75 @@ pub(crate) unsafe trait Plain: Copy {
     const SIZE_VER1: usize;
     /// Its C name, for messages.
     const NAME: &'static str;
+    /// Every field, in order ([`fields!`]); [`fields_cover`] proves none is left out.
+    const FIELDS: &'static [Field];
+}
+
+/// Where one field of a [`Plain`] struct lies.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Field {
+    pub(crate) name: &'static str,
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+    pub(crate) align: usize,
+}
+
+impl Field {
+    pub(crate) const fn end(&self) -> usize {
+        self.offset + self.size
+    }
+}
+
+/// The size and alignment of the field `field` projects to (a way to name a field's type
+/// without writing it twice).
+pub(crate) const fn field_shape<T, F>(_field: fn(&T) -> &F) -> (usize, usize) {
+    (size_of::<F>(), std::mem::align_of::<F>())
+}
+
+/// The [`Field`]s of struct `$t`, listed by name in declaration order.
+macro_rules! fields {
+    ($t:ty { $($f:ident),+ $(,)? }) => {
+        &[$({
+            let (size, align) = $crate::sized::field_shape(|s: &$t| &s.$f);
+            $crate::sized::Field {
+                name: stringify!($f),
+                offset: ::core::mem::offset_of!($t, $f),
+                size,
+                align,
+            }
+        }),+]
+    };
+}
+pub(crate) use fields;
+
+/// Whether `T::FIELDS` lists every field of `T`: they start at 0, each follows the previous with
+/// no gap but its own alignment's padding, and the last ends where `T` does (but for `T`'s
+/// trailing padding). A field left out of the list leaves a gap this sees.
+pub(crate) const fn fields_cover<T: Plain>() -> bool {
+    let fields = T::FIELDS;
+    let mut end = 0usize;
+    let mut i = 0;
+    while i < fields.len() {
+        let f = fields[i];
+        if f.offset != end.next_multiple_of(f.align) {
+            return false;
+        }
+        end = f.end();
+        i += 1;
+    }
+    end.next_multiple_of(std::mem::align_of::<T>()) == size_of::<T>()
+}
+
+/// The sizes of `T` that end on a field boundary, from its first version to ours.
+fn boundaries<T: Plain>() -> Vec<usize> {
+    let mut sizes: Vec<usize> = T::FIELDS
+        .iter()
+        .flat_map(|f| [f.offset, f.end()])
+        .chain([size_of::<T>()])
+        .filter(|s| (T::SIZE_VER1..=size_of::<T>()).contains(s))
+        .collect();
+    sizes.dedup();
+    sizes
 }
 
 fn check<T: Plain>(null: bool, size: usize) -> Result<()> {
@@ -40,7 +113,21 @@ fn check<T: Plain>(null: bool, size: usize) -> Result<()> {
             T::SIZE_VER1
         )));
     }
-    Ok(())
+    let (ours, align) = (size_of::<T>(), std::mem::align_of::<T>());
+    let cut = T::FIELDS.iter().find(|f| f.offset < size && size < f.end());
+    if cut.is_none() && (size <= ours || size.is_multiple_of(align)) {
+        return Ok(());
+    }
+    let accepted = boundaries::<T>().iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+    let why = match cut {
+        Some(f) => format!("ends inside {} (bytes {}..{})", f.name, f.offset, f.end()),
+        None => format!("is above {ours} and not a multiple of {align}"),
+    };
+    Err(invalid(format!(
+        "struct {} size {size} {why}: the size of a struct of some ABI version ends on a field \
+         boundary, one of {accepted}, or is a larger multiple of {align} up to {MAX_STRUCT_SIZE}",
+        T::NAME
+    )))
 }
 
 /// Writes `value` into the caller's struct of `size` bytes at `dst`.
@@ -89,4 +176,74 @@ pub(crate) unsafe fn read_in<T: Plain>(src: *const T, size: usize, defaults: T) 
         }
     }
     Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::zs_pool_config;
+    use crate::stats::{zs_class_stats, zs_pool_stats};
+
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct TwoVersions {
+        first: u64,
+        second: u32,
+        third: u32,
+    }
+
+    // SAFETY: `#[repr(C)]`, integer fields only.
+    unsafe impl Plain for TwoVersions {
+        const SIZE_VER1: usize = 8;
+        const NAME: &'static str = "two_versions";
+        const FIELDS: &'static [Field] = fields!(TwoVersions { first, second, third });
+    }
+
+    /// The same struct with a field left out of its list.
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Incomplete {
+        first: u64,
+        second: u32,
+        third: u32,
+    }
+
+    // SAFETY: `#[repr(C)]`, integer fields only.
+    unsafe impl Plain for Incomplete {
+        const SIZE_VER1: usize = 8;
+        const NAME: &'static str = "incomplete";
+        const FIELDS: &'static [Field] = fields!(Incomplete { first, third });
+    }
+
+    #[test]
+    fn a_field_left_out_of_the_list_is_seen() {
+        assert!(fields_cover::<TwoVersions>());
+        assert!(!fields_cover::<Incomplete>());
+        assert!(fields_cover::<zs_pool_config>());
+    }
+
+    #[test]
+    fn the_accepted_sizes_are_the_field_boundaries_from_the_first_version() {
+        assert_eq!(boundaries::<zs_pool_config>(), [32, 36, 40, 44, 48, 56, 64, 68, 72]);
+        assert_eq!(boundaries::<zs_pool_stats>(), [96, 104]);
+        assert_eq!(boundaries::<zs_class_stats>(), [176, 184, 192, 200, 204, 208]);
+        for size in 0..=40 {
+            let ok = [8, 12, 16, 24, 32, 40].contains(&size);
+            assert_eq!(check::<TwoVersions>(false, size).is_ok(), ok, "size {size}");
+        }
+    }
+
+    #[test]
+    fn a_size_inside_a_field_is_refused_naming_the_field_and_the_boundaries() {
+        let err = check::<zs_pool_config>(false, 66).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid argument: struct zs_pool_config size 66 ends inside multi_page_size (bytes \
+             64..68): the size of a struct of some ABI version ends on a field boundary, one of \
+             32, 36, 40, 44, 48, 56, 64, 68, 72, or is a larger multiple of 8 up to 4096"
+        );
+        let err = check::<zs_pool_config>(false, 77).unwrap_err().to_string();
+        assert!(err.contains("size 77 is above 72 and not a multiple of 8"), "{err}");
+        assert!(check::<zs_pool_config>(false, 80).is_ok());
+    }
 }

@@ -7,7 +7,7 @@ use zsmalloc_core::{Backend, ClassStats, PoolStats, Result};
 
 use crate::errors::invalid;
 use crate::pool::{self, zs_pool};
-use crate::sized::{write_out, Plain};
+use crate::sized::{fields, fields_cover, write_out, Field, Plain};
 
 /// Pool-wide counters, summed when asked.
 #[repr(C)]
@@ -152,13 +152,53 @@ const _: () = assert!(std::mem::size_of::<zs_class_stats>() == ZS_CLASS_STATS_SI
 unsafe impl Plain for zs_pool_stats {
     const SIZE_VER1: usize = ZS_POOL_STATS_SIZE_VER1;
     const NAME: &'static str = "zs_pool_stats";
+    const FIELDS: &'static [Field] = fields!(zs_pool_stats {
+        pages_compacted,
+        pages_allocated,
+        pages_peak,
+        pages_cached,
+        objs_allocated,
+        objs_inuse,
+        bytes_stored,
+        reads,
+        reads_spanning,
+        read_copy_bytes,
+        writes_spanning,
+        objs_moved,
+        bytes_moved,
+    });
 }
+const _: () = assert!(fields_cover::<zs_pool_stats>());
 
 // SAFETY: `#[repr(C)]`, integer fields and an integer array only.
 unsafe impl Plain for zs_class_stats {
     const SIZE_VER1: usize = ZS_CLASS_STATS_SIZE_VER1;
     const NAME: &'static str = "zs_class_stats";
+    const FIELDS: &'static [Field] = fields!(zs_class_stats {
+        index,
+        size,
+        pages_per_zspage,
+        objs_per_zspage,
+        huge,
+        spanning_per_zspage,
+        tail_waste,
+        worst_merge_waste,
+        first_index,
+        last_index,
+        fullness,
+        obj_allocated,
+        obj_used,
+        pages_used,
+        freeable,
+        bytes_stored,
+        reads,
+        reads_spanning,
+        read_copy_bytes,
+        order,
+        reserved,
+    });
 }
+const _: () = assert!(fields_cover::<zs_class_stats>());
 
 /// Writes the pool's counters into the caller's struct of `size` bytes.
 ///

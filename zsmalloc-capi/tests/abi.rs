@@ -168,3 +168,61 @@ fn structs_are_read_and_written_at_the_callers_size() {
         c::zs_destroy_pool(pool);
     }
 }
+
+/// The sizes of `T` accepted by a `_sized` function: those ending on one of `boundaries` (the
+/// field boundaries from version 1 to this library's struct), and above it multiples of 8.
+fn accepted(size: usize, boundaries: &[usize]) -> bool {
+    let ours = *boundaries.last().unwrap();
+    boundaries.contains(&size) || (size > ours && size.is_multiple_of(8) && size <= 4096)
+}
+
+#[test]
+fn a_size_that_ends_inside_a_field_is_refused_and_every_field_boundary_accepted() {
+    use zsmalloc::{zs_class_stats, ZS_CLASS_STATS_SIZE_VER6, ZS_POOL_CONFIG_SIZE_VER6};
+    let config_ends = [32, 36, 40, 44, 48, 56, 64, 68, 72];
+    // SAFETY: every struct is a buffer of 128 bytes (or 256), longer than any size passed, its
+    // tail zero; the pool pointers are live or NULL.
+    unsafe {
+        for size in 0..=ZS_POOL_CONFIG_SIZE_VER6 + 16 {
+            let mut buf = [0u8; 128];
+            buf.as_mut_ptr().cast::<zs_pool_config>().write_unaligned(config());
+            let cfg = buf.as_ptr().cast::<zs_pool_config>();
+            let pool = c::zs_create_pool_with_config_sized(c"t".as_ptr(), cfg, size);
+            assert_eq!(!pool.is_null(), accepted(size, &config_ends), "size {size}: {}", message());
+            if pool.is_null() {
+                assert_eq!(c::zs_last_error(), -EINVAL);
+                assert!(message().contains(&format!("size {size} ")), "{}", message());
+            }
+            c::zs_destroy_pool(pool);
+            let mut out = [0xa5u8; 128];
+            let rc = c::zs_pool_config_init_sized(out.as_mut_ptr().cast(), size);
+            assert_eq!(rc == 0, accepted(size, &config_ends), "init, size {size}");
+            if rc != 0 {
+                assert_eq!(out, [0xa5; 128], "nothing written at a refused size {size}");
+            }
+        }
+        let half = c::zs_create_pool_with_config_sized(c"t".as_ptr(), &config(), 66);
+        assert!(half.is_null());
+        let want = "struct zs_pool_config size 66 ends inside multi_page_size (bytes 64..68): \
+                    the size of a struct of some ABI version ends on a field boundary, one of \
+                    32, 36, 40, 44, 48, 56, 64, 68, 72, or is a larger multiple of 8 up to 4096";
+        assert!(message().ends_with(want), "{}", message());
+
+        let pool = c::zs_create_pool_with_config(c"t".as_ptr(), &config());
+        for size in 90..=ZS_CLASS_STATS_SIZE_VER6 + 16 {
+            let mut out = [0xa5u8; 256];
+            let rc = c::zs_pool_stats_sized(pool, out.as_mut_ptr().cast(), size);
+            assert_eq!(rc == 0, accepted(size, &[96, 104]), "pool stats, size {size}");
+            let rc = c::zs_class_stats_sized(pool, 0, out.as_mut_ptr().cast(), size);
+            let ends = [176, 184, 192, 200, 204, 208];
+            assert_eq!(rc == 0, accepted(size, &ends), "class stats, size {size}");
+            if !accepted(size, &[96, 104]) && !accepted(size, &ends) {
+                assert_eq!(out, [0xa5; 256], "nothing written at a refused size {size}");
+            }
+        }
+        let mut row = zs_class_stats::default();
+        assert_eq!(c::zs_class_stats_sized(pool, 0, &mut row, 180), -EINVAL);
+        assert!(message().contains("size 180 ends inside reads (bytes 176..184)"), "{}", message());
+        c::zs_destroy_pool(pool);
+    }
+}

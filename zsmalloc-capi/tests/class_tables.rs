@@ -139,3 +139,23 @@ fn a_version_4_struct_makes_the_computed_table() {
     // SAFETY: a live pool.
     unsafe { c::zs_destroy_pool(pool) };
 }
+
+#[test]
+fn a_count_above_the_most_classes_is_refused_before_any_entry_is_read() {
+    let table = [zs_class_spec { size: 32, chain: 1 }, zs_class_spec { size: 4096, chain: 1 }];
+    // The largest table there is: 16 KiB pages with the band up to 64 KiB.
+    for (page, multi, count, limit) in
+        [(4096, 0, 510, 509), (16384, 65536, 8190, 8189), (4096, 0, usize::MAX, 509)]
+    {
+        let mut cfg = config();
+        cfg.page_size = page;
+        cfg.multi_page_size = multi;
+        cfg.class_table = table.as_ptr();
+        cfg.class_count = count;
+        // Reading past the two entries would be out of bounds: only the count may be looked at.
+        assert!(create(&cfg).is_null());
+        let want = format!("too many classes (class_count {count})");
+        assert!(message().contains(&want), "{}", message());
+        assert!(message().contains(&format!("at most {limit}")), "{}", message());
+    }
+}

@@ -10,6 +10,10 @@ use zsmalloc_core::{
     PoolStats, ReadMode,
 };
 
+use zsmalloc_core::band::MAX_OBJECT;
+use zsmalloc_core::class_table_file::max_class_lines;
+use zsmalloc_core::text_input::escape;
+
 use crate::errors::PyRes;
 
 /// An error raised by a Python chain-policy callable while a class table was built.
@@ -78,15 +82,26 @@ pub fn explicit_table(
     if table.is_instance_of::<PyString>() || table.hasattr("__fspath__")? {
         let fspath = table.py().import_bound("os")?.getattr("fspath")?;
         let path: std::path::PathBuf = fspath.call1((table,))?.extract()?;
-        return ClassTableSpec::load(&path).py();
+        // A FIFO blocks until its writer comes, which may be a thread of this interpreter.
+        return table.py().allow_threads(|| ClassTableSpec::load(&path)).py();
     }
     if table.is_instance_of::<PyDict>() || table.is_instance_of::<pyo3::types::PyBytes>() {
         return Err(PyTypeError::new_err(
             "class_table must be a sequence of (size, chain) pairs or class rows, or a file path",
         ));
     }
+    // An iterable may be endless (a generator): its entries are taken one by one and refused at
+    // the first beyond the most classes any table has, never collected first.
+    let limit = max_class_lines();
     let mut classes = Vec::new();
     for (i, item) in table.iter()?.enumerate() {
+        if i == limit {
+            return Err(PyValueError::new_err(format!(
+                "invalid class_table: too many classes: class_table[{i}] is beyond the most \
+                 any table has, {limit} (one per multiple of 8 from 32 to {MAX_OBJECT}); the \
+                 rest is not read"
+            )));
+        }
         let (size, chain, order) = class_entry(&item?, i)?;
         let order = order.unwrap_or_else(|| ClassSpec::order_in(size, page_size, multi_page_size));
         classes.push(ClassSpec { size, chain, order });
@@ -119,12 +134,12 @@ fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<(u32, u32, Option<
     } else {
         return Err(PyTypeError::new_err(format!(
             "class_table[{i}] is {}, not a (size, chain) pair or (size, chain, order) triple",
-            item.repr()?
+            shown(item)?
         )));
     };
     let number = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<u32> {
         let Ok(n) = v.extract::<i64>() else {
-            let shown = v.repr()?;
+            let shown = shown(v)?;
             return Err(PyTypeError::new_err(format!(
                 "class_table[{i}]: {what} {shown} is not an int"
             )));
@@ -137,6 +152,12 @@ fn class_entry(item: &Bound<'_, PyAny>, i: usize) -> PyResult<(u32, u32, Option<
     };
     let order = order.map(|o| number(&o, "order")).transpose()?;
     Ok((number(&size, "size")?, number(&chain, "chain")?, order))
+}
+
+/// `v`'s `repr()` as a message quotes it: its control characters escaped (a `__repr__` of the
+/// caller's may return anything), so that the message stays one line.
+fn shown(v: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(escape(&v.repr()?.to_string_lossy()).into_owned())
 }
 
 /// The chain policy named by, or calling, `chain_policy`.
