@@ -68,6 +68,14 @@ fn zsmalloc_cmd(args: &[&str]) -> Command {
     c
 }
 
+/// Runs the command with `bytes` written to its standard input through a pipe.
+fn with_stdin(args: &[&str], bytes: &[u8]) -> std::process::Output {
+    let mut child =
+        zsmalloc_cmd(args).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(bytes).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn a_trace_from_a_pipe_stdin_or_fifo_replays_as_from_its_file() {
     let trace = recorded_trace("piped.trace", "3000");
@@ -76,13 +84,7 @@ fn a_trace_from_a_pipe_stdin_or_fifo_replays_as_from_its_file() {
     let want = report_without_input_name(&from_file.stdout);
     let bytes = std::fs::read(&trace).unwrap();
     for arg in ["-", "/dev/stdin"] {
-        let mut child = zsmalloc_cmd(&["replay", arg, "--no-time"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(&bytes).unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = with_stdin(&["replay", arg, "--no-time"], &bytes);
         assert!(out.status.success(), "replay {arg}");
         assert_eq!(report_without_input_name(&out.stdout), want, "replay {arg}");
     }
@@ -101,14 +103,8 @@ fn a_trace_from_a_pipe_stdin_or_fifo_replays_as_from_its_file() {
     assert!(out.status.success(), "replay of a FIFO");
     assert_eq!(report_without_input_name(&out.stdout), want, "replay of a FIFO");
     // Several configurations read a piped trace from its one copy.
-    let mut child =
-        zsmalloc_cmd(&["compare", "--no-time", "--sweep", "chain-size=4,8", "trace", "-"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-    child.stdin.take().unwrap().write_all(&bytes).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out =
+        with_stdin(&["compare", "--no-time", "--sweep", "chain-size=4,8", "trace", "-"], &bytes);
     assert!(out.status.success(), "compare over a piped trace");
 }
 
