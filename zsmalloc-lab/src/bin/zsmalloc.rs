@@ -77,6 +77,8 @@ enum Cmd {
 }
 
 fn main() {
+    // Before anything is written: an interrupted command leaves no partial output.
+    zsmalloc_lab::interrupt::install();
     let code = match real_main() {
         Ok(()) => 0,
         Err(e) => {

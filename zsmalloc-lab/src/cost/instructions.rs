@@ -49,7 +49,7 @@ pub fn write_manifest(dir: &Path) -> LabResult<()> {
         m.borrow().iter().map(|(k, o, b)| format!("{k}\t{o}\t{b}\n")).collect::<String>()
     });
     let p = dir.join("manifest.tsv");
-    std::fs::write(&p, text).map_err(|e| LabError::io("write", &p, &e))
+    crate::atomic_file::write(&p, text.as_bytes())
 }
 
 /// [`collected`] as callgrind names it (demangled; every instance of the generic has this
