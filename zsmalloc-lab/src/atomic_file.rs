@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{LabError, LabResult};
-use crate::interrupt::temps::{self, Registered};
+use crate::interrupt::temps::{self, Kind, Registered};
 
 /// Tells this process's temporaries apart (two outputs may share a name in one directory).
 static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -77,7 +77,7 @@ impl AtomicFile {
             .into_owned();
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let temp = dest.with_file_name(format!(".{name}.{}.{n}.partial", std::process::id()));
-        let (registered, file) = temps::register(&temp, || create_file(&temp))?;
+        let (registered, file) = temps::register(&temp, Kind::File, || create_file(&temp))?;
         let f = AtomicFile::with_file(target, dest, file, temp, Some(registered));
         if let Some(m) = existing {
             let file = f.out.as_ref().map(BufWriter::get_ref);
@@ -193,6 +193,56 @@ pub fn check(target: &Path) -> io::Result<()> {
     AtomicFile::open(target).map(drop)
 }
 
+/// A directory made for outputs (`folios --trace-dir`), with its missing parents, each
+/// registered for the signal handler as a temporary is. Dropped without [`CreatedDir::keep`]
+/// (an error, a refusal), the directories it made are removed again if they are empty; a
+/// signal does the same. Directories that were there are never touched.
+pub struct CreatedDir {
+    /// Outermost first.
+    made: Vec<(PathBuf, Registered)>,
+}
+
+impl CreatedDir {
+    pub fn create(path: &Path) -> io::Result<CreatedDir> {
+        let mut missing = Vec::new();
+        let mut p = path;
+        while !p.as_os_str().is_empty() && std::fs::symlink_metadata(p).is_err() {
+            missing.push(p);
+            let Some(parent) = p.parent() else { break };
+            p = parent;
+        }
+        let mut dir = CreatedDir { made: Vec::new() };
+        for p in missing.into_iter().rev() {
+            match temps::register(p, Kind::Dir, || std::fs::create_dir(p)) {
+                Ok((r, ())) => dir.made.push((p.to_path_buf(), r)),
+                // Made meanwhile by someone else: theirs.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && p.is_dir() => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if !path.is_dir() {
+            return Err(io::Error::from_raw_os_error(libc::ENOTDIR));
+        }
+        Ok(dir)
+    }
+
+    /// The command succeeded: the directories stay.
+    pub fn keep(mut self) {
+        for (_, r) in self.made.drain(..) {
+            r.release();
+        }
+    }
+}
+
+impl Drop for CreatedDir {
+    fn drop(&mut self) {
+        for (p, r) in self.made.drain(..).rev() {
+            let _ = std::fs::remove_dir(&p);
+            r.release();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
@@ -277,6 +327,26 @@ mod tests {
         let mode = std::fs::metadata(&real).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o640);
         assert_eq!(names(&d), ["link", "real"]);
+    }
+
+    #[test]
+    fn directories_made_for_outputs_go_unless_kept() {
+        let d = dir("dirs");
+        let deep = d.join("a/b/c");
+        let made = CreatedDir::create(&deep).unwrap();
+        assert!(deep.is_dir());
+        drop(made);
+        assert!(names(&d).is_empty(), "{:?}", names(&d));
+        let made = CreatedDir::create(&deep).unwrap();
+        write(&deep.join("kept.trace"), b"x").unwrap();
+        std::fs::create_dir(d.join("a/other")).unwrap();
+        drop(made);
+        assert!(deep.join("kept.trace").exists(), "a directory holding an output stays");
+        CreatedDir::create(&d.join("x/y")).unwrap().keep();
+        assert!(d.join("x/y").is_dir());
+        std::fs::write(d.join("f"), "").unwrap();
+        assert!(CreatedDir::create(&d.join("f")).is_err(), "a file is no directory");
+        assert_eq!(std::fs::read(d.join("f")).unwrap(), b"");
     }
 
     #[test]

@@ -1,5 +1,6 @@
-//! The temporary output files a signal unlinks: a fixed table of lock-free slots, each holding
-//! one file's absolute path as NUL-terminated bytes, written before the file is created.
+//! The temporary output files a signal unlinks, and the directories made for outputs it removes
+//! when they are empty: a fixed table of lock-free slots, each holding one path, absolute, as
+//! NUL-terminated bytes, written before the file or directory is created.
 //!
 //! A slot is FREE, CREATING (a thread is storing its path and creating the file), LIVE (the
 //! file may exist) or UNLINKING (the handler took it). Invariants:
@@ -19,7 +20,6 @@
 //!    between finds no file (unlink fails, harmlessly), never a file it was not told about.
 
 use std::cell::UnsafeCell;
-use std::fs::File;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -43,8 +43,19 @@ const UNLINKING: u8 = 3;
 const WAIT_ROUNDS: u32 = 20;
 const PAUSE_NS: libc::c_long = 100_000_000;
 
+/// What a slot's path names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A temporary file: unlinked.
+    File = 0,
+    /// A directory made for outputs: removed if empty, after the files.
+    Dir = 1,
+}
+
 struct Slot {
     state: AtomicU8,
+    /// A [`Kind`], written and read as the path is.
+    kind: AtomicU8,
     path: UnsafeCell<[u8; CAP]>,
 }
 
@@ -54,7 +65,11 @@ struct Slot {
 unsafe impl Sync for Slot {}
 
 #[allow(clippy::declare_interior_mutable_const)]
-const EMPTY: Slot = Slot { state: AtomicU8::new(FREE), path: UnsafeCell::new([0; CAP]) };
+const EMPTY: Slot = Slot {
+    state: AtomicU8::new(FREE),
+    kind: AtomicU8::new(Kind::File as u8),
+    path: UnsafeCell::new([0; CAP]),
+};
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 
 /// A registered temporary file: the handler unlinks it until [`Registered::release`].
@@ -63,11 +78,13 @@ pub(crate) struct Registered {
     slot: usize,
 }
 
-/// Stores `path` for the handler, then creates the file with `create` (invariants 1 and 3).
-pub(crate) fn register(
+/// Stores `path` for the handler, then creates the file or directory with `create`
+/// (invariants 1 and 3).
+pub(crate) fn register<T>(
     path: &Path,
-    create: impl FnOnce() -> io::Result<File>,
-) -> io::Result<(Registered, File)> {
+    kind: Kind,
+    create: impl FnOnce() -> io::Result<T>,
+) -> io::Result<(Registered, T)> {
     super::install();
     let absolute = std::path::absolute(path)?;
     let bytes = absolute.as_os_str().as_bytes();
@@ -91,6 +108,7 @@ pub(crate) fn register(
     let buf = unsafe { &mut *TABLE[slot].path.get() };
     buf[..bytes.len()].copy_from_slice(bytes);
     buf[bytes.len()] = 0;
+    TABLE[slot].kind.store(kind as u8, SeqCst);
     match create() {
         Ok(file) => {
             TABLE[slot].state.store(LIVE, SeqCst);
@@ -112,7 +130,8 @@ impl Registered {
 }
 
 /// Unlinks every registered file, after waiting for those other threads are creating
-/// (invariant 3). Only the first handler, after it has set the process ending.
+/// (invariant 3), then removes the registered directories left empty. Only the first handler,
+/// after it has set the process ending.
 pub(super) fn unlink_all() {
     for round in 0..=WAIT_ROUNDS {
         let mut waiting = false;
@@ -120,16 +139,32 @@ pub(super) fn unlink_all() {
             match s.state.compare_exchange(LIVE, UNLINKING, SeqCst, SeqCst) {
                 // SAFETY: unlink is async-signal-safe; the path is NUL-terminated (`register`
                 // wrote the NUL before LIVE) and no one writes it now (invariant 2).
-                Ok(_) => unsafe {
+                Ok(_) if s.kind.load(SeqCst) == Kind::File as u8 => unsafe {
                     libc::unlink(s.path.get().cast());
                 },
                 Err(CREATING) => waiting = true,
-                Err(_) => {}
+                _ => {}
             }
         }
         if !waiting || round == WAIT_ROUNDS {
             break;
         }
         super::pause(PAUSE_NS);
+    }
+    // Directories, the files gone: a parent empties once its child is removed, so again until
+    // no removal succeeds (each success removes one: this ends). A directory still holding
+    // something (a complete output, another's file) stays.
+    loop {
+        let mut removed = false;
+        for s in &TABLE {
+            if s.state.load(SeqCst) == UNLINKING && s.kind.load(SeqCst) == Kind::Dir as u8 {
+                // SAFETY: rmdir is async-signal-safe; the slot is this handler's (it moved it
+                // to UNLINKING above, invariant 2), its path NUL-terminated.
+                removed |= unsafe { libc::rmdir(s.path.get().cast()) } == 0;
+            }
+        }
+        if !removed {
+            break;
+        }
     }
 }

@@ -59,11 +59,7 @@ pub fn run(
 }
 
 /// Writes point `point` (else the default point) of the report to `path`.
-pub fn export(
-    report: &OptimizeReport,
-    point: Option<usize>,
-    path: &Path,
-) -> LabResult<ExportDesc> {
+pub fn export(report: &OptimizeReport, point: Option<usize>, path: &Path) -> LabResult<ExportDesc> {
     let k = point.or(report.default_point).ok_or_else(|| {
         LabError::usage(
             "no frontier point uses no more pages than classic (the layout is not classic's): \
