@@ -17,8 +17,8 @@
 //! written, open as `fd`) or REMOVING (one party is removing it). Invariants:
 //!
 //! 1. RESERVED and REMOVING slots belong to a thread that has the three signals blocked
-//!    ([`Blocked`](crate::interrupt::Blocked)) until it stores FREE or LIVE: the handler never runs on top of a half-made
-//!    or half-removed device on the same thread.
+//!    ([`Blocked`](crate::interrupt::Blocked)) until it stores FREE or LIVE: the handler never
+//!    runs on top of a half-made or half-removed device on the same thread.
 //! 2. A slot's `id`, `diskseq` and `fd` are written only while it is RESERVED, before the
 //!    SeqCst store of LIVE; the handler reads them only after its own SeqCst change of LIVE:
 //!    it never sees a half-registered slot.
@@ -87,8 +87,8 @@ pub(super) fn install(owner: Process) {
 }
 
 /// Takes a FREE slot RESERVED for a device about to be made. Refused when every slot is taken,
-/// or when the process is ending (invariant 5). The caller holds a [`crate::interrupt::Blocked`] until it calls
-/// [`publish`] or [`release`] (invariant 1).
+/// or when the process is ending (invariant 5). The caller holds a
+/// [`Blocked`](crate::interrupt::Blocked) until it calls [`publish`] or [`release`] (invariant 1).
 pub(super) fn reserve() -> Result<usize, &'static str> {
     let slot = (0..SLOTS)
         .find(|&i| TABLE[i].state.compare_exchange(FREE, RESERVED, SeqCst, SeqCst).is_ok())
