@@ -25,6 +25,8 @@
 //!   (`zsmalloc inspect`);
 //! - [`folios`]: large folios stored whole as the 2024 multi-page RFC does (`zsmalloc folios`);
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
+//! - [`atomic_file`]: every output file, whole or not at all; [`interrupt`]: the one
+//!   SIGINT/SIGTERM/SIGHUP handler, which removes partial outputs and live devices;
 //! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
 //! ```no_run
@@ -37,6 +39,7 @@
 //! assert_eq!(r.pages, 175111);
 //! ```
 
+pub mod atomic_file;
 pub mod block_table;
 pub mod classes;
 pub mod codec;
@@ -48,6 +51,7 @@ pub mod driver;
 pub mod error;
 pub mod folios;
 pub mod inspect;
+pub mod interrupt;
 pub mod kernel;
 pub mod memory;
 pub mod optimize;

@@ -4,7 +4,9 @@
 //!
 //! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
 //! output (one line on stderr); 1 a failure while running (e.g. an object that does not read
-//! back as written).
+//! back as written). SIGINT, SIGTERM and SIGHUP end the process by the signal itself (a shell
+//! sees 130, 143, 129) once unfinished outputs and zram devices are removed
+//! ([`zsmalloc_lab::interrupt`]).
 
 use clap::error::ErrorKind;
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
@@ -77,6 +79,8 @@ enum Cmd {
 }
 
 fn main() {
+    // Before anything is written: an interrupted command leaves no partial output.
+    zsmalloc_lab::interrupt::install();
     let code = match real_main() {
         Ok(()) => 0,
         Err(e) => {

@@ -63,7 +63,7 @@ pub fn run(a: ClassesArgs) -> LabResult<()> {
     }
     if let Some(path) = &a.export {
         let text = base.config.export_class_table().map_err(LabError::from)?;
-        std::fs::write(path, &text).map_err(|e| LabError::io("write", path, &e))?;
+        crate::atomic_file::write(path, text.as_bytes())?;
         let classes = zsmalloc_core::ClassTable::new(&base.config)?.spec().classes().len();
         return emit(&format!("{}: {classes} classes written to {}\n", base.label, path.display()));
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::emit;
+use crate::atomic_file::CreatedDir;
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::cost::corpus::Source;
@@ -158,16 +159,21 @@ pub fn run(a: FoliosArgs) -> LabResult<()> {
     if let Some(p) = &a.plot {
         report::check_writable("--plot", p)?;
     }
-    if let Some(dir) = &a.trace_dir {
-        std::fs::create_dir_all(dir).map_err(|e| {
+    // Made for the traces, it goes again if the run fails or is interrupted.
+    let made_dir = match &a.trace_dir {
+        Some(dir) => Some(CreatedDir::create(dir).map_err(|e| {
             LabError::usage(format!("--trace-dir {}: cannot create it: {e}", dir.display()))
-        })?;
-    }
+        })?),
+        None => None,
+    };
     let sink = ProgressSink::auto();
     let r = folios::run(&opts, &sink)?;
     sink.clear();
     if let Some(p) = &a.plot {
         plot::folios(p, &r)?;
+    }
+    if let Some(d) = made_dir {
+        d.keep();
     }
     emit(&r.render(format)?)
 }

@@ -49,7 +49,7 @@ pub fn write_manifest(dir: &Path) -> LabResult<()> {
         m.borrow().iter().map(|(k, o, b)| format!("{k}\t{o}\t{b}\n")).collect::<String>()
     });
     let p = dir.join("manifest.tsv");
-    std::fs::write(&p, text).map_err(|e| LabError::io("write", &p, &e))
+    crate::atomic_file::write(&p, text.as_bytes())
 }
 
 /// [`collected`] as callgrind names it (demangled; every instance of the generic has this
@@ -70,6 +70,7 @@ pub fn run_child(exe: &Path, args: &[String]) -> LabResult<HashMap<String, u64>>
     let dir = std::env::temp_dir().join(format!("zsmalloc-cost-cg-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| LabError::io("create", &dir, &e))?;
+    let _scratch = Scratch(&dir);
     let out = dir.join("cg.out");
     let status = Command::new("valgrind")
         .arg("--tool=callgrind")
@@ -95,9 +96,16 @@ pub fn run_child(exe: &Path, args: &[String]) -> LabResult<HashMap<String, u64>>
             last.into_iter().rev().collect::<Vec<_>>().join(" / ")
         )));
     }
-    let counts = read_dumps(&dir, &out)?;
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(counts)
+    read_dumps(&dir, &out)
+}
+
+/// callgrind's directory, removed however the run ends (a failed run's dumps included).
+struct Scratch<'a>(&'a Path);
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(self.0);
+    }
 }
 
 fn read_dumps(dir: &Path, out: &Path) -> LabResult<HashMap<String, u64>> {

@@ -39,15 +39,21 @@ pub fn run(opts: &FoliosOptions, sink: &ProgressSink) -> LabResult<FoliosReport>
     let total = opts.compressors.len() * opts.folio_sizes.len();
     bar.set_total(total as u64 * 4096);
     let mut rows = Vec::with_capacity(total);
+    // Put in place once every row has run: a run that fails or is interrupted leaves none.
+    let mut traces = Vec::new();
     for &c in &opts.compressors {
         let mut engine = Engine::new(c, opts.zstd_level)?;
         for &folio in &opts.folio_sizes {
-            let (row, timed) = one_row(opts, &corpus, c, &mut engine, folio)?;
+            let (row, timed, trace) = one_row(opts, &corpus, c, &mut engine, folio)?;
             time.fill_compress_seconds += row.fill_compress_seconds;
             time.timed_rounds_seconds += timed;
             rows.push(row);
+            traces.extend(trace);
             bar.tick(rows.len() as u64 * 4096);
         }
+    }
+    for t in traces {
+        t.finish()?;
     }
     bar.finish();
     time.cpu_seconds = Clock::now_ns().saturating_sub(cpu0) as f64 / 1e9;
@@ -73,14 +79,15 @@ pub fn trace_name(c: Compressor, folio: u32) -> String {
     format!("{}-{}K.trace", c.name(), folio / 1024)
 }
 
-/// One compressor at one folio size; also the CPU of its timed rounds.
+/// One compressor at one folio size; also the CPU of its timed rounds and its trace, written
+/// but not yet in place.
 fn one_row(
     opts: &FoliosOptions,
     corpus: &[u8],
     c: Compressor,
     engine: &mut Engine,
     folio: u32,
-) -> LabResult<(FolioRow, f64)> {
+) -> LabResult<(FolioRow, f64, Option<TraceWriter>)> {
     let mut config = opts.config.clone();
     config.multi_page_size = if folio > config.page_size { folio } else { 0 };
     let pool = Pool::new(config)?;
@@ -106,9 +113,6 @@ fn one_row(
         None => None,
     };
     let filled = fill_and_churn(&pool, corpus, &compressed, churn, trace.as_mut())?;
-    if let Some(t) = trace {
-        t.finish()?;
-    }
     let picked = sample(&filled.slots, folio as usize, opts.sample_bytes, opts.seed);
     let timed = Timed {
         pool: &pool,
@@ -144,5 +148,5 @@ fn one_row(
         writes,
         fill_compress_seconds: (compressed.seconds * 1e3).round() / 1e3,
     };
-    Ok((row, seconds))
+    Ok((row, seconds, trace))
 }

@@ -4,32 +4,9 @@
 //! SIGINT and SIGTERM end the loop cleanly between two reports: exit 0.
 
 use std::io::{IsTerminal, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{LabError, LabResult};
-
-/// Set by the handler; read by the loop.
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    // Async-signal-safe: one atomic store.
-    STOP.store(true, Ordering::SeqCst);
-}
-
-fn install() {
-    for sig in [libc::SIGINT, libc::SIGTERM] {
-        // SAFETY: an all-zero sigaction is a valid value (no flags, empty mask) before the
-        // handler is set; `on_signal` only stores to an atomic, which is async-signal-safe;
-        // the pointers passed point to live locals.
-        unsafe {
-            let mut sa: libc::sigaction = std::mem::zeroed();
-            sa.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
-            libc::sigemptyset(&mut sa.sa_mask);
-            libc::sigaction(sig, &sa, std::ptr::null_mut());
-        }
-    }
-}
 
 /// The interval of `--watch`: 0.1 s to a day.
 pub fn interval(seconds: f64) -> LabResult<Duration> {
@@ -59,10 +36,11 @@ pub fn watch(
     shape: Shape,
     mut report: impl FnMut() -> LabResult<String>,
 ) -> LabResult<()> {
-    install();
+    // SIGINT and SIGTERM stop the loop instead of the process (the shared handler).
+    let stop = crate::interrupt::StopRequests::new();
     let tty = std::io::stdout().is_terminal();
     let mut n = 0u64;
-    while !STOP.load(Ordering::SeqCst) && count.is_none_or(|c| n < c) {
+    while !stop.requested() && count.is_none_or(|c| n < c) {
         let start = Instant::now();
         let text = report()?;
         let text = match shape {
@@ -96,7 +74,7 @@ pub fn watch(
         if count.is_some_and(|c| n >= c) {
             break;
         }
-        while start.elapsed() < every && !STOP.load(Ordering::SeqCst) {
+        while start.elapsed() < every && !stop.requested() {
             std::thread::sleep((every - start.elapsed().min(every)).min(Duration::from_millis(50)));
         }
     }

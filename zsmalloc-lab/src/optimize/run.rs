@@ -2,7 +2,7 @@
 //! `--test` workload, the exported table. What it reports is printed and plotted by the
 //! command ([`crate::commands::optimize`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::generalize::test_on;
 use super::report::{ExportDesc, OptimizeReport};
@@ -59,11 +59,7 @@ pub fn run(
 }
 
 /// Writes point `point` (else the default point) of the report to `path`.
-pub fn export(
-    report: &OptimizeReport,
-    point: Option<usize>,
-    path: &PathBuf,
-) -> LabResult<ExportDesc> {
+pub fn export(report: &OptimizeReport, point: Option<usize>, path: &Path) -> LabResult<ExportDesc> {
     let k = point.or(report.default_point).ok_or_else(|| {
         LabError::usage(
             "no frontier point uses no more pages than classic (the layout is not classic's): \
@@ -72,6 +68,6 @@ pub fn export(
     })?;
     let p =
         report.point(k).ok_or_else(|| LabError::runtime(format!("point {k} was not reported")))?;
-    std::fs::write(path, report.file_text(p)?).map_err(|e| LabError::io("write", path, &e))?;
+    crate::atomic_file::write(path, report.file_text(p)?.as_bytes())?;
     Ok(ExportDesc { point: k, file: path.display().to_string() })
 }

@@ -1,11 +1,13 @@
 //! Draws a [`Figure`] as SVG: panels one under the other, each with its legend beside it, axes
 //! with readable ticks, the shared palette.
 
+use std::io::Write;
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use super::figure::{Figure, Panel, Style, GREY};
+use crate::atomic_file::AtomicFile;
 use crate::error::{LabError, LabResult};
 
 const WIDTH: u32 = 1200;
@@ -71,11 +73,24 @@ fn label(v: f64, int: bool, span: f64) -> String {
 /// Draws `fig` as an SVG file (named `.svg`: [`super::check_path`]).
 pub fn draw(path: &Path, fig: &Figure) -> LabResult<()> {
     super::check_path(path)?;
-    // Fail early and clearly when the file cannot be created.
-    std::fs::File::create(path).map_err(|e| LabError::io("write", path, &e))?;
+    // Fail early and clearly when the file cannot be written.
+    let out = AtomicFile::create(path)?;
+    let mut svg = String::new();
+    draw_into(&mut svg, path, fig)?;
+    write_svg(out, path, &svg)
+}
+
+/// Writes the drawn SVG: whole or not at all.
+fn write_svg(mut out: AtomicFile, path: &Path, svg: &str) -> LabResult<()> {
+    out.write_all(svg.as_bytes()).map_err(|e| LabError::io("write", path, &e))?;
+    out.commit()
+}
+
+/// Draws `fig` into `svg` (`path` names it in errors).
+fn draw_into(svg: &mut String, path: &Path, fig: &Figure) -> LabResult<()> {
     let head = 44 + 18 * fig.subtitle.len() as u32;
     let height = head + PANEL_HEIGHT * fig.panels.len().max(1) as u32;
-    let root = SVGBackend::new(path, (WIDTH, height)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
     let (top, body) = root.split_vertically(head);
     top.draw(&Text::new(fig.title.clone(), (14, 10), ("sans-serif", 20).into_font()))

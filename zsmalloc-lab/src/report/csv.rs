@@ -8,7 +8,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{LabError, LabResult};
+use crate::error::LabResult;
 use crate::result::permille_str;
 use crate::timeline::Sample;
 
@@ -140,9 +140,7 @@ pub fn write_timeline(path: &std::path::Path, runs: &[(&str, &[Sample])]) -> Lab
             );
         }
     }
-    std::fs::File::create(path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, out.as_bytes()))
-        .map_err(|e| LabError::io("write", path, &e))
+    crate::atomic_file::write(path, out.as_bytes())
 }
 
 #[cfg(test)]

@@ -119,17 +119,10 @@ pub fn json<T: Serialize + ?Sized>(value: &T) -> LabResult<String> {
 }
 
 /// Fails now, naming `flag`, if `path` cannot be written: outputs (`--plot`, `--timeline`,
-/// `--record`) are written after a run, which a bad path must not waste. A file that does not
-/// exist yet is created and removed again; an existing one is opened for appending, untouched.
+/// `--record`) are written after a run, which a bad path must not waste. Neither creates nor
+/// changes `path`: the output's temporary is made beside it and removed again
+/// ([`crate::atomic_file::check`]), so a refused or interrupted command leaves nothing.
 pub fn check_writable(flag: &str, path: &Path) -> LabResult<()> {
-    let existed = path.exists();
-    match std::fs::OpenOptions::new().append(true).create(true).open(path) {
-        Ok(_) => {
-            if !existed {
-                let _ = std::fs::remove_file(path);
-            }
-            Ok(())
-        }
-        Err(e) => Err(LabError::usage(format!("{flag}: {}", LabError::io("write", path, &e)))),
-    }
+    crate::atomic_file::check(path)
+        .map_err(|e| LabError::usage(format!("{flag}: {}", LabError::io("write", path, &e))))
 }

@@ -1,31 +1,26 @@
-//! Writing a trace: to a temporary file beside it, renamed at the end.
+//! Writing a trace: through the shared output sink ([`crate::atomic_file`]).
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::TraceOp;
+use crate::atomic_file::AtomicFile;
 use crate::error::{LabError, LabResult};
 
-/// Writes a trace file (`--record`, `kernel capture`, `kernel import`). The lines go to a
-/// temporary file beside the trace, renamed to it by [`TraceWriter::finish`]: a command that
-/// fails (or is interrupted) leaves no partial trace, and an existing file at the path is kept
-/// until the new one is complete.
+/// Writes a trace file (`--record`, `kernel capture`, `kernel import`, `folios --trace-dir`).
+/// The lines go to a temporary file beside the trace, renamed to it by [`TraceWriter::finish`]:
+/// a command that fails (or is interrupted) leaves no partial trace, and an existing file at
+/// the path is kept until the new one is complete.
 pub struct TraceWriter {
-    out: BufWriter<File>,
+    out: AtomicFile,
     path: PathBuf,
-    temp: PathBuf,
-    finished: bool,
 }
 
 impl TraceWriter {
     /// Creates the temporary file for `path` and writes the header comments.
     pub fn create(path: &Path, header: &[String]) -> LabResult<Self> {
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let temp = path.with_file_name(format!(".{name}.{}.partial", std::process::id()));
-        let file = File::create(&temp).map_err(|e| LabError::io("write", path, &e))?;
-        let out = BufWriter::with_capacity(1 << 16, file);
-        let mut w = TraceWriter { out, path: path.into(), temp, finished: false };
+        let out = AtomicFile::create(path)?;
+        let mut w = TraceWriter { out, path: path.into() };
         w.raw_line(
             "# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact",
         )?;
@@ -50,21 +45,9 @@ impl TraceWriter {
         r.map_err(|e| LabError::io("write", &self.path, &e))
     }
 
-    /// Writes what is buffered and puts the trace at its path.
-    pub fn finish(mut self) -> LabResult<()> {
-        self.out.flush().map_err(|e| LabError::io("write", &self.path, &e))?;
-        std::fs::rename(&self.temp, &self.path)
-            .map_err(|e| LabError::io("write", &self.path, &e))?;
-        self.finished = true;
-        Ok(())
-    }
-}
-
-impl Drop for TraceWriter {
-    /// A trace that was not finished is removed.
-    fn drop(&mut self) {
-        if !self.finished {
-            let _ = std::fs::remove_file(&self.temp);
-        }
+    /// Writes what is buffered and puts the trace at its path. A writer dropped without it
+    /// leaves nothing.
+    pub fn finish(self) -> LabResult<()> {
+        self.out.commit()
     }
 }

@@ -21,8 +21,9 @@ use super::control::{self, Removal};
 use super::identity::{Identity, Process};
 use super::record::{self, Record, RECORD_DIR};
 use super::removal;
-use super::signals::{self, Blocked};
+use super::signals;
 use crate::error::{LabError, LabResult};
+use crate::interrupt::Blocked;
 use crate::kernel::host::{self, ZRAM_CONTROL};
 
 /// A device this process made and holds open, removed when the lease ends.
@@ -50,7 +51,7 @@ impl Lease {
                  later do), so a device could not be recorded"
             )));
         }
-        record::prepare_dir(&owner)?;
+        record::prepare_dir()?;
         signals::install(owner.process);
         // Invariant 1 of `signals`: blocked from before the slot is RESERVED until it is LIVE
         // or FREE again.

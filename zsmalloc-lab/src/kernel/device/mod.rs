@@ -10,7 +10,8 @@
 //! 2. `control`: `hot_add`, and `hot_remove` (its one writer, async-signal-safe);
 //! 3. [`record`]: what is written about a device, and where;
 //! 4. `removal`: a recorded device's removal, record included, the same on every path;
-//! 5. `signals`: the SIGINT/SIGTERM/SIGHUP handler and its table of live devices;
+//! 5. `signals`: the device part of the SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`])
+//!    and its table of live devices;
 //! 6. `lifetime` (a device from `hot_add` to `hot_remove`) and [`sweep`] (an ended run's device,
 //!    at the next start);
 //! 7. this file: the device's use (configuration, pages, `mm_stat`) over a `lifetime::Lease`.
@@ -26,6 +27,8 @@ pub mod record;
 mod removal;
 mod signals;
 pub mod sweep;
+
+pub(crate) use signals::remove_on_signal;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;

@@ -16,10 +16,12 @@
 //!
 //! A copy whose process has ended is a record again for the sweep.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use super::cpath::CPath;
 use super::identity::{self, Identity, Process};
+use crate::atomic_file::AtomicFile;
 use crate::error::{LabError, LabResult};
 
 /// Where records live (a tmpfs: gone with the boot, as the devices are).
@@ -83,15 +85,16 @@ impl Record {
         (rec.id == id).then_some(rec)
     }
 
-    /// Writes the record as `zram<id>`, through its `.new` copy.
+    /// Writes the record as `zram<id>`, through its `.new` copy: the shared output sink with
+    /// this module's name for the copy, which a later start reads if a SIGKILL leaves it (so
+    /// the signal handler does not unlink it: the device's removal deletes the record).
     pub(super) fn write(&self) -> LabResult<()> {
         let copy = cpath_to_path(&copy_cpath(self.id, self.owner(), Tag::New));
         let path = record_path(self.id);
-        std::fs::write(&copy, self.to_text()).map_err(|e| LabError::io("write", &copy, &e))?;
-        std::fs::rename(&copy, &path).map_err(|e| {
-            let _ = std::fs::remove_file(&copy);
-            LabError::io("write", &path, &e)
-        })
+        let mut f =
+            AtomicFile::with_copy(&path, &copy).map_err(|e| LabError::io("write", &copy, &e))?;
+        f.write_all(self.to_text().as_bytes()).map_err(|e| LabError::io("write", &copy, &e))?;
+        f.commit_io().map_err(|e| LabError::io("write", &path, &e))
     }
 }
 
@@ -181,13 +184,12 @@ pub(super) fn cpath_to_path(p: &CPath) -> PathBuf {
 
 /// Makes [`RECORD_DIR`] and checks a file can be written there, before any device is made: a
 /// device whose record cannot be written is not made.
-pub(super) fn prepare_dir(owner: &Identity) -> LabResult<()> {
+pub(super) fn prepare_dir() -> LabResult<()> {
     let dir = Path::new(RECORD_DIR);
     std::fs::create_dir_all(dir).map_err(|e| refuse(dir, &e))?;
-    let probe = dir.join(format!(".probe.{}", owner.process.pid));
-    std::fs::write(&probe, owner.boot.as_bytes()).map_err(|e| refuse(&probe, &e))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    // A temporary made and removed: nothing is left there, even on a signal.
+    let probe = dir.join("probe");
+    crate::atomic_file::check(&probe).map_err(|e| refuse(dir, &e))
 }
 
 fn refuse(path: &Path, e: &std::io::Error) -> LabError {

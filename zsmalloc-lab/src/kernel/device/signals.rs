@@ -1,22 +1,24 @@
-//! SIGINT, SIGTERM and SIGHUP remove the process's live devices before it ends.
+//! SIGINT, SIGTERM and SIGHUP remove the process's live devices before it ends: this is the
+//! device part of the one handler every command shares ([`crate::interrupt`], which owns the
+//! `sigaction`, cleans up its other outputs first, and then calls [`remove_on_signal`]).
 //!
 //! The handler knows the devices through a fixed table of lock-free slots, and makes only
 //! async-signal-safe calls: for each live device it moves the device's descriptor out of the way
 //! (`dup2` of `/dev/null` over it: the number stays taken, so no later `open` reuses it under
 //! another thread's feet), then removes the device as every path does
-//! ([`removal::remove_recorded`]: the record is deleted only if the device is gone). Then it
-//! re-raises the signal with its default action, so the process ends as it would have (a shell
-//! sees "interrupted"). A device still open in another process after every try keeps its
-//! record, and the handler says so on stderr: a later start removes it once it is closed. A
-//! SIGKILL cannot be caught: the record covers it too. In a child this process forked and that
-//! has not yet run `exec`, the handler touches nothing: the table there is its parent's.
+//! ([`removal::remove_recorded`]: the record is deleted only if the device is gone). Then
+//! [`crate::interrupt`] re-raises the signal with its default action, so the process ends as it
+//! would have (a shell sees "interrupted"). A device still open in another process after every
+//! try keeps its record, and the handler says so on stderr: a later start removes it once it is
+//! closed. A SIGKILL cannot be caught: the record covers it too. In a child this process forked
+//! and that has not yet run `exec`, the handler touches nothing: the table there is its parent's.
 //!
 //! A slot is FREE, RESERVED (a thread is making a device for it), LIVE (a device with its record
 //! written, open as `fd`) or REMOVING (one party is removing it). Invariants:
 //!
 //! 1. RESERVED and REMOVING slots belong to a thread that has the three signals blocked
-//!    ([`Blocked`]) until it stores FREE or LIVE: the handler never runs on top of a half-made
-//!    or half-removed device on the same thread.
+//!    ([`Blocked`](crate::interrupt::Blocked)) until it stores FREE or LIVE: the handler never
+//!    runs on top of a half-made or half-removed device on the same thread.
 //! 2. A slot's `id`, `diskseq` and `fd` are written only while it is RESERVED, before the
 //!    SeqCst store of LIVE; the handler reads them only after its own SeqCst change of LIVE:
 //!    it never sees a half-registered slot.
@@ -51,8 +53,6 @@ const REMOVING: u8 = 3;
 /// RESERVED or REMOVING; longer than a normal removal's tries.
 const WAIT_ROUNDS: u32 = 30;
 
-const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
-
 struct Slot {
     state: AtomicU8,
     id: AtomicU32,
@@ -69,38 +69,26 @@ const EMPTY: Slot = Slot {
     fd: AtomicI32::new(-1),
 };
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
-/// Set by the first handler (invariant 5).
+/// Set by the handler before it scans (invariant 5).
 static DYING: AtomicBool = AtomicBool::new(false);
 /// The process that owns the devices (their records name it), for the handler's copies.
 static OWNER_PID: AtomicU32 = AtomicU32::new(0);
 static OWNER_START: AtomicU64 = AtomicU64::new(0);
 static INSTALL: Once = Once::new();
 
-/// Installs the handler for `owner`, this process (once; before any slot is taken).
+/// Names `owner`, this process, as the devices' owner and installs the shared handler (once;
+/// before any slot is taken).
 pub(super) fn install(owner: Process) {
     INSTALL.call_once(|| {
         OWNER_PID.store(owner.pid, SeqCst);
         OWNER_START.store(owner.start, SeqCst);
-        for s in SIGNALS {
-            // SAFETY: `on_signal` is an `extern "C" fn(c_int)` that only makes async-signal-safe
-            // calls; sigaction copies the struct, zeroed then filled (empty flags: a plain
-            // handler). The mask holds all three signals: one handler at a time per thread.
-            unsafe {
-                let mut act: libc::sigaction = std::mem::zeroed();
-                act.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut act.sa_mask);
-                for m in SIGNALS {
-                    libc::sigaddset(&mut act.sa_mask, m);
-                }
-                libc::sigaction(s, &act, std::ptr::null_mut());
-            }
-        }
     });
+    crate::interrupt::install();
 }
 
 /// Takes a FREE slot RESERVED for a device about to be made. Refused when every slot is taken,
-/// or when the process is ending (invariant 5). The caller holds a [`Blocked`] until it calls
-/// [`publish`] or [`release`] (invariant 1).
+/// or when the process is ending (invariant 5). The caller holds a
+/// [`Blocked`](crate::interrupt::Blocked) until it calls [`publish`] or [`release`] (invariant 1).
 pub(super) fn reserve() -> Result<usize, &'static str> {
     let slot = (0..SLOTS)
         .find(|&i| TABLE[i].state.compare_exchange(FREE, RESERVED, SeqCst, SeqCst).is_ok())
@@ -143,42 +131,6 @@ pub(super) fn release(slot: usize) {
     s.state.store(FREE, SeqCst);
 }
 
-/// Blocks SIGINT, SIGTERM and SIGHUP on the calling thread while the guard lives, then delivers
-/// what arrived meanwhile. Only this thread: other threads may take the signal, and the slot
-/// states (module documentation) make that correct.
-pub(super) struct Blocked {
-    old: libc::sigset_t,
-    /// Not `Send`: the mask is restored on the thread that set it.
-    _thread: std::marker::PhantomData<*const ()>,
-}
-
-impl Blocked {
-    pub(super) fn new() -> Blocked {
-        // SAFETY: sigset_t is plain data, zeroed then set by sigemptyset before use; the calls
-        // only write the sets passed by pointer, both alive on this stack.
-        unsafe {
-            let mut set: libc::sigset_t = std::mem::zeroed();
-            let mut old: libc::sigset_t = std::mem::zeroed();
-            libc::sigemptyset(&mut set);
-            for s in SIGNALS {
-                libc::sigaddset(&mut set, s);
-            }
-            libc::pthread_sigmask(libc::SIG_BLOCK, &set, &mut old);
-            Blocked { old, _thread: std::marker::PhantomData }
-        }
-    }
-}
-
-impl Drop for Blocked {
-    fn drop(&mut self) {
-        // SAFETY: restores the mask `new` saved, on the thread that saved it (the guard is not
-        // `Send`); the set is alive in `self` for the call.
-        unsafe {
-            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
-        }
-    }
-}
-
 /// Removes the device of `s`, which this handler has taken from LIVE (invariant 3).
 fn remove_slot(s: &Slot, owner: Process) {
     let fd = s.fd.swap(-1, SeqCst);
@@ -210,29 +162,20 @@ fn remove_slot(s: &Slot, owner: Process) {
     }
 }
 
-extern "C" fn on_signal(sig: libc::c_int) {
+/// Removes every live device: the device part of [`crate::interrupt`]'s handler, run once, by
+/// the first handler, on the thread that took the signal. Async-signal-safe.
+pub(crate) fn remove_on_signal() {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
-    // A child forked by this process, signalled before its exec, owns none of the devices: the
-    // table is a copy of its parent's.
-    if pid == OWNER_PID.load(SeqCst) {
-        // A second signal (maybe on another thread) returns at once: the first handler ends
-        // the process as soon as its devices are removed.
-        if DYING.swap(true, SeqCst) {
-            return;
-        }
-        remove_all();
+    // No device made yet (or a forked child's copy of the table): nothing of this process's.
+    if pid != OWNER_PID.load(SeqCst) || DYING.swap(true, SeqCst) {
+        return;
     }
-    // SAFETY: signal and raise are async-signal-safe; the signal stays blocked until this
-    // handler returns, and then its default action ends the process as it would have.
-    unsafe {
-        libc::signal(sig, libc::SIG_DFL);
-        libc::raise(sig);
-    }
+    remove_all();
 }
 
 /// Removes every live device, after waiting for those other threads are making or removing
-/// (invariant 4). Only the first handler, after it has set DYING (invariant 5).
+/// (invariant 4). Only once, after DYING is set (invariant 5).
 fn remove_all() {
     let owner = Process { pid: OWNER_PID.load(SeqCst), start: OWNER_START.load(SeqCst) };
     for round in 0..=WAIT_ROUNDS {
