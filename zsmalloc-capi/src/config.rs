@@ -419,6 +419,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_struct_sizes_accepted_end_on_its_field_boundaries() {
+        assert!(crate::sized::fields_cover::<zs_pool_config>());
+        let boundaries = crate::sized::boundaries::<zs_pool_config>();
+        assert_eq!(boundaries, [32, 36, 40, 44, 48, 56, 64, 68, 72]);
+        let err = crate::sized::check::<zs_pool_config>(false, 66).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "invalid argument: struct zs_pool_config size 66 ends inside multi_page_size (bytes \
+             64..68): the size of a struct of some ABI version ends on a field boundary, one of \
+             32, 36, 40, 44, 48, 56, 64, 68, 72, or is a larger multiple of 8 up to 4096"
+        );
+        let err = crate::sized::check::<zs_pool_config>(false, 77).unwrap_err().to_string();
+        assert!(err.contains("size 77 is above 72 and not a multiple of 8"), "{err}");
+        assert!(crate::sized::check::<zs_pool_config>(false, 80).is_ok());
+    }
+
+    #[test]
     fn codes_round_trip() {
         for code in [ZS_CHAIN_CLASSIC, ZS_CHAIN_HEURISTIC, ZS_CHAIN_FIXED_BASE + 4] {
             assert_eq!(policy_code(&policy_from_code(code).unwrap()).unwrap(), code);

@@ -248,3 +248,14 @@ pub(crate) unsafe fn class_stats(
     unsafe { write_out(out, size, &row.into()) }?;
     Ok(0)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_struct_sizes_accepted_end_on_their_field_boundaries() {
+        assert_eq!(crate::sized::boundaries::<zs_pool_stats>(), [96, 104]);
+        assert_eq!(crate::sized::boundaries::<zs_class_stats>(), [176, 184, 192, 200, 204, 208]);
+    }
+}

@@ -8,8 +8,10 @@
 //! 1. unlinks every temporary output file registered ([`temps`]: the partial files of
 //!    [`crate::atomic_file`]), so an interrupted command leaves no partial output and an
 //!    existing output untouched;
-//! 2. removes the process's live zram devices (`kernel::device`'s part, which keeps its own
-//!    invariants: its module documentation);
+//! 2. runs the cleanups other modules registered with [`on_signal_also`] — the removal of the
+//!    process's live zram devices (`kernel::device`'s part, which keeps its own invariants: its
+//!    module documentation). Registered, not called by name, so that this module, which every
+//!    output file uses, depends on none of them;
 //! 3. re-raises the signal with its default action: the process ends "killed by SIGINT"
 //!    (a shell shows status 130; SIGTERM 143, SIGHUP 129).
 //!
@@ -40,6 +42,24 @@ static STOP_GUARDS: AtomicUsize = AtomicUsize::new(0);
 /// A SIGINT or SIGTERM arrived while a [`StopRequests`] lived.
 static STOP_REQUESTED: AtomicBool = AtomicBool::new(false);
 static INSTALL: Once = Once::new();
+
+/// Cleanups the handler runs after the temporaries, as `fn()` addresses (0: none).
+static CLEANUPS: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+/// Installs the handler and has it run `cleanup` too (once per function; at most four). The
+/// function must make only async-signal-safe calls.
+pub(crate) fn on_signal_also(cleanup: fn()) {
+    install();
+    let addr = cleanup as usize;
+    for slot in &CLEANUPS {
+        match slot.compare_exchange(0, addr, SeqCst, SeqCst) {
+            Ok(_) => return,
+            Err(existing) if existing == addr => return,
+            Err(_) => continue,
+        }
+    }
+    unreachable!("more than four cleanups registered for signals");
+}
 
 /// Installs the handler for SIGINT, SIGTERM and SIGHUP (once per process; later calls return).
 pub fn install() {
@@ -85,7 +105,15 @@ extern "C" fn on_signal(sig: libc::c_int) {
             return;
         }
         temps::unlink_all();
-        crate::kernel::device::remove_on_signal();
+        for slot in &CLEANUPS {
+            let addr = slot.load(SeqCst);
+            if addr != 0 {
+                // SAFETY: every non-zero slot holds the address of a `fn()` stored by
+                // `on_signal_also`, whose callers promise it is async-signal-safe.
+                let cleanup: fn() = unsafe { std::mem::transmute::<usize, fn()>(addr) };
+                cleanup();
+            }
+        }
     }
     // SAFETY: signal and raise are async-signal-safe; the signal stays blocked until this
     // handler returns, and then its default action ends the process as it would have.

@@ -28,7 +28,6 @@ mod removal;
 mod signals;
 pub mod sweep;
 
-pub(crate) use signals::remove_on_signal;
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;

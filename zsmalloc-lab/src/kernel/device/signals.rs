@@ -83,7 +83,7 @@ pub(super) fn install(owner: Process) {
         OWNER_PID.store(owner.pid, SeqCst);
         OWNER_START.store(owner.start, SeqCst);
     });
-    crate::interrupt::install();
+    crate::interrupt::on_signal_also(remove_on_signal);
 }
 
 /// Takes a FREE slot RESERVED for a device about to be made. Refused when every slot is taken,
@@ -164,7 +164,7 @@ fn remove_slot(s: &Slot, owner: Process) {
 
 /// Removes every live device: the device part of [`crate::interrupt`]'s handler, run once, by
 /// the first handler, on the thread that took the signal. Async-signal-safe.
-pub(crate) fn remove_on_signal() {
+fn remove_on_signal() {
     // SAFETY: getpid is async-signal-safe and has no preconditions.
     let pid = unsafe { libc::getpid() } as u32;
     // No device made yet (or a forked child's copy of the table): nothing of this process's.
