@@ -72,7 +72,6 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
             y_desc: "ns per read".into(),
             series,
             int_x: true,
-            from_zero: true,
             ..Default::default()
         });
     }
@@ -155,7 +154,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
         r.environment.backing,
         r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
     ));
-    draw(path, &Figure { title: format!("cost of reads: {corpus}"), subtitle, panels })
+    draw(path, &Figure { title: format!("cost of reads: {corpus}"), subtitle, panels, columns: 1 })
 }
 
 /// The class sizes of `c`'s table (zsmalloc), to tell where classes without objects lie;

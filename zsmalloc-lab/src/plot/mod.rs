@@ -22,12 +22,14 @@
 //! against read CPU time) is a new module whose function builds panels, e.g. with
 //! [`pareto_panel`].
 
+mod axes;
 mod block_table;
 mod classes;
 mod cost;
 pub mod draw;
 pub mod figure;
 mod folios;
+pub mod labels;
 mod optimize;
 mod pareto;
 mod runs;
@@ -37,7 +39,7 @@ pub use block_table::block_table;
 pub use classes::classes;
 pub use cost::cost;
 pub use draw::draw;
-pub use figure::{steps, Figure, Panel, Series, Style, GREY};
+pub use figure::{spans, steps, Figure, Panel, Series, Style, YStart, GREY};
 pub use folios::folios;
 pub use optimize::optimize;
 pub use pareto::{pareto_panel, ParetoPoint};

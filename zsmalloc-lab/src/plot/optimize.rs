@@ -70,6 +70,7 @@ fn figure(report: &OptimizeReport) -> Figure {
             panel("pages at the end", &|p| p.pages),
             panel("pages at the peak", &|p| p.pages_peak),
         ],
+        columns: 1,
     }
 }
 

@@ -1,6 +1,6 @@
 //! Pareto panels: two costs to minimise, the front drawn and its points filled.
 
-use super::figure::{Panel, Series, Style, GREY};
+use super::figure::{Panel, Series, Style, YStart, GREY};
 
 /// A point of a Pareto panel: its label, its group (one colour each), its two costs and the
 /// spread of the second (`y_lo..=y_hi`, both `y` when it has none).
@@ -85,6 +85,8 @@ pub fn pareto_panel(title: &str, x_desc: &str, y_desc: &str, points: &[ParetoPoi
         series,
         int_x: true,
         int_y: true,
+        // The trade-off between close points is what the panel is for.
+        y_start: YStart::Data("a Pareto plot's axes fit its points, x too".into()),
         ..Default::default()
     }
 }
