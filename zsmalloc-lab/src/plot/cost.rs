@@ -113,10 +113,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
                 })
                 .collect();
             let mut p = pareto_panel(
-                &format!(
-                    "{comp}, {mode}: pages against CPU per read (Pareto; whiskers: min..max over \
-                     rounds, overlapping times count as equal)"
-                ),
+                &format!("{comp}, {mode}: pages against CPU per read (Pareto)"),
                 "pages",
                 "ns per read (section + decompress)",
                 &points,
@@ -145,7 +142,8 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
     let mut subtitle: Vec<String> =
         configs.chunks(2).map(|c| format!("configurations: {}", c.join("; "))).collect();
     subtitle.push(format!(
-        "{}, medians; backing {}; load average {}; classes below huge_class_size",
+        "{}, medians; backing {}; load average {}; classes below huge_class_size; Pareto \
+         whiskers: min..max over rounds, overlapping times count as equal",
         if r.environment.rounds == 1 {
             "1 round".to_string()
         } else {

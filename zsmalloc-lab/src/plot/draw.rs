@@ -7,10 +7,11 @@ use std::path::Path;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::axes::{axes, label, tick_step, ticks, Y_TICKS};
-use super::figure::{Figure, Panel, Style, GREY};
-use super::labels::{place_labels, rect, LabelBox, LABEL_CHAR_WIDTH};
+use super::figure::{wrap, Figure, Panel, Style, GREY};
+use super::labels::{leader, place_labels, LabelBox, LABEL_CHAR_WIDTH};
 use crate::error::{LabError, LabResult};
 
 const WIDTH: u32 = 1200;
@@ -153,9 +154,19 @@ fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
         Some(note) => format!("{} ({note})", p.title),
         None => p.title.clone(),
     };
+    // The caption in as many lines as it needs, rather than run off the picture.
+    let font_size = if grid { 14 } else { 16 };
+    let lines = wrap(&caption, (plot_width * 2 / font_size).max(20) as usize);
+    let line_height = font_size as i32 + 4;
+    let caption_font = TextStyle::from(("sans-serif", font_size).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, line) in lines.iter().enumerate() {
+        let at = (plot_width as i32 / 2, 6 + line_height * i as i32);
+        plot_area.draw(&Text::new(line.clone(), at, caption_font.clone()))?;
+    }
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(caption, ("sans-serif", if grid { 14 } else { 16 }))
         .margin(10)
+        .margin_top(12 + line_height * lines.len() as i32)
         .x_label_area_size(40)
         .y_label_area_size(if grid { 70 } else { 86 })
         .build_cartesian_2d(Ticked::new(x0..x1, x_ticks), Ticked::new(y0..y1, y_ticks))?;
@@ -248,12 +259,8 @@ fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
         let element = EmptyElement::at(*pt) + Text::new((*text).clone(), (pl.dx, pl.dy), font);
         chart.draw_series(std::iter::once(element))?;
         if pl.leader {
-            // From the marker's edge to the label box's nearest point.
-            let r = rect(b, &pl);
-            let (ex, ey) = ((b.x).clamp(r.0, r.2) - b.x, (b.y).clamp(r.1, r.3) - b.y);
-            let len = f64::from(ex * ex + ey * ey).sqrt().max(1.0);
-            let start = ((f64::from(ex) * 6.0 / len) as i32, (f64::from(ey) * 6.0 / len) as i32);
-            let line = PathElement::new(vec![start, (ex, ey)], RGBColor(40, 40, 40));
+            let (from, to) = leader(b, &pl);
+            let line = PathElement::new(vec![from, to], RGBColor(40, 40, 40));
             chart.draw_series(std::iter::once(EmptyElement::at(*pt) + line))?;
         }
     }

@@ -121,3 +121,28 @@ pub fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 pub fn spans(spans: &[(f64, f64, f64)]) -> Vec<(f64, f64)> {
     spans.iter().flat_map(|&(from, to, y)| [(from, y), (to, y)]).collect()
 }
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_lines_break_at_spaces() {
+        assert_eq!(super::wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(super::wrap("abcdefg h", 3), ["abcdefg", "h"]);
+        assert_eq!(super::wrap("short", 80), ["short"]);
+    }
+}

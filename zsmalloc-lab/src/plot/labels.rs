@@ -41,6 +41,25 @@ pub fn intersect(a: Rect, b: Rect) -> bool {
     !(a.2 <= b.0 || b.2 <= a.0 || a.3 <= b.1 || b.3 <= a.1)
 }
 
+/// A leader line's ends, as offsets from its point: from the marker's edge to the label's
+/// nearest point.
+pub fn leader(p: &LabelBox, pl: &Placement) -> ((i32, i32), (i32, i32)) {
+    let r = rect(p, pl);
+    let (ex, ey) = (p.x.clamp(r.0, r.2) - p.x, p.y.clamp(r.1, r.3) - p.y);
+    let len = f64::from(ex * ex + ey * ey).sqrt().max(1.0);
+    let from = (f64::from(ex) * 6.0 / len, f64::from(ey) * 6.0 / len);
+    ((from.0 as i32, from.1 as i32), (ex, ey))
+}
+
+/// The line from `a` to `b` (pixels) passes through `r`.
+fn crosses((a, b): ((i32, i32), (i32, i32)), r: Rect) -> bool {
+    let steps = (a.0 - b.0).abs().max((a.1 - b.1).abs()).max(1);
+    (0..=steps).any(|k| {
+        let (x, y) = (a.0 + (b.0 - a.0) * k / steps, a.1 + (b.1 - a.1) * k / steps);
+        x > r.0 && x < r.2 && y > r.1 && y < r.3
+    })
+}
+
 /// Where each label goes (`None`: nowhere free, the label is left out and the caller lists it
 /// elsewhere). A label never covers another label nor leaves `area` (left, top, right,
 /// bottom: the plot's pixels). The places tried, in order: right of the point and level with
@@ -51,6 +70,7 @@ pub fn intersect(a: Rect, b: Rect) -> bool {
 /// own point, and nearer it than any other, wherever there is room.
 pub fn place_labels(points: &[LabelBox], area: Rect) -> Vec<Option<Placement>> {
     let mut placed: Vec<Rect> = Vec::new();
+    let mut lines: Vec<((i32, i32), (i32, i32))> = Vec::new();
     let mut out = Vec::with_capacity(points.len());
     let half = LABEL_HEIGHT / 2;
     for (i, p) in points.iter().enumerate() {
@@ -90,10 +110,19 @@ pub fn place_labels(points: &[LabelBox], area: Rect) -> Vec<Option<Placement>> {
             };
             points.iter().enumerate().filter(|&jq| hit(jq)).count()
         };
+        // Inside the area, on no label, and neither on a leader line nor (with its own) across
+        // a label.
         let free = |pl: &Placement| {
             let r = rect(p, pl);
             let inside = r.0 >= area.0 && r.1 >= area.1 && r.2 <= area.2 && r.3 <= area.3;
-            inside && !placed.iter().any(|&b| intersect(r, b))
+            let own = pl.leader.then(|| {
+                let (a, b) = leader(p, pl);
+                ((p.x + a.0, p.y + a.1), (p.x + b.0, p.y + b.1))
+            });
+            inside
+                && !placed.iter().any(|&b| intersect(r, b))
+                && !lines.iter().any(|&l| crosses(l, r))
+                && !own.is_some_and(|l| placed.iter().any(|&b| crosses(l, b)))
         };
         let mut best: Option<(usize, Placement)> = None;
         for pl in near.into_iter().chain(rings).filter(|pl| free(pl)) {
@@ -108,6 +137,10 @@ pub fn place_labels(points: &[LabelBox], area: Rect) -> Vec<Option<Placement>> {
         let chosen = best.map(|(_, pl)| pl);
         if let Some(pl) = &chosen {
             placed.push(rect(p, pl));
+            if pl.leader {
+                let (a, b) = leader(p, pl);
+                lines.push(((p.x + a.0, p.y + a.1), (p.x + b.0, p.y + b.1)));
+            }
         }
         out.push(chosen);
     }
@@ -126,6 +159,16 @@ mod tests {
     }
 
     fn assert_apart(pts: &[LabelBox], out: &[Option<Placement>]) {
+        for (i, (p, o)) in pts.iter().zip(out).enumerate() {
+            let Some(o) = o.filter(|o| o.leader) else { continue };
+            let (a, b) = leader(p, &o);
+            let line = ((p.x + a.0, p.y + a.1), (p.x + b.0, p.y + b.1));
+            for (j, (q, other)) in pts.iter().zip(out).enumerate() {
+                if let Some(other) = other.filter(|_| j != i) {
+                    assert!(!crosses(line, rect(q, &other)), "{i}'s leader crosses label {j}");
+                }
+            }
+        }
         let rects: Vec<(usize, Rect)> = pts
             .iter()
             .zip(out)
