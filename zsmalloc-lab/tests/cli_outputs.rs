@@ -27,7 +27,11 @@ fn plots_are_real_svg() {
     assert!(text.trim_end().ends_with("</svg>"));
     assert!(text.len() > 10_000, "an SVG of {} bytes", text.len());
     assert!(text.matches("<polyline").count() + text.matches("<path").count() >= 3);
-    for caption in ["pages per class", "slack per class", "spanning reads per class"] {
+    for caption in [
+        "pages per 100 B of object size",
+        "slack (pages minus stored bytes) per 100 B",
+        "spanning reads per 100 B",
+    ] {
         assert!(text.contains(caption), "{caption}");
     }
     let sweep = scratch("sweep.svg");

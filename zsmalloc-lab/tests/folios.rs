@@ -6,7 +6,7 @@ use serde_json::Value;
 
 mod common;
 
-use common::{json, ok, s, scratch, usage_error};
+use common::{json, ok, s, scratch, svg_texts, usage_error};
 
 /// A small, fast run.
 const SMALL: [&str; 8] =
@@ -158,9 +158,28 @@ fn table_csv_and_plot() {
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.len() == head.len() && r.iter().all(|c| !c.is_empty())));
     let svg = scratch("folios.svg");
-    small("json", &["--compressor", "lz4,zstd", "--plot", s(&svg)]);
+    small("json", &["--compressor", "lz4,zstd", "--folio-sizes", "4K,8K,16K", "--plot", s(&svg)]);
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.contains("<svg") && text.contains("swap-in CPU"), "plot");
+    // Each panel: its caption, axis names, then its y ticks from the bottom: the pages axes
+    // start at 0 as the CPU axes do; the x ticks are the folio sizes, nothing between them.
+    let texts = svg_texts(&text);
+    let captions: Vec<usize> = (0..texts.len())
+        .filter(|&i| texts[i].starts_with("pool pages") || texts[i].starts_with("swap-"))
+        .collect();
+    assert_eq!(captions.len(), 5, "{texts:?}");
+    assert!(texts.iter().all(|t| !t.is_empty()), "a tick without its label: {texts:?}");
+    for &c in &captions {
+        let first_tick =
+            texts[c..].iter().find(|t| t.chars().all(|ch| ch.is_ascii_digit() || ch == ','));
+        assert_eq!(first_tick.map(String::as_str), Some("0"), "{}: y axis from 0", texts[c]);
+        let end = captions.iter().find(|&&n| n > c).copied().unwrap_or(texts.len());
+        let x_ticks: Vec<&String> = texts[c..end]
+            .iter()
+            .filter(|t| t.strip_suffix('K').is_some_and(|n| n.parse::<u32>().is_ok()))
+            .collect();
+        assert_eq!(x_ticks, ["4K", "8K", "16K"], "{}", texts[c]);
+    }
 }
 
 /// A class of the multi band: size, index, chain, objects per zspage, order.

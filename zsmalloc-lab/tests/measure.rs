@@ -6,6 +6,10 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
+use common::svg_texts;
+
 fn ok(args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_zsmalloc")).args(args).output().expect("run");
     assert!(
@@ -178,14 +182,14 @@ fn csv_columns_match_json() {
 fn pictures_have_their_panels() {
     let cmp = scratch("cmp.svg");
     ok(&["compare", "--no-time", "--plot", s(&cmp), "kernel-test", "-n", "30"]);
-    let text = std::fs::read_to_string(&cmp).unwrap();
+    let text = svg_texts(&std::fs::read_to_string(&cmp).unwrap()).join("\n");
     for want in [
-        "pages per class",
-        "merge waste per class",
+        "pages per 100 B of object size, by class",
+        "merge waste (class size minus unmerged class size) per 100 B",
         "huge classes",
-        "difference, pages per class",
-        "difference, merge waste per class",
-        "difference, spanning reads per class",
+        "heuristic's pages minus classic's, per 100 B of object size (huge classes in",
+        "heuristic's merge waste minus classic's",
+        "heuristic's spanning reads minus classic's",
         "classic: page 4096, chain 10, delta 16, classic",
         "heuristic minus classic",
     ] {
@@ -205,15 +209,16 @@ fn pictures_have_their_panels() {
         "-n",
         "20",
     ]);
-    let text = std::fs::read_to_string(&sweep).unwrap();
+    let text = svg_texts(&std::fs::read_to_string(&sweep).unwrap()).join("\n");
     assert!(text.contains("pages against spanning reads (Pareto"));
     assert!(text.contains("on the front") && text.contains("Pareto front"));
     assert!(text.contains("chain-policy=classic") && text.contains("chain-policy=heuristic"));
     let cls = scratch("cls.svg");
     ok(&["classes", "--page-size", "16K", "--vs", "class-delta=16", "--plot", s(&cls)]);
-    let text = std::fs::read_to_string(&cls).unwrap();
+    let text = svg_texts(&std::fs::read_to_string(&cls).unwrap()).join("\n");
     assert!(text.contains("page 16384, chain 8, delta 64, classic"));
-    assert!(text.contains("difference, merge waste per zspage: class-delta=16 minus base"));
+    assert!(text.contains("merge waste per zspage: class-delta=16 minus base"));
+    assert!(text.contains("pages per zspage, sizes to "), "the zoom");
 }
 
 #[test]

@@ -11,7 +11,7 @@ use crate::error::LabResult;
 /// Pages per block, slots per block and tail waste against the lengths each type stores.
 pub fn block_table(path: &Path, t: &BlockTableReport) -> LabResult<()> {
     let title = format!("zblock block table: page {}", t.page_size);
-    draw(path, &Figure { title, subtitle: Vec::new(), panels: panels(t) })
+    draw(path, &Figure { title, panels: panels(t), ..Default::default() })
 }
 
 /// One panel per shape; each type's value is held over the lengths it stores,
@@ -37,7 +37,6 @@ fn panels(t: &BlockTableReport) -> Vec<Panel> {
                 x_desc: "object length (bytes)".into(),
                 y_desc: unit.into(),
                 series: vec![Series::new("zblock", spans(&points), Style::Step, 0)],
-                from_zero: true,
                 int_x: true,
                 int_y: true,
                 ..Default::default()

@@ -72,7 +72,6 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
             y_desc: "ns per read".into(),
             series,
             int_x: true,
-            from_zero: true,
             ..Default::default()
         });
     }
@@ -114,10 +113,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
                 })
                 .collect();
             let mut p = pareto_panel(
-                &format!(
-                    "{comp}, {mode}: pages against CPU per read (Pareto; whiskers: min..max over \
-                     rounds, overlapping times count as equal)"
-                ),
+                &format!("{comp}, {mode}: pages against CPU per read (Pareto)"),
                 "pages",
                 "ns per read (section + decompress)",
                 &points,
@@ -146,7 +142,8 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
     let mut subtitle: Vec<String> =
         configs.chunks(2).map(|c| format!("configurations: {}", c.join("; "))).collect();
     subtitle.push(format!(
-        "{}, medians; backing {}; load average {}; classes below huge_class_size",
+        "{}, medians; backing {}; load average {}; classes below huge_class_size; Pareto \
+         whiskers: min..max over rounds, overlapping times count as equal",
         if r.environment.rounds == 1 {
             "1 round".to_string()
         } else {
@@ -155,7 +152,7 @@ pub fn cost(path: &Path, r: &crate::cost::CostReport, sweep_keys: &[String]) -> 
         r.environment.backing,
         r.environment.load_average_before.map_or("?".into(), |l| l.to_string())
     ));
-    draw(path, &Figure { title: format!("cost of reads: {corpus}"), subtitle, panels })
+    draw(path, &Figure { title: format!("cost of reads: {corpus}"), subtitle, panels, columns: 1 })
 }
 
 /// The class sizes of `c`'s table (zsmalloc), to tell where classes without objects lie;

@@ -1,18 +1,29 @@
-//! Draws a [`Figure`] as SVG: panels one under the other, each with its legend beside it, axes
-//! with readable ticks, the shared palette.
+//! Draws a [`Figure`] as SVG: panels one under the other, each with its legend beside it, or
+//! on a grid; axes from [`super::axes`], labels placed by [`super::labels`], the shared
+//! palette.
 
 use std::io::Write;
 use std::path::Path;
 
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::figure::{Figure, Panel, Style, GREY};
+use super::axes::{axes, label, tick_step, ticks, Y_TICKS};
+use super::figure::{wrap, Figure, Panel, Style, GREY};
+use super::labels::{leader, place_labels, LabelBox, LABEL_CHAR_WIDTH};
 use crate::atomic_file::AtomicFile;
 use crate::error::{LabError, LabResult};
 
 const WIDTH: u32 = 1200;
 const PANEL_HEIGHT: u32 = 330;
 const LEGEND_WIDTH: u32 = 290;
+/// A grid's panels: at least this wide, this tall.
+const GRID_PANEL_WIDTH: u32 = 440;
+const GRID_PANEL_HEIGHT: u32 = 280;
+/// Pixels an x tick label needs.
+const X_TICK_PIXELS: u32 = 80;
 
 fn plot_err(path: &Path, e: impl std::fmt::Display) -> LabError {
     LabError::runtime(format!("cannot draw '{}': {e}", path.display()))
@@ -35,39 +46,16 @@ fn color(i: usize) -> RGBColor {
     C[i % C.len()]
 }
 
-/// Tick count for an axis: integers only when the range is small and the values whole.
-fn ticks(lo: f64, hi: f64, int: bool) -> usize {
-    if int && hi - lo <= 12.0 {
-        ((hi - lo).round() as usize + 1).max(2)
-    } else {
-        10
+/// The picture's size in pixels, and the height of its title and subtitle.
+pub fn size(fig: &Figure) -> (u32, u32, u32) {
+    let head = 44 + 18 * fig.subtitle.len() as u32;
+    let n = fig.panels.len().max(1) as u32;
+    if fig.columns <= 1 {
+        return (WIDTH, head + PANEL_HEIGHT * n, head);
     }
-}
-
-fn label(v: f64, int: bool, span: f64) -> String {
-    if int || span >= 20.0 {
-        if int && (v - v.round()).abs() > 1e-9 {
-            return String::new();
-        }
-        let r = v.round() as i64;
-        if r.abs() >= 10_000 {
-            // Thousands separators keep large page counts readable.
-            let s = r.abs().to_string();
-            let mut g = String::new();
-            for (i, ch) in s.chars().enumerate() {
-                if i > 0 && (s.len() - i).is_multiple_of(3) {
-                    g.push(',');
-                }
-                g.push(ch);
-            }
-            return if r < 0 { format!("-{g}") } else { g };
-        }
-        r.to_string()
-    } else if span >= 2.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
+    let cols = fig.columns as u32;
+    let rows = n.div_ceil(cols);
+    (WIDTH.max(GRID_PANEL_WIDTH * cols), head + GRID_PANEL_HEIGHT * rows, head)
 }
 
 /// Draws `fig` as an SVG file (named `.svg`: [`super::check_path`]).
@@ -88,9 +76,8 @@ fn write_svg(mut out: AtomicFile, path: &Path, svg: &str) -> LabResult<()> {
 
 /// Draws `fig` into `svg` (`path` names it in errors).
 fn draw_into(svg: &mut String, path: &Path, fig: &Figure) -> LabResult<()> {
-    let head = 44 + 18 * fig.subtitle.len() as u32;
-    let height = head + PANEL_HEIGHT * fig.panels.len().max(1) as u32;
-    let root = SVGBackend::with_string(svg, (WIDTH, height)).into_drawing_area();
+    let (width, height, head) = size(fig);
+    let root = SVGBackend::with_string(svg, (width, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| plot_err(path, e))?;
     let (top, body) = root.split_vertically(head);
     top.draw(&Text::new(fig.title.clone(), (14, 10), ("sans-serif", 20).into_font()))
@@ -103,87 +90,105 @@ fn draw_into(svg: &mut String, path: &Path, fig: &Figure) -> LabResult<()> {
         ))
         .map_err(|e| plot_err(path, e))?;
     }
-    let areas = body.split_evenly((fig.panels.len().max(1), 1));
+    let grid = fig.columns > 1;
+    let cols = fig.columns.max(1);
+    let rows = fig.panels.len().max(1).div_ceil(cols);
+    let areas = body.split_evenly((rows, cols));
     for (area, p) in areas.iter().zip(&fig.panels) {
-        draw_panel(area, p).map_err(|e| plot_err(path, e))?;
+        draw_panel(area, p, grid).map_err(|e| plot_err(path, e))?;
     }
     root.present().map_err(|e| plot_err(path, e))?;
     Ok(())
 }
 
+/// An axis with the ticks [`super::axes`] chose, and no others: plotters' own choice can put
+/// ticks between categories, where they have no label.
+struct Ticked {
+    range: RangedCoordf64,
+    ticks: Vec<f64>,
+}
+
+impl Ticked {
+    fn new(range: std::ops::Range<f64>, ticks: Vec<f64>) -> Self {
+        Ticked { range: range.into(), ticks }
+    }
+}
+
+impl Ranged for Ticked {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, value: &f64, limit: (i32, i32)) -> i32 {
+        self.range.map(value, limit)
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            Vec::new()
+        } else {
+            self.ticks.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.range.range()
+    }
+}
+
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 type DrawResult = Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
-    let (plot_area, legend) = area.split_horizontally(WIDTH - LEGEND_WIDTH);
-    // Every drawn point and whisker end; NaN points (line breaks) are not drawn.
-    let spread_ends = p.series.iter().flat_map(|s| {
-        s.points.iter().zip(&s.y_spread).flat_map(|(&(x, _), &(lo, hi))| [(x, lo), (x, hi)])
-    });
-    let pts = p.series.iter().flat_map(|s| s.points.iter().copied()).chain(spread_ends);
-    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
-    for (x, y) in pts.filter(|(x, y)| x.is_finite() && y.is_finite()) {
-        x0 = x0.min(x);
-        x1 = x1.max(x);
-        y0 = y0.min(y);
-        y1 = y1.max(y);
-    }
-    if x0 > x1 {
-        (x0, x1, y0, y1) = (0.0, 1.0, 0.0, 1.0);
-    }
-    if let Some(top) = p.y_max {
-        y1 = y1.max(top);
-    }
-    let bars = p.series.iter().any(|s| s.style == Style::Bars);
-    if bars {
-        (x0, x1) = (x0 - 0.6, x1 + 0.6);
-    } else if x1 <= x0 {
-        (x0, x1) = (x0 - 1.0, x1 + 1.0);
-    } else if p.series.iter().any(|s| s.style == Style::Points || !s.point_labels.is_empty()) {
-        let pad = (x1 - x0) * 0.06;
-        (x0, x1) = (x0 - pad, x1 + pad);
-    }
-    let (y0, y1) = if p.from_zero || p.zero_line {
-        let (lo, hi) = (y0.min(0.0), y1.max(0.0));
-        if hi - lo <= f64::EPSILON {
-            (0.0, 1.0)
-        } else {
-            let pad = (hi - lo) * 0.1;
-            (if lo < 0.0 { lo - pad } else { 0.0 }, hi + pad)
-        }
+fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
+    let (width, _) = area.dim_in_pixel();
+    let (plot_area, legend) = if grid {
+        area.split_horizontally(width)
     } else {
-        let pad = ((y1 - y0) * 0.12).max(y1.abs() * 0.002).max(if p.int_y { 1.0 } else { 1e-6 });
-        let lo = if y0 >= 0.0 { (y0 - pad).max(0.0) } else { y0 - pad };
-        (lo, y1 + pad)
+        area.split_horizontally(width - LEGEND_WIDTH)
     };
-    let (y0, y1) = if p.int_y { (y0.floor(), y1.ceil()) } else { (y0, y1) };
-    let (xs, ys) = (x1 - x0, y1 - y0);
+    let a = axes(p);
+    let ((x0, x1), (y0, y1)) = (a.x, a.y);
+    let plot_width = plot_area.dim_in_pixel().0;
+    let x_max_ticks = (plot_width / X_TICK_PIXELS).max(3) as usize;
+    let x_step = tick_step(x0, x1, p.int_x, x_max_ticks);
+    let y_step = tick_step(y0, y1, p.int_y, Y_TICKS);
+    let x_ticks: Vec<f64> = if p.x_categories.is_empty() {
+        ticks(x0, x1, p.int_x, x_max_ticks)
+    } else {
+        (0..p.x_categories.len()).map(|i| i as f64).collect()
+    };
+    let y_ticks = ticks(y0, y1, p.int_y, Y_TICKS);
     let cats = p.x_categories.clone();
     let x_fmt = move |v: &f64| {
-        if !cats.is_empty() {
-            let i = v.round();
-            if (v - i).abs() < 1e-9 && i >= 0.0 && (i as usize) < cats.len() {
-                return cats[i as usize].clone();
-            }
-            return String::new();
+        if cats.is_empty() {
+            return label(*v, x_step);
         }
-        label(*v, p.int_x, xs)
+        cats.get(v.round().max(0.0) as usize).cloned().unwrap_or_default()
     };
-    let y_fmt = move |v: &f64| label(*v, p.int_y, ys);
+    let y_fmt = move |v: &f64| label(*v, y_step);
+    let caption = match &a.note {
+        Some(note) => format!("{} ({note})", p.title),
+        None => p.title.clone(),
+    };
+    // The caption in as many lines as it needs, rather than run off the picture.
+    let font_size = if grid { 14 } else { 16 };
+    let lines = wrap(&caption, (plot_width * 2 / font_size).max(20) as usize);
+    let line_height = font_size as i32 + 4;
+    let caption_font = TextStyle::from(("sans-serif", font_size).into_font())
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    for (i, line) in lines.iter().enumerate() {
+        let at = (plot_width as i32 / 2, 6 + line_height * i as i32);
+        plot_area.draw(&Text::new(line.clone(), at, caption_font.clone()))?;
+    }
     let mut chart = ChartBuilder::on(&plot_area)
-        .caption(&p.title, ("sans-serif", 16))
         .margin(10)
+        .margin_top(12 + line_height * lines.len() as i32)
         .x_label_area_size(40)
-        .y_label_area_size(86)
-        .build_cartesian_2d(x0..x1, y0..y1)?;
-    let x_ticks =
-        if p.x_categories.is_empty() { ticks(x0, x1, p.int_x) } else { p.x_categories.len() + 2 };
+        .y_label_area_size(if grid { 70 } else { 86 })
+        .build_cartesian_2d(Ticked::new(x0..x1, x_ticks), Ticked::new(y0..y1, y_ticks))?;
     chart
         .configure_mesh()
         .x_desc(p.x_desc.as_str())
         .y_desc(p.y_desc.as_str())
-        .x_labels(x_ticks)
-        .y_labels(ticks(y0, y1, p.int_y))
         .light_line_style(WHITE.mix(0.0))
         .bold_line_style(RGBColor(232, 232, 232))
         .y_label_formatter(&y_fmt)
@@ -244,7 +249,8 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
             }
         }
     }
-    // Point labels, once every series is drawn: each level with its own point where it fits.
+    // Point labels, once every series is drawn: each next to its own point where there is
+    // room, else further out on a leader line, else left out and listed under the legend.
     let labelled: Vec<((f64, f64), &String)> =
         p.series.iter().flat_map(|s| s.points.iter().copied().zip(&s.point_labels)).collect();
     let boxes: Vec<LabelBox> = labelled
@@ -255,11 +261,26 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
         })
         .collect();
     let (xr, yr) = chart.plotting_area().get_pixel_range();
-    let area = (xr.start, yr.start, xr.end, yr.end);
-    for ((pt, text), offset) in labelled.iter().zip(place_labels(&boxes, area)) {
+    let bounds = (xr.start, yr.start, xr.end, yr.end);
+    let mut left_out: Vec<&str> = Vec::new();
+    for (((pt, text), b), placement) in
+        labelled.iter().zip(&boxes).zip(place_labels(&boxes, bounds))
+    {
+        let Some(pl) = placement else {
+            left_out.push(text);
+            continue;
+        };
         let font = ("sans-serif", 12).into_font().color(&RGBColor(40, 40, 40));
-        let element = EmptyElement::at(*pt) + Text::new((*text).clone(), offset, font);
+        let element = EmptyElement::at(*pt) + Text::new((*text).clone(), (pl.dx, pl.dy), font);
         chart.draw_series(std::iter::once(element))?;
+        if pl.leader {
+            let (from, to) = leader(b, &pl);
+            let line = PathElement::new(vec![from, to], RGBColor(40, 40, 40));
+            chart.draw_series(std::iter::once(EmptyElement::at(*pt) + line))?;
+        }
+    }
+    if grid {
+        return Ok(());
     }
     // The legend, beside the plot.
     let mut y = 40;
@@ -283,145 +304,21 @@ fn draw_panel(area: &Area<'_>, p: &Panel) -> DrawResult {
                 ShapeStyle::from(shade).stroke_width(3),
             ))?,
         }
-        let mut name = s.name.clone();
-        if name.chars().count() > 40 {
-            name = name.chars().take(39).collect::<String>() + "…";
-        }
-        legend.draw(&Text::new(name, (38, y - 7), ("sans-serif", 13).into_font()))?;
+        legend.draw(&Text::new(short(&s.name, 40), (38, y - 7), ("sans-serif", 13).into_font()))?;
         y += 22;
+    }
+    if !left_out.is_empty() {
+        let text = format!("not labelled (no room): {}", left_out.join(", "));
+        legend.draw(&Text::new(short(&text, 44), (8, y - 7), ("sans-serif", 12).into_font()))?;
     }
     Ok(())
 }
 
-/// Width of a label character at the labels' 12-pixel font, pixels (about).
-const LABEL_CHAR_WIDTH: i32 = 7;
-const LABEL_HEIGHT: i32 = 12;
-/// Pixels between a marker's centre and its label.
-const LABEL_GAP: i32 = 8;
-
-/// A labelled point, in pixels, and its label's width.
-#[derive(Debug, Clone, Copy)]
-pub struct LabelBox {
-    pub x: i32,
-    pub y: i32,
-    pub width: i32,
-}
-
-/// Where each label goes, as the offset of its top-left corner from its point: right of the
-/// point and level with it; else left of it; else above, else below; else at a corner
-/// (above or below, right or left); else a line further above or below; the first place that neither covers a label already placed
-/// nor another point's marker. Where every place covers something (a crowd of points), the
-/// place covering the fewest. A label therefore sits nearer its own point than any other
-/// wherever there is room. A place inside `area` (left, top, right, bottom: the plot's pixels)
-/// always wins over one that leaves it, so a label at the edge turns inwards rather than run
-/// into the axis or the legend.
-pub fn place_labels(points: &[LabelBox], area: (i32, i32, i32, i32)) -> Vec<(i32, i32)> {
-    let mut placed: Vec<(i32, i32, i32, i32)> = Vec::new();
-    let mut out = Vec::with_capacity(points.len());
-    let half = LABEL_HEIGHT / 2;
-    for (i, p) in points.iter().enumerate() {
-        let candidates = [
-            (LABEL_GAP, -half),
-            (-LABEL_GAP - p.width, -half),
-            (-p.width / 2, -LABEL_GAP - LABEL_HEIGHT),
-            (-p.width / 2, LABEL_GAP),
-            (LABEL_GAP / 2, -LABEL_GAP / 2 - LABEL_HEIGHT),
-            (LABEL_GAP / 2, LABEL_GAP / 2),
-            (-LABEL_GAP / 2 - p.width, -LABEL_GAP / 2 - LABEL_HEIGHT),
-            (-LABEL_GAP / 2 - p.width, LABEL_GAP / 2),
-            (-p.width / 2, -LABEL_GAP - 2 * LABEL_HEIGHT - 2),
-            (-p.width / 2, LABEL_GAP + LABEL_HEIGHT + 2),
-        ];
-        // What a label at `(dx, dy)` would cover: labels placed, then other points' markers.
-        let covered = |&(dx, dy): &(i32, i32)| {
-            let r = (p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT);
-            let labels =
-                placed.iter().filter(|b| !(r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1));
-            let markers = points.iter().enumerate().filter(|&(j, q)| {
-                j != i && !(q.x + 5 <= r.0 || r.2 <= q.x - 5 || q.y + 5 <= r.1 || r.3 <= q.y - 5)
-            });
-            labels.count() + markers.count()
-        };
-        let outside = |&(dx, dy): &(i32, i32)| {
-            let (l, t) = (p.x + dx, p.y + dy);
-            l < area.0 || t < area.1 || l + p.width > area.2 || t + LABEL_HEIGHT > area.3
-        };
-        let (dx, dy) = candidates
-            .iter()
-            .copied()
-            .enumerate()
-            .min_by_key(|(k, c)| (outside(c), covered(c), *k))
-            .map_or(candidates[0], |(_, c)| c);
-        placed.push((p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT));
-        out.push((dx, dy));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A plot area no label leaves.
-    const EVERYWHERE: (i32, i32, i32, i32) =
-        (i32::MIN / 2, i32::MIN / 2, i32::MAX / 2, i32::MAX / 2);
-
-    #[test]
-    fn a_label_at_the_right_edge_turns_inwards() {
-        let pts = [LabelBox { x: 995, y: 100, width: 90 }];
-        let (dx, _) = place_labels(&pts, (0, 0, 1000, 400))[0];
-        assert!(995 + dx + 90 <= 1000, "the label stays inside: offset {dx}");
-        assert_eq!(place_labels(&pts, EVERYWHERE)[0], (LABEL_GAP, -LABEL_HEIGHT / 2));
-    }
-
-    /// The label's centre, in pixels.
-    fn centre(p: &LabelBox, (dx, dy): (i32, i32)) -> (f64, f64) {
-        (f64::from(p.x + dx) + f64::from(p.width) / 2.0, f64::from(p.y + dy + LABEL_HEIGHT / 2))
-    }
-
-    fn dist(a: (f64, f64), p: &LabelBox) -> f64 {
-        ((a.0 - f64::from(p.x)).powi(2) + (a.1 - f64::from(p.y)).powi(2)).sqrt()
-    }
-
-    #[test]
-    fn each_label_sits_nearest_its_own_point() {
-        // The sweep's case: chain 2 classic (dominated) a few pixels above chain 2 heuristic
-        // (on the front), at the same pages; and a lone point.
-        let pts = [
-            LabelBox { x: 100, y: 200, width: 7 },
-            LabelBox { x: 100, y: 207, width: 7 },
-            LabelBox { x: 300, y: 50, width: 14 },
-        ];
-        let offsets = place_labels(&pts, EVERYWHERE);
-        for (i, (p, &o)) in pts.iter().zip(&offsets).enumerate() {
-            let c = centre(p, o);
-            for (j, q) in pts.iter().enumerate() {
-                if i != j {
-                    assert!(dist(c, p) < dist(c, q), "label {i} is nearer point {j}: {offsets:?}");
-                }
-            }
-        }
-        assert_eq!(offsets[2], (LABEL_GAP, -LABEL_HEIGHT / 2), "a lone label: right, level");
-    }
-
-    #[test]
-    fn labels_in_a_crowd_stay_off_each_other() {
-        // A reference between two frontier points a few pixels apart (as in optimize's default
-        // run), their labels placed first.
-        let pts = [
-            LabelBox { x: 829, y: 335, width: 21 },
-            LabelBox { x: 786, y: 332, width: 21 },
-            LabelBox { x: 815, y: 332, width: 63 },
-        ];
-        let offsets = place_labels(&pts, EVERYWHERE);
-        let rect = |p: &LabelBox, (dx, dy): (i32, i32)| {
-            (p.x + dx, p.y + dy, p.x + dx + p.width, p.y + dy + LABEL_HEIGHT)
-        };
-        let r = rect(&pts[2], offsets[2]);
-        for (q, &o) in pts.iter().zip(&offsets).take(2) {
-            let b = rect(q, o);
-            let apart = r.2 <= b.0 || b.2 <= r.0 || r.3 <= b.1 || b.3 <= r.1;
-            assert!(apart, "{r:?} covers the label {b:?}: {offsets:?}");
-        }
+/// `text`, cut to `chars` characters with an ellipsis.
+fn short(text: &str, chars: usize) -> String {
+    if text.chars().count() > chars {
+        text.chars().take(chars - 1).collect::<String>() + "…"
+    } else {
+        text.to_string()
     }
 }

@@ -56,8 +56,10 @@ pub struct Panel {
     pub x_desc: String,
     pub y_desc: String,
     pub series: Vec<Series>,
-    /// Start the y axis at 0 (else at the data's minimum, for curves whose change is small).
-    pub from_zero: bool,
+    /// Where the y axis starts: at 0 unless said otherwise.
+    pub y_start: YStart,
+    /// The x axis spans exactly this (panels read against each other share it); else the data.
+    pub x_range: Option<(f64, f64)>,
     /// Values are whole numbers: ticks at integers, labels without decimals.
     pub int_x: bool,
     pub int_y: bool,
@@ -69,12 +71,29 @@ pub struct Panel {
     pub x_categories: Vec<String>,
 }
 
-/// A picture: a title, lines under it (configurations) and panels, one under the other.
+/// Where a panel's y axis starts. A magnitude drawn from an axis that does not start at 0
+/// looks bigger than it is, so the panel's title then says where it starts and why.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum YStart {
+    #[default]
+    Zero,
+    /// Near the data when the values differ by less than a third of the largest (a change of
+    /// a few percent would be flat from 0); the title says by how much they differ.
+    DataWhenClose,
+    /// Near the data, for the reason given (said in the title).
+    Data(String),
+}
+
+/// A picture: a title, lines under it (configurations) and panels, one under the other, or
+/// on a grid of `columns` (small multiples: panels of a grid have no legend, their titles
+/// name what they show).
 #[derive(Debug, Clone, Default)]
 pub struct Figure {
     pub title: String,
     pub subtitle: Vec<String>,
     pub panels: Vec<Panel>,
+    /// Panels per row; 0 or 1: one column, each panel with its legend beside it.
+    pub columns: usize,
 }
 
 /// Palette index of the grey used for guides (the Pareto front).
@@ -101,4 +120,29 @@ pub fn steps(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 /// (for ranges whose left edges are known, like zblock's block types).
 pub fn spans(spans: &[(f64, f64, f64)]) -> Vec<(f64, f64)> {
     spans.iter().flat_map(|&(from, to, y)| [(from, y), (to, y)]).collect()
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split(' ') {
+        match lines.last_mut() {
+            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn long_lines_break_at_spaces() {
+        assert_eq!(super::wrap("aa bb cc", 5), ["aa bb", "cc"]);
+        assert_eq!(super::wrap("abcdefg h", 3), ["abcdefg", "h"]);
+        assert_eq!(super::wrap("short", 80), ["short"]);
+    }
 }

@@ -42,8 +42,6 @@ pub fn figure(r: &FoliosReport) -> Figure {
                 Series::new(c.to_string(), pts, Style::Line, ci)
             })
             .collect(),
-        // Pages differ by a few percent: their axes start near the data; CPU from zero.
-        from_zero: !int_y,
         int_y,
         x_categories: sizes.iter().map(|&s| label(s)).collect(),
         ..Default::default()
@@ -76,5 +74,6 @@ pub fn figure(r: &FoliosReport) -> Figure {
             r.input_bytes, r.page_size, r.chain_size, r.zstd_level, r.churn_share, r.repeat
         )],
         panels,
+        columns: 1,
     }
 }

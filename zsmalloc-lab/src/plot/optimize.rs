@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::draw::draw;
-use super::figure::Figure;
+use super::figure::{wrap, Figure};
 use super::pareto::{pareto_panel, ParetoPoint};
 use crate::error::LabResult;
 use crate::optimize::references::PointKind;
@@ -70,30 +70,6 @@ fn figure(report: &OptimizeReport) -> Figure {
             panel("pages at the end", &|p| p.pages),
             panel("pages at the peak", &|p| p.pages_peak),
         ],
-    }
-}
-
-/// `text` in lines of at most `width` characters, broken at spaces (a longer word stays whole).
-fn wrap(text: &str, width: usize) -> Vec<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for word in text.split(' ') {
-        match lines.last_mut() {
-            Some(line) if line.chars().count() + 1 + word.chars().count() <= width => {
-                line.push(' ');
-                line.push_str(word);
-            }
-            _ => lines.push(word.to_string()),
-        }
-    }
-    lines
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn long_lines_break_at_spaces() {
-        assert_eq!(super::wrap("aa bb cc", 5), ["aa bb", "cc"]);
-        assert_eq!(super::wrap("abcdefg h", 3), ["abcdefg", "h"]);
-        assert_eq!(super::wrap("short", 80), ["short"]);
+        columns: 1,
     }
 }

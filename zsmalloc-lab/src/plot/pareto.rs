@@ -1,6 +1,6 @@
 //! Pareto panels: two costs to minimise, the front drawn and its points filled.
 
-use super::figure::{Panel, Series, Style, GREY};
+use super::figure::{Panel, Series, Style, YStart, GREY};
 
 /// A point of a Pareto panel: its label, its group (one colour each), its two costs and the
 /// spread of the second (`y_lo..=y_hi`, both `y` when it has none).
@@ -85,7 +85,28 @@ pub fn pareto_panel(title: &str, x_desc: &str, y_desc: &str, points: &[ParetoPoi
         series,
         int_x: true,
         int_y: true,
+        // The trade-off between close points is what the panel is for; the title says how
+        // close they are.
+        y_start: YStart::Data(format!(
+            "both axes fit the points, which differ by up to {} in x, {} in y",
+            spread(points.iter().map(|p| p.x)),
+            spread(points.iter().flat_map(|p| [p.y_lo, p.y_hi]))
+        )),
         ..Default::default()
+    }
+}
+
+/// How far apart values are at most, as a share of the largest: "5.2%".
+fn spread(values: impl Iterator<Item = f64>) -> String {
+    let (lo, hi) = values.fold((f64::MAX, f64::MIN), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if hi <= 0.0 || lo > hi {
+        return "0%".into();
+    }
+    let share = 100.0 * (hi - lo) / hi;
+    if share < 1.0 {
+        format!("{share:.2}%")
+    } else {
+        format!("{share:.0}%")
     }
 }
 

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::draw::draw;
-use super::figure::{steps, Figure, Panel, Series, Style};
+use super::figure::{spans, Figure, Panel, Series, Style};
 use crate::error::LabResult;
 use crate::result::{ClassRow, RunResult};
 use zsmalloc_core::BackendKind;
@@ -26,9 +26,11 @@ fn describe(r: &RunResult) -> String {
     }
 }
 
-/// One run's per-class values (non-huge classes, by class size).
-fn class_values(r: &RunResult, f: &dyn Fn(&RunResult, &ClassRow) -> f64) -> Vec<(f64, f64)> {
-    r.classes.iter().filter(|c| !c.stats.huge).map(|c| (f64::from(c.stats.size), f(r, c))).collect()
+/// One run's per-class values by class size: the non-huge classes, or with `huge` every
+/// class.
+fn class_values(r: &RunResult, huge: bool, f: ClassFn) -> Vec<(f64, f64)> {
+    let shown = r.classes.iter().filter(|c| huge || !c.stats.huge);
+    shown.map(|c| (f64::from(c.stats.size), f(r, c))).collect()
 }
 
 fn slack_kib(r: &RunResult, c: &ClassRow) -> f64 {
@@ -50,27 +52,42 @@ fn pages(_: &RunResult, c: &ClassRow) -> f64 {
 
 type ClassFn = fn(&RunResult, &ClassRow) -> f64;
 
-const PER_CLASS: [(&str, &str, ClassFn, bool); 4] = [
-    ("pages per class", "pages", pages, true),
-    ("slack per class: pages minus stored bytes", "KiB", slack_kib, false),
-    (
-        "merge waste per class: class size minus the unmerged class size, live objects",
-        "KiB",
-        merge_kib,
-        false,
-    ),
-    ("spanning reads per class", "reads", spanning, true),
+/// What is drawn per class: its name, the y axis's unit and the value.
+const PER_CLASS: [(&str, &str, ClassFn); 4] = [
+    ("pages", "pages per 100 B", pages),
+    ("slack (pages minus stored bytes)", "KiB per 100 B", slack_kib),
+    ("merge waste (class size minus unmerged class size)", "KiB per 100 B", merge_kib),
+    ("spanning reads", "reads per 100 B", spanning),
 ];
 
-/// `b - a` per class, for per-class values whose class grids may differ: classes are grouped
-/// into the smallest size ranges both grids share (the sizes where both have a class
-/// boundary), and each range gets the difference of the sums over it. With the same grid,
-/// that is the per-class difference.
-pub fn class_difference(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let common: Vec<f64> = a.iter().map(|p| p.0).filter(|x| b.iter().any(|q| q.0 == *x)).collect();
-    let (mut ia, mut ib) = (0, 0);
-    let mut out = Vec::with_capacity(common.len());
-    for x in common {
+/// Classes as spans of object sizes: a class of size `s` serves the sizes above the previous
+/// class up to `s`, the first from 0. `(from, to, value)`.
+pub fn class_spans(points: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let from = std::iter::once(0.0).chain(points.iter().map(|p| p.0));
+    from.zip(points).map(|(lo, &(hi, v))| (lo, hi, v)).collect()
+}
+
+/// Each span's value per 100 bytes of its width: classes (or groups of them) of different
+/// widths compare by height, and a span's area is its value.
+pub fn per_100_bytes(spans: &[(f64, f64, f64)]) -> Vec<(f64, f64, f64)> {
+    spans.iter().map(|&(lo, hi, v)| (lo, hi, v * 100.0 / (hi - lo).max(1.0))).collect()
+}
+
+/// `b - a` per class, for per-class values whose class grids may differ, as spans (see
+/// [`class_spans`]): classes are grouped into the smallest size ranges both grids share (the
+/// sizes where both have a class boundary, and the end of the larger grid), and each range
+/// gets the difference of the sums over it. With the same grid, that is the per-class
+/// difference.
+pub fn class_difference(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
+    let mut bounds: Vec<f64> =
+        a.iter().map(|p| p.0).filter(|x| b.iter().any(|q| q.0 == *x)).collect();
+    let end = a.iter().chain(b).map(|p| p.0).fold(f64::MIN, f64::max);
+    if bounds.last().is_none_or(|&last| last < end) {
+        bounds.push(end);
+    }
+    let (mut ia, mut ib, mut lo) = (0, 0, 0.0);
+    let mut out = Vec::with_capacity(bounds.len());
+    for x in bounds {
         let (mut sa, mut sb) = (0.0, 0.0);
         while ia < a.len() && a[ia].0 <= x {
             sa += a[ia].1;
@@ -80,7 +97,8 @@ pub fn class_difference(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
             sb += b[ib].1;
             ib += 1;
         }
-        out.push((x, sb - sa));
+        out.push((lo, x, sb - sa));
+        lo = x;
     }
     out
 }
@@ -98,26 +116,29 @@ fn figure(runs: &[&RunResult]) -> Figure {
     let classed: Vec<(usize, &RunResult)> =
         runs.iter().copied().enumerate().filter(|(_, r)| !r.classes.is_empty()).collect();
     let huge_stored = classed.iter().any(|(_, r)| r.huge_objects > 0);
+    // Every per-class panel spans the same sizes: 0 up to the largest class of any run.
+    let x_end = classed
+        .iter()
+        .flat_map(|(_, r)| r.classes.iter().map(|c| f64::from(c.stats.size)))
+        .fold(1.0, f64::max);
+    let x_range = Some((0.0, x_end));
     let mut panels = Vec::new();
-    for (title, unit, f, int) in PER_CLASS {
+    for (what, unit, f) in PER_CLASS {
         let series = classed
             .iter()
             .map(|&(i, r)| {
-                Series::new(r.label.clone(), steps(&class_values(r, &f)), Style::Step, i)
+                let pts = spans(&per_100_bytes(&class_spans(&class_values(r, false, f))));
+                Series::new(r.label.clone(), pts, Style::Step, i)
             })
             .collect();
+        let huge = if huge_stored { "huge classes: own panel" } else { "no huge objects stored" };
         panels.push(Panel {
-            title: if huge_stored {
-                format!("{title} (huge classes: own panel)")
-            } else {
-                format!("{title} (no huge objects stored)")
-            },
-            x_desc: "class size (bytes)".into(),
+            title: format!("{what} per 100 B of object size, by class ({huge})"),
+            x_desc: "object size (bytes): each class over the sizes it serves".into(),
             y_desc: unit.into(),
             series,
-            from_zero: true,
+            x_range,
             int_x: true,
-            int_y: int,
             ..Default::default()
         });
     }
@@ -126,12 +147,12 @@ fn figure(runs: &[&RunResult]) -> Figure {
     }
     if let Some((&(_, base), rest)) = classed.split_first() {
         if !rest.is_empty() {
-            panels.extend(difference_panels(base, rest));
+            panels.extend(difference_panels(base, rest, x_range));
         }
     }
     let title = runs.first().map(|r| r.workload.summary.clone()).unwrap_or_default();
     let subtitle = runs.iter().map(|r| describe(r)).collect();
-    Figure { title, subtitle, panels }
+    Figure { title, subtitle, panels, columns: 1 }
 }
 
 /// Huge classes: pages, then slack, each on its own axis, one bar per configuration in its
@@ -173,7 +194,6 @@ fn huge_panels(classed: &[(usize, &RunResult)]) -> Vec<Panel> {
             x_desc: "configuration".into(),
             y_desc: "pages".into(),
             series: bars(&|r| huge(r, &|c| c.pages_used as f64)),
-            from_zero: true,
             int_y: true,
             x_categories: cats.clone(),
             ..Default::default()
@@ -186,47 +206,54 @@ fn huge_panels(classed: &[(usize, &RunResult)]) -> Vec<Panel> {
                 let page = u64::from(r.config.page_size);
                 huge(r, &|c| (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0)
             }),
-            from_zero: true,
             x_categories: cats,
             ..Default::default()
         },
     ]
 }
 
-/// Each run minus `base`, per class (grouped where the class grids differ).
-fn difference_panels(base: &RunResult, rest: &[(usize, &RunResult)]) -> Vec<Panel> {
+/// Each run minus `base`, per 100 bytes of object size (classes grouped where the grids
+/// differ). The huge classes are in: objects of a size one configuration keeps in its huge
+/// class another may keep in a class of its own.
+fn difference_panels(
+    base: &RunResult,
+    rest: &[(usize, &RunResult)],
+    x_range: Option<(f64, f64)>,
+) -> Vec<Panel> {
     let same_grid = rest.iter().all(|(_, r)| {
         r.classes.iter().map(|c| c.stats.size).eq(base.classes.iter().map(|c| c.stats.size))
     });
     let mut panels = Vec::new();
-    for (title, unit, f, int) in PER_CLASS {
-        if title.starts_with("slack") {
+    for (what, unit, f) in PER_CLASS {
+        if what.starts_with("slack") {
             continue;
         }
-        let a = class_values(base, &f);
+        let a = class_values(base, true, f);
         let series = rest
             .iter()
             .map(|&(i, r)| {
-                let pts = steps(&class_difference(&a, &class_values(r, &f)));
+                let diff = class_difference(&a, &class_values(r, true, f));
+                let pts = spans(&per_100_bytes(&diff));
                 Series::new(format!("{} minus {}", r.label, base.label), pts, Style::Step, i)
             })
             .collect();
-        let what = title.split(':').next().unwrap_or(title);
+        let short = what.split(" (").next().unwrap_or(what);
+        let whose = match rest {
+            [(_, r)] => format!("{}'s", r.label),
+            _ => "each configuration's".to_string(),
+        };
+        let grouped = if same_grid { "" } else { "; classes grouped where the grids differ" };
         panels.push(Panel {
-            title: if same_grid {
-                format!("difference, {what}: each configuration minus {}", base.label)
-            } else {
-                format!(
-                    "difference, {what}: minus {} (classes grouped where the grids differ)",
-                    base.label
-                )
-            },
-            x_desc: "class size (bytes)".into(),
+            title: format!(
+                "{whose} {short} minus {}'s, per 100 B of object size (huge classes in{grouped})",
+                base.label
+            ),
+            x_desc: "object size (bytes)".into(),
             y_desc: unit.into(),
             series,
+            x_range,
             zero_line: true,
             int_x: true,
-            int_y: int,
             ..Default::default()
         });
     }
@@ -273,5 +300,59 @@ mod tests {
             .panels
             .iter()
             .all(|p| p.series.iter().all(|s| s.name != "zblock" || s.color == 1)));
+    }
+
+    /// The area under a step line drawn per 100 B: its total.
+    fn area(pts: &[(f64, f64)]) -> f64 {
+        pts.chunks(2).map(|s| (s[1].0 - s[0].0) * s[0].1 / 100.0).sum()
+    }
+
+    #[test]
+    fn classes_of_any_width_compare_by_height_and_every_panel_spans_the_same_sizes() {
+        let runs = [run("zsmalloc"), run("zblock")];
+        let fig = figure(&runs.iter().collect::<Vec<_>>());
+        let per_class: Vec<&Panel> =
+            fig.panels.iter().filter(|p| p.x_categories.is_empty()).collect();
+        assert_eq!(per_class.len(), 4 + 3, "four shapes, three differences");
+        let end = runs.iter().flat_map(|r| r.classes.iter()).map(|c| c.stats.size).max().unwrap();
+        for p in &per_class {
+            assert_eq!(super::super::axes::axes(p).x, (0.0, f64::from(end)), "{}", p.title);
+        }
+        // Per 100 B of object size, a line's area is its run's pages, however wide its classes.
+        let total = |r: &RunResult, huge: bool| -> f64 {
+            r.classes
+                .iter()
+                .filter(|c| huge || !c.stats.huge)
+                .map(|c| c.stats.pages_used as f64)
+                .sum()
+        };
+        for (s, r) in per_class[0].series.iter().zip(&runs) {
+            assert!((area(&s.points) - total(r, false)).abs() < 1e-6, "{}", s.name);
+        }
+        let diff = per_class
+            .iter()
+            .find(|p| {
+                p.title.starts_with("zblock's pages minus zsmalloc's, per 100 B of object size")
+            })
+            .expect("the difference titled in words");
+        let want = total(&runs[1], true) - total(&runs[0], true);
+        assert!((area(&diff.series[0].points) - want).abs() < 1e-6, "{}", diff.title);
+        // zblock's block types are wider than zsmalloc's classes: per class, its steps would be
+        // taller for the same pages.
+        let widest = |r: &RunResult| {
+            class_spans(&class_values(r, false, pages))
+                .iter()
+                .map(|s| s.1 - s.0)
+                .fold(0.0, f64::max)
+        };
+        assert!(widest(&runs[1]) > widest(&runs[0]));
+    }
+
+    #[test]
+    fn grids_that_differ_are_compared_over_ranges_both_share_up_to_the_end() {
+        let a = [(16.0, 1.0), (32.0, 2.0), (48.0, 3.0)];
+        let b = [(32.0, 10.0), (64.0, 20.0)];
+        assert_eq!(class_difference(&a, &b), [(0.0, 32.0, 7.0), (32.0, 64.0, 17.0)]);
+        assert_eq!(per_100_bytes(&[(0.0, 50.0, 10.0)]), [(0.0, 50.0, 20.0)]);
     }
 }

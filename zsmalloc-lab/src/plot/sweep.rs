@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::draw::draw;
-use super::figure::{Figure, Panel, Series, Style};
+use super::figure::{Figure, Panel, Series, Style, YStart};
 use super::pareto::{pareto_panel, ParetoPoint};
 use super::runs::runs;
 use crate::compare::Comparison;
@@ -56,6 +56,7 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
         series: series(f),
         int_x: numeric,
         int_y,
+        y_start: YStart::DataWhenClose,
         ..Default::default()
     };
     let points: Vec<ParetoPoint> = groups
@@ -105,6 +106,11 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
     ];
     draw(
         path,
-        &Figure { title: format!("sweep of {key}: {}", c.workload.summary), subtitle, panels },
+        &Figure {
+            title: format!("sweep of {key}: {}", c.workload.summary),
+            subtitle,
+            panels,
+            columns: 1,
+        },
     )
 }

@@ -58,3 +58,18 @@ pub fn usage_error(args: &[&str]) -> String {
     assert!(out.stdout.is_empty(), "{args:?}: nothing on stdout");
     err
 }
+
+/// The texts of an SVG written by `--plot`, unescaped, in drawing order (plotters writes each on its own
+/// `<text ...>text</text>` element).
+pub fn svg_texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            let text = body[..body.find("</text>")?].trim();
+            let entities = [("&apos;", "'"), ("&quot;", "\""), ("&lt;", "<"), ("&gt;", ">")];
+            let text = entities.iter().fold(text.to_string(), |t, (e, c)| t.replace(e, c));
+            Some(text.replace("&amp;", "&"))
+        })
+        .collect()
+}
