@@ -234,8 +234,9 @@ pub fn comparison(c: &Comparison) -> String {
                  workload (lab work included), median\n"
             )
         } else {
-            "cpu_time_s: thread CPU time of the pool calls, one run each (--repeat N for a \
-             spread); wall_time_s: wall clock of the whole workload (lab work included)\n"
+            "cpu_time_s: thread CPU time of the pool calls, one run each: too few to compare \
+             them (--repeat 3 or more for a spread and a delta); wall_time_s: wall clock of the \
+             whole workload (lab work included)\n"
                 .to_string()
         };
     }
