@@ -296,9 +296,10 @@ fn the_study_uses_liblz4_whose_lengths_differ_from_lz4_flex() {
 /// The README's `zsmalloc cost --page-size 16K` needs a bounded, known amount of memory
 /// whatever last-level cache the machine reports: pools were sized from it (twice 480 MiB on
 /// one machine) and all held at once, and the run was killed by the out-of-memory killer at
-/// about 17 GB. Its plan, with a reported 480 MiB cache, stays under 6 GiB.
+/// about 17 GB. Its plan, with a reported 480 MiB cache, stays under 7 GiB with every mode's
+/// pools at once, and under 4 GiB with a phase per pool read mode, its fallback.
 #[test]
-fn the_readme_run_is_planned_under_6_gib_whatever_cache_is_reported() {
+fn the_readme_run_is_planned_under_7_gib_whatever_cache_is_reported() {
     use zsmalloc_lab::config::ConfigSpec;
     use zsmalloc_lab::cost;
     let base = ConfigSpec::with_overrides(&ConfigSpec::default(), "page-size=16384").unwrap();

@@ -227,3 +227,77 @@ pub fn summarize(pools: &[PoolFacts], reads: &[ReadRow]) -> Summary {
     }
     Summary { base, rows, pool_spread: pool_spread(reads) }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::timing::Samples;
+
+    fn s(min: f64, median: f64, max: f64, n: usize) -> Samples {
+        Samples { min, median, max, n }
+    }
+
+    fn row(label: &str, mode: &str, spanning: bool, section: Samples) -> ReadRow {
+        ReadRow {
+            label: label.into(),
+            compressor: "lz4".into(),
+            mode: mode.into(),
+            kind: Kind::Regular,
+            spanning,
+            objects: 100,
+            reads: 10_000,
+            ns_per_section: section,
+            ns_per_decompress: s(1000.0, 1000.0, 1000.0, section.n),
+            ns_per_read: s(
+                section.min + 1000.0,
+                section.median + 1000.0,
+                section.max + 1000.0,
+                section.n,
+            ),
+            ns_per_read_zswap: section,
+            zswap_copies: false,
+            instructions_per_section: None,
+            instructions_per_read: None,
+            instructions_scope: None,
+            minor_faults_per_section: 0.0,
+            mean_len: 1000.0,
+        }
+    }
+
+    fn extra_noise(span: Samples, in_place: Samples) -> Option<bool> {
+        let reads = [row("a", "copy", true, span), row("a", "copy", false, in_place)];
+        summarize(&[], &reads).rows[0].spanning_extra_within_noise
+    }
+
+    #[test]
+    fn an_extra_inside_the_spread_or_below_zero_is_noise() {
+        // Three rounds: ranges apart, an extra; ranges that overlap, noise.
+        assert_eq!(extra_noise(s(900.0, 950.0, 1000.0, 3), s(200.0, 210.0, 250.0, 3)), Some(false));
+        assert_eq!(extra_noise(s(240.0, 260.0, 300.0, 3), s(200.0, 230.0, 250.0, 3)), Some(true));
+        // One round: no spread to judge a positive extra by; a negative one is noise anyway.
+        assert_eq!(extra_noise(s(950.0, 950.0, 950.0, 1), s(210.0, 210.0, 210.0, 1)), None);
+        assert_eq!(extra_noise(s(190.0, 190.0, 190.0, 1), s(210.0, 210.0, 210.0, 1)), Some(true));
+    }
+
+    #[test]
+    fn the_pools_spread_covers_the_same_code_in_every_pool_mode() {
+        let one = |m: f64| s(m, m, m, 1);
+        let reads = [
+            row("a", "copy", false, one(200.0)),
+            row("a", "map", false, one(260.0)),
+            row("a", "contiguous", false, one(230.0)),
+            // sg linearises: its in-place section is other code.
+            row("a", "sg", false, one(400.0)),
+            row("a", "copy", true, one(900.0)),
+            // A configuration read in one mode has no spread between pools.
+            row("b", "copy", false, one(210.0)),
+        ];
+        let spread = summarize(&[], &reads).pool_spread;
+        assert_eq!(spread.len(), 1);
+        assert_eq!(
+            (spread[0].label.as_str(), spread[0].in_place_section_ns),
+            ("a", [200.0, 260.0])
+        );
+        assert_eq!(spread[0].modes, ["copy", "map", "contiguous"]);
+    }
+}

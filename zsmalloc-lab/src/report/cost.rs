@@ -90,12 +90,15 @@ fn summary_columns() -> Vec<Column> {
             "ns_per_read",
             "ns_per_read_zswap",
             "spanning_extra_ns",
+            "spanning_extra_within_noise",
             "spanning_copy_share_pct",
         ],
     );
     c.push(Column::renamed("pages_pct_vs_base", &["vs_base", "pages_pct"]));
     c.push(Column::renamed("ns_per_read_delta_vs_base", &["vs_base", "ns_per_read_delta"]));
+    c.push(Column::at(&["vs_base", "ns_per_read_delta_within_noise"]));
     c.push(Column::at(&["vs_base", "spanning_ns_saved_per_read"]));
+    c.push(Column::at(&["vs_base", "spanning_ns_saved_within_noise"]));
     c
 }
 
@@ -381,14 +384,14 @@ mod tests {
                 ns_per_read_delta: 2.0,
                 ns_per_read_delta_within_noise: Some(true),
                 spanning_ns_saved_per_read: Some(0.25),
-                spanning_ns_saved_within_noise: None,
+                spanning_ns_saved_within_noise: Some(false),
             }),
         };
         let v = to_value(&row);
         assert!(csv::unresolved(&summary_columns(), &[vec![&v]]).is_empty());
         assert_eq!(
             csv::table(&summary_columns(), &[vec![&v]], Numbers::Plain).lines().nth(1),
-            Some("summary,a,lz4,copy,10,20,5,100.5,101,3,0.5,-1.5,2,0.25")
+            Some("summary,a,lz4,copy,10,20,5,100.5,101,3,false,0.5,-1.5,2,true,0.25,false")
         );
     }
 
