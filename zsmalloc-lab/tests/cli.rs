@@ -31,6 +31,9 @@ fn compare_without_arguments_prints_the_rfc_blocks_and_deltas() {
     let (b, p) = (out.find(&base), out.find(&patched));
     assert!(b.is_some() && p.is_some() && b < p, "RFC blocks missing or out of order:\n{out}");
     assert!(out.contains("classic (page 4096, chain 10, delta 16, classic)"), "{out}");
+    // One run each: the times say so, and no CPU-time delta is drawn from them.
+    assert!(out.contains("cpu_time_s (1 run)") && out.contains("too few to compare"), "{out}");
+    assert!(!out.contains("cpu_time [spread]"), "{out}");
     // One row per configuration with the result columns.
     let row = out
         .lines()

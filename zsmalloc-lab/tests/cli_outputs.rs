@@ -191,3 +191,44 @@ fn csv_and_timeline() {
         rows.iter().any(|r| r.contains(",churn,")) && rows.iter().any(|r| r.starts_with("eight,"))
     );
 }
+
+/// Two runs that differ in a setting never print the same configuration, in the table and in
+/// the CSV; mainline's settings print the line they always did.
+#[test]
+fn the_config_line_names_every_setting_that_is_not_mainlines() {
+    let workload = ["dist", "--objects", "2000"];
+    let run = |flags: &[&str], format: &str| {
+        let mut args = vec!["run", "--no-time", "--format", format];
+        args.extend_from_slice(flags);
+        args.extend_from_slice(&workload);
+        ok(&args)
+    };
+    let table_line = |flags: &[&str]| {
+        let out = run(flags, "table");
+        let line = out.lines().find(|l| l.starts_with("config ")).unwrap_or_default();
+        line.trim_start_matches("config").trim().to_string()
+    };
+    let csv_config = |flags: &[&str]| {
+        let out = run(flags, "csv");
+        let head: Vec<&str> = out.lines().next().unwrap().split(',').collect();
+        assert_eq!(head[..2], ["label", "config"], "{out}");
+        // The config cell is quoted (it has commas) and comes second.
+        let row = out.lines().nth(1).unwrap();
+        row.split('"').nth(1).unwrap_or_default().to_string()
+    };
+    assert_eq!(table_line(&[]), "page 4096, chain 8, delta 16, classic");
+    assert_eq!(csv_config(&[]), "page 4096, chain 8, delta 16, classic");
+    for (flags, shown) in [
+        (&["--merge", "off"][..], "page 4096, chain 8, delta 16, classic, no merging"),
+        (&["--profile", "2012"], "page 4096, chain 4, delta 16, classic, no merging"),
+        (&["--read-mode", "contiguous"], "page 4096, chain 8, delta 16, classic, read contiguous"),
+        (
+            &["--mem-limit-pages", "100000"],
+            "page 4096, chain 8, delta 16, classic, limit 100000 pages",
+        ),
+        (&["--backend", "zblock"], "zblock, page 4096"),
+    ] {
+        assert_eq!(table_line(flags), shown, "{flags:?}");
+        assert_eq!(csv_config(flags), shown, "{flags:?}");
+    }
+}

@@ -150,6 +150,9 @@ fn bad_flags_are_refused_in_one_line() {
 fn table_csv_and_plot() {
     let t = small("table", &["--compressor", "lz4"]);
     assert!(t.contains("Store") && t.contains("batch fallback") && t.contains("16K"), "{t}");
+    assert!(t.contains("pool: page 4096, chain 8; churn") && !t.contains("level"), "{t}");
+    let t = small("table", &["--compressor", "lz4,zstd", "--folio-sizes", "16K"]);
+    assert!(t.contains("pool: page 4096, chain 8; zstd level 3; churn"), "{t}");
     let csv = small("csv", &["--compressor", "lz4"]);
     let mut lines = csv.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();

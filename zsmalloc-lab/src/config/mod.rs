@@ -214,40 +214,9 @@ impl ConfigSpec {
         self.config.validate().map_err(config_error)
     }
 
-    /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default);
-    /// `zblock, page 4096` for the other backends.
+    /// The configuration in one line: [`ConfigDesc::summary`].
     pub fn describe(&self) -> String {
-        let c = &self.config;
-        if let Some(t) = &c.class_table {
-            return format!("page {}, class table of {} classes", c.page_size, t.classes().len());
-        }
-        if !self.is_zsmalloc() {
-            let mut s = format!("{}, page {}", c.backend.name(), c.page_size);
-            if c.mem_limit_pages != 0 {
-                s += &format!(", limit {} pages", c.mem_limit_pages);
-            }
-            return s;
-        }
-        let mut s = format!(
-            "page {}, chain {}, delta {}, {}",
-            c.page_size,
-            c.chain_size,
-            c.effective_delta(),
-            c.chain_policy.name()
-        );
-        if c.read_mode != ReadMode::Copy {
-            s += &format!(", read {}", c.read_mode.name());
-        }
-        if c.mem_limit_pages != 0 {
-            s += &format!(", limit {} pages", c.mem_limit_pages);
-        }
-        if !c.merge_classes {
-            s += ", no merging";
-        }
-        if c.multi_page_size != 0 {
-            s += &format!(", multi-page {}", c.multi_page_size);
-        }
-        s
+        ConfigDesc::from(self).summary()
     }
 
     /// The value of a key as text (for sweep plots and CSV).
@@ -296,14 +265,20 @@ pub struct ConfigDesc {
 }
 
 impl ConfigDesc {
-    /// `page 4096, chain 10, delta 16, classic` (plus read mode and limit when not default), or
-    /// `page 4096, class table of 119 classes` for an explicit table.
+    /// The one line that names a configuration: `page 4096, chain 10, delta 16, classic` for
+    /// mainline's computed table, `page 4096, class table of 119 classes` for an explicit one,
+    /// `zblock, page 4096` for another backend; then every other setting that is not
+    /// mainline's (read mode, memory limit, no merging, the multi-page band), so two
+    /// configurations that run differently never print the same line.
     pub fn summary(&self) -> String {
-        let mut s = match &self.class_table {
-            Some(t) => {
+        let mut s = match (&self.class_table, self.backend) {
+            (_, b) if b != BackendKind::Zsmalloc => {
+                format!("{}, page {}", b.name(), self.page_size)
+            }
+            (Some(t), _) => {
                 format!("page {}, class table of {} classes", self.page_size, t.split(',').count())
             }
-            None => format!(
+            (None, _) => format!(
                 "page {}, chain {}, delta {}, {}",
                 self.page_size, self.chain_size, self.class_delta, self.chain_policy
             ),
@@ -313,6 +288,10 @@ impl ConfigDesc {
         }
         if self.mem_limit_pages != 0 {
             s += &format!(", limit {} pages", self.mem_limit_pages);
+        }
+        // Merging is a property of a computed zsmalloc table; a given table lists its classes.
+        if !self.merge && self.backend == BackendKind::Zsmalloc && self.class_table.is_none() {
+            s += ", no merging";
         }
         if self.multi_page_size != 0 {
             s += &format!(", multi-page {}", self.multi_page_size);
@@ -415,5 +394,27 @@ mod tests {
             (Some("contiguous"), Some("zsmalloc"))
         );
         assert_eq!(v["class_delta"], 16);
+    }
+
+    #[test]
+    fn every_setting_not_mainlines_is_in_the_line() {
+        let base = ConfigSpec::default();
+        assert_eq!(base.describe(), "page 4096, chain 8, delta 16, classic");
+        for (spec, shown) in [
+            ("merge=off", "page 4096, chain 8, delta 16, classic, no merging"),
+            ("profile=2012", "page 4096, chain 4, delta 16, classic, no merging"),
+            ("read-mode=map", "page 4096, chain 8, delta 16, classic, read map"),
+            ("mem-limit-pages=100", "page 4096, chain 8, delta 16, classic, limit 100 pages"),
+            ("backend=zblock", "zblock, page 4096"),
+            ("backend=malloc,read-mode=copy", "malloc, page 4096"),
+            (
+                "page-size=16K,multi-page=64K",
+                "page 16384, chain 8, delta 64, classic, multi-page 65536",
+            ),
+        ] {
+            let c = ConfigSpec::with_overrides(&base, spec).unwrap();
+            assert_eq!(c.describe(), shown, "{spec}");
+            assert_eq!(ConfigDesc::from(&c).summary(), shown, "{spec}");
+        }
     }
 }

@@ -15,7 +15,7 @@ use crate::memory::SLACK_BYTES;
 /// One phase's pools, as planned.
 #[derive(Debug, Clone)]
 pub struct PhaseMemory {
-    /// `phase 1 of 6: 16384 B pages, lz4, copy pools (modes copy, sg), 13 copies of the corpus`
+    /// `phase 1 of 2: 16384 B pages, lz4, 13 copies of the corpus`
     pub what: String,
     pub pools: Vec<PoolMemory>,
     /// The phase's estimated peak: its pools and a write batch.
@@ -25,7 +25,7 @@ pub struct PhaseMemory {
 /// One pool, as planned.
 #[derive(Debug, Clone)]
 pub struct PoolMemory {
-    /// Its configuration's label.
+    /// Its configuration's label and the modes read on it: `classic (copy, sg)`.
     pub label: String,
     /// Its estimated bytes once filled.
     pub bytes: u64,
@@ -42,6 +42,8 @@ pub struct MemoryPlan {
     pub phases: Vec<PhaseMemory>,
     /// The estimated peak of the whole run.
     pub peak_bytes: u64,
+    /// The modes are measured in phases of their own, for want of memory.
+    pub modes_apart: bool,
 }
 
 impl MemoryPlan {
@@ -55,20 +57,24 @@ impl MemoryPlan {
             .enumerate()
             .map(|(i, ph)| {
                 let c = &corpora[ph.corpus];
-                let modes: Vec<&str> = ph.modes.iter().map(|m| m.name()).collect();
                 let what = format!(
-                    "phase {} of {n}: {} B pages, {}, {} pools (modes {}), {} copies of the corpus",
+                    "phase {} of {n}: {} B pages, {}, {} copies of the corpus",
                     i + 1,
                     c.page,
                     c.algo.name(),
-                    ph.pool_mode.name(),
-                    modes.join(", "),
                     ph.replicas
                 );
                 let pools = ph
                     .pools
                     .iter()
-                    .map(|p| PoolMemory { label: opts.specs[p.spec].label.clone(), bytes: p.bytes })
+                    .map(|p| {
+                        let modes: Vec<&str> = p.modes.iter().map(|m| m.name()).collect();
+                        let label = opts.specs[p.spec].label.as_str();
+                        PoolMemory {
+                            label: format!("{label} ({})", modes.join(", ")),
+                            bytes: p.bytes,
+                        }
+                    })
                     .collect();
                 PhaseMemory { what, pools, bytes: ph.bytes() }
             })
@@ -81,6 +87,7 @@ impl MemoryPlan {
             evict_bytes: opts.evict_bytes,
             phases,
             peak_bytes: running.max(peak_so_far_bytes),
+            modes_apart: plan.modes_apart,
         }
     }
 
@@ -97,6 +104,11 @@ impl MemoryPlan {
             let each: Vec<String> =
                 p.pools.iter().map(|m| format!("{} {}", m.label, human(m.bytes))).collect();
             out += &format!("  {}: {} = {}\n", p.what, each.join(", "), human(p.bytes));
+        }
+        if self.modes_apart {
+            out += "  (every mode's pools at once need more memory than this run may take: each \
+                    pool read mode has a phase of its own, so differences between modes include \
+                    the machine's drift from phase to phase)\n";
         }
         out
     }

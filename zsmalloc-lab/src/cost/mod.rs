@@ -82,7 +82,7 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
     let load_before = hw::load_average();
     let corpora = compress_corpora(opts)?;
     let handle_memory = handle_memory::measure(opts, &corpora)?;
-    let plan = StudyPlan::new(opts, &corpora)?;
+    let (plan, memory) = plan_within_memory(opts, &corpora)?;
     if plan.phases.is_empty() {
         let why: Vec<String> = plan
             .skipped
@@ -91,7 +91,6 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
             .collect();
         return Err(LabError::usage(format!("no mode can run: {}", why.join("; "))));
     }
-    let memory = MemoryPlan::new(opts, &corpora, &plan);
     eprint!("zsmalloc cost: {}", memory.describe());
     memory.check(opts.max_memory)?;
 
@@ -119,8 +118,22 @@ pub fn memory_plan(opts: &CostOptions) -> LabResult<MemoryPlan> {
     opts.check()?;
     memory::check_corpus(opts)?;
     let corpora = compress_corpora(opts)?;
-    let plan = StudyPlan::new(opts, &corpora)?;
-    Ok(MemoryPlan::new(opts, &corpora, &plan))
+    Ok(plan_within_memory(opts, &corpora)?.1)
+}
+
+/// The plan and its memory: every mode of a corpus in one phase (measured in the same rounds),
+/// unless that needs more memory than the run may take; then a phase per pool read mode, as
+/// the plan then says.
+fn plan_within_memory(
+    opts: &CostOptions,
+    corpora: &[Compressed],
+) -> LabResult<(StudyPlan, MemoryPlan)> {
+    let mut plan = StudyPlan::new(opts, corpora)?;
+    let mut memory = MemoryPlan::new(opts, corpora, &plan);
+    if memory.check(opts.max_memory).is_err() && plan.split_modes() {
+        memory = MemoryPlan::new(opts, corpora, &plan);
+    }
+    Ok((plan, memory))
 }
 
 /// The corpus per page size, compressed per compressor (in that order); the pages of a page
@@ -163,6 +176,7 @@ fn environment(
         pool_bytes_held: [lo, hi],
         evict_bytes: if counting.callgrind { 0 } else { opts.evict_bytes },
         phases: phases.len(),
+        modes_apart: memory.modes_apart,
         memory_estimate_bytes: memory.peak_bytes,
         peak_rss_bytes: memory::proc_status_bytes("VmHWM"),
         load_average_before: load_before,

@@ -140,9 +140,12 @@ pub struct Environment {
     pub pool_bytes_held: [u64; 2],
     /// The buffer written before every timed pass to push the pools out of the caches.
     pub evict_bytes: u64,
-    /// Groups of pools filled, measured and freed one after another (one per corpus and pool
-    /// read mode); rounds are interleaved within a group.
+    /// Groups of pools filled, measured and freed one after another (one per corpus, or per
+    /// corpus and pool read mode when `modes_apart`); rounds are interleaved within a group.
     pub phases: usize,
+    /// Each pool read mode was measured in a phase of its own (every mode's pools at once
+    /// needed more memory than the run could take).
+    pub modes_apart: bool,
     /// The memory plan's peak, announced before the run.
     pub memory_estimate_bytes: u64,
     /// The process's measured peak resident memory (`VmHWM`, shared pages included).

@@ -1,6 +1,6 @@
-//! One phase of the study: its pools filled, then round after round the empty batch, every
-//! read job (a pool read in one mode) and every write job (a configuration's two write paths),
-//! interleaved; then the pools are freed. Figures are taken by [`super::figures`].
+//! One phase of the study: its pools filled (every configuration in every pool read mode), then
+//! round after round the empty batch, every read job (a pool read in one mode) and every write
+//! job (a configuration's two write paths), interleaved; then the pools are freed. Figures are taken by [`super::figures`].
 
 use std::cell::RefCell;
 use std::hint::black_box;
@@ -65,7 +65,8 @@ pub struct RunCtx<'a> {
 
 /// Jobs of a phase per round: the empty batch, its read jobs and its write jobs.
 pub fn jobs_per_round(phase: &PoolPhase) -> usize {
-    1 + phase.pools.len() * phase.modes.len() + phase.pools.iter().filter(|p| p.writes).count()
+    1 + phase.pools.iter().map(|p| p.modes.len()).sum::<usize>()
+        + phase.pools.iter().filter(|p| p.writes).count()
 }
 
 /// What one job of a round returns.
@@ -89,14 +90,14 @@ pub fn run(phase: &PoolPhase, corpus: &Compressed, cx: &RunCtx<'_>) -> LabResult
     let mut filled = Vec::new();
     for p in &phase.pools {
         let spec = &opts.specs[p.spec];
-        let pool = make_pool(spec, phase.pool_mode).map_err(|e| e.for_mode(phase.modes[0]))?;
+        let pool = make_pool(spec, p.pool_mode).map_err(|e| e.for_mode(p.modes[0]))?;
         let mut f = Filled::new(spec, pool, corpus, phase.replicas)?;
         f.extend_to(phase.replicas)?;
         f.finish(opts.seed);
         filled.push(f);
     }
     let reads: Vec<ReadJob> = (0..filled.len())
-        .flat_map(|pool| phase.modes.iter().map(move |&mode| ReadJob { pool, mode }))
+        .flat_map(|pool| phase.pools[pool].modes.iter().map(move |&mode| ReadJob { pool, mode }))
         .collect();
     let writes: Vec<usize> = (0..filled.len()).filter(|&i| phase.pools[i].writes).collect();
     let results = {

@@ -1,10 +1,12 @@
 //! The study's plan, made before any pool is filled: which pools exist (a configuration may
 //! refuse a read mode), how many copies of the corpus each holds, and in which phase.
 //!
-//! Phases: the pools of one corpus (page size and compressor) and one pool read mode are filled,
-//! measured round by round (interleaved, A B A B) and freed before the next phase; so the
-//! configurations that a summary compares are always measured side by side, and memory holds
-//! one phase's pools at a time, never every pool of the run.
+//! Phases: the pools of one corpus (page size and compressor), one per configuration and pool
+//! read mode, are filled, measured round by round (interleaved, A B A B) and freed before the
+//! next phase; so the configurations that a summary compares, and the read modes that its rows
+//! compare, are always measured side by side in the same rounds (a mode measured in a phase of
+//! its own met another machine: in-place reads, the same code in every mode, came out up to 2x
+//! apart), and memory holds one phase's pools at a time, never every pool of the run.
 //!
 //! Copies: every pool of a corpus holds it the same number of times (so pages compare), enough
 //! to store the target size and to give each regular row a batch of distinct objects, at most
@@ -37,6 +39,9 @@ const METADATA_BYTES_PER_OBJECT: u64 = 64;
 pub struct PoolPlan {
     /// Index of its configuration in [`CostOptions::specs`].
     pub spec: usize,
+    pub pool_mode: ReadMode,
+    /// The study modes read on this pool, in the order asked.
+    pub modes: Vec<Mode>,
     /// Its write rows are measured on this pool (the configuration's first pool).
     pub writes: bool,
     /// Estimated pool pages once filled.
@@ -51,9 +56,7 @@ pub struct PoolPlan {
 pub struct PoolPhase {
     /// Index of the corpus (page size and compressor).
     pub corpus: usize,
-    pub pool_mode: ReadMode,
-    /// The study modes read on these pools, in the order asked.
-    pub modes: Vec<Mode>,
+    /// By configuration, then pool read mode.
     pub pools: Vec<PoolPlan>,
     /// Copies of the corpus in each pool.
     pub replicas: u64,
@@ -86,6 +89,8 @@ struct Probe {
 pub struct StudyPlan {
     pub phases: Vec<PoolPhase>,
     pub skipped: Vec<Skipped>,
+    /// The modes are measured in phases of their own ([`StudyPlan::split_modes`]).
+    pub modes_apart: bool,
 }
 
 impl StudyPlan {
@@ -137,35 +142,51 @@ impl StudyPlan {
             // A batch of stores of objects of the corpus's mean size, at most half wasted.
             let mean = corpus.bytes_per_replica(corpus.page).div_ceil(corpus.objects() as u64);
             let write_batch_bytes = 2 * opts.batch as u64 * (mean + LAB_BYTES_PER_OBJECT);
-            for &pm in &pool_modes {
-                let pools: Vec<PoolPlan> = probes
-                    .iter()
-                    .filter(|(si, _)| accepted(*si).contains(&pm))
-                    .map(|&(si, p)| PoolPlan {
+            let mut pools = Vec::new();
+            for &(si, p) in &probes {
+                for &pm in &accepted(si) {
+                    pools.push(PoolPlan {
                         spec: si,
+                        pool_mode: pm,
+                        modes: opts.modes.iter().copied().filter(|m| m.pool_mode() == pm).collect(),
                         writes: accepted(si).first() == Some(&pm),
                         pages: p.pages_for(replicas),
                         bytes: p.pages_for(replicas) * page
                             + p.metadata_bytes
                             + objects * (LAB_BYTES_PER_OBJECT + METADATA_BYTES_PER_OBJECT)
                             + ARENA_CACHE_BYTES,
-                    })
-                    .collect();
-                if pools.is_empty() {
-                    continue;
+                    });
                 }
-                let modes = opts.modes.iter().copied().filter(|m| m.pool_mode() == pm).collect();
-                phases.push(PoolPhase {
-                    corpus: ci,
-                    pool_mode: pm,
-                    modes,
-                    pools,
-                    replicas,
-                    write_batch_bytes,
-                });
+            }
+            if !pools.is_empty() {
+                phases.push(PoolPhase { corpus: ci, pools, replicas, write_batch_bytes });
             }
         }
-        Ok(StudyPlan { phases, skipped })
+        Ok(StudyPlan { phases, skipped, modes_apart: false })
+    }
+
+    /// Splits every phase into one per pool read mode, for a machine without the memory to
+    /// hold every mode's pools at once; `false` when no phase has two pool modes.
+    pub fn split_modes(&mut self) -> bool {
+        let mut phases = Vec::new();
+        for ph in &self.phases {
+            let mut modes: Vec<ReadMode> = Vec::new();
+            for p in &ph.pools {
+                if !modes.contains(&p.pool_mode) {
+                    modes.push(p.pool_mode);
+                }
+            }
+            for m in modes {
+                let pools = ph.pools.iter().filter(|p| p.pool_mode == m).cloned().collect();
+                phases.push(PoolPhase { pools, ..ph.clone() });
+            }
+        }
+        let split = phases.len() > self.phases.len();
+        if split {
+            self.phases = phases;
+            self.modes_apart = true;
+        }
+        split
     }
 }
 

@@ -96,9 +96,15 @@ fn path(p: &ReadPath) -> String {
 }
 
 fn table(r: &FoliosReport) -> String {
+    // A level is zstd's alone: it says nothing where only lz4 or lzo ran.
+    let level = if r.rows.iter().any(|w| w.compressor == "zstd") {
+        format!("; zstd level {}", r.zstd_level)
+    } else {
+        String::new()
+    };
     let mut out = format!(
         "corpus: {} ({} bytes, {} pages of {})\n\
-         pool: page {}, chain {}; zstd level {}; churn {} (refill {}); fallback share {}; {} \
+         pool: page {}, chain {}{level}; churn {} (refill {}); fallback share {}; {} \
          rounds, seed {}\n\n",
         r.source,
         r.input_bytes,
@@ -106,7 +112,6 @@ fn table(r: &FoliosReport) -> String {
         r.page_size,
         r.page_size,
         r.chain_size,
-        r.zstd_level,
         r.churn_share,
         r.refill_share,
         r.fallback_share,

@@ -6,8 +6,9 @@ use serde_json::Value;
 use crate::report::csv::{cell, field, table, to_value, Column, Numbers};
 use crate::result::{delta_value, RunResult};
 
-/// A run's columns, flattened from its JSON form so the names match: `config`'s keys as they
-/// are, `workload` as its one-line summary, other objects as `object_key` (`cpu_time_s_min`,
+/// A run's columns, flattened from its JSON form so the names match: `config` as the one line
+/// the text table prints (every setting that is not mainline's), then its keys as they are,
+/// `workload` as its one-line summary, other objects as `object_key` (`cpu_time_s_min`,
 /// `corpus_compression_ratio`, `dist_clipped_min`, ...); per-class rows are left out.
 fn columns(r: &RunResult) -> Vec<(String, String)> {
     let mut out = Vec::new();
@@ -18,6 +19,7 @@ fn columns(r: &RunResult) -> Vec<(String, String)> {
             ("classes", _) => {}
             ("workload", _) => out.push(("workload".into(), field(&r.workload.summary))),
             ("config", Value::Object(m)) => {
+                out.push(("config".into(), field(&r.config.summary())));
                 for (ck, cv) in m {
                     out.push((ck.clone(), cell(cv, Numbers::AsJson)));
                 }

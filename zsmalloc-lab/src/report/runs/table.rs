@@ -168,6 +168,7 @@ pub fn comparison(c: &Comparison) -> String {
         }
     }
     let timed = c.runs.iter().all(|r| r.cpu_time_s.is_some());
+    let repeats = c.runs.iter().filter_map(|r| r.cpu_time_s.map(|t| t.n)).min().unwrap_or(0);
     let mut head = vec![
         "config",
         "objects",
@@ -190,7 +191,8 @@ pub fn comparison(c: &Comparison) -> String {
         head.push("store_failures");
     }
     if timed {
-        head.push("cpu_time_s [min..max]");
+        // One run each is no basis for a ratio: the header says what the figures rest on.
+        head.push(if repeats > 1 { "cpu_time_s [min..max]" } else { "cpu_time_s (1 run)" });
         head.push("wall_time_s");
     }
     let rows: Vec<Vec<String>> = c
@@ -224,7 +226,6 @@ pub fn comparison(c: &Comparison) -> String {
         })
         .collect();
     out += &grid(&head, &rows, 1);
-    let repeats = c.runs.iter().filter_map(|r| r.cpu_time_s.map(|t| t.n)).min().unwrap_or(0);
     if timed {
         out += &if repeats > 1 {
             format!(
@@ -233,8 +234,9 @@ pub fn comparison(c: &Comparison) -> String {
                  workload (lab work included), median\n"
             )
         } else {
-            "cpu_time_s: thread CPU time of the pool calls, one run each (--repeat N for a \
-             spread); wall_time_s: wall clock of the whole workload (lab work included)\n"
+            "cpu_time_s: thread CPU time of the pool calls, one run each: too few to compare \
+             them (--repeat 3 or more for a spread and a delta); wall_time_s: wall clock of the \
+             whole workload (lab work included)\n"
                 .to_string()
         };
     }
