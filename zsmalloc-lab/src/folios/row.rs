@@ -29,6 +29,17 @@ pub struct FoliosReport {
     pub time: RunTime,
 }
 
+impl FoliosReport {
+    /// `; zstd level N` where a zstd row ran, else nothing: a level says nothing of lz4 or lzo.
+    pub fn zstd_level_note(&self) -> String {
+        if self.rows.iter().any(|w| w.compressor == "zstd") {
+            format!("; zstd level {}", self.zstd_level)
+        } else {
+            String::new()
+        }
+    }
+}
+
 /// One compressor at one folio size.
 #[derive(Debug, Clone, Serialize)]
 pub struct FolioRow {

@@ -70,8 +70,13 @@ pub fn figure(r: &FoliosReport) -> Figure {
     Figure {
         title: format!("large folios as one object: {}", r.source),
         subtitle: vec![format!(
-            "{} bytes; page {}, chain {}; zstd level {}; churn {}; {} rounds",
-            r.input_bytes, r.page_size, r.chain_size, r.zstd_level, r.churn_share, r.repeat
+            "{} bytes; page {}, chain {}{}; churn {}; {} rounds",
+            r.input_bytes,
+            r.page_size,
+            r.chain_size,
+            r.zstd_level_note(),
+            r.churn_share,
+            r.repeat
         )],
         panels,
         columns: 1,

@@ -96,12 +96,7 @@ fn path(p: &ReadPath) -> String {
 }
 
 fn table(r: &FoliosReport) -> String {
-    // A level is zstd's alone: it says nothing where only lz4 or lzo ran.
-    let level = if r.rows.iter().any(|w| w.compressor == "zstd") {
-        format!("; zstd level {}", r.zstd_level)
-    } else {
-        String::new()
-    };
+    let level = r.zstd_level_note();
     let mut out = format!(
         "corpus: {} ({} bytes, {} pages of {})\n\
          pool: page {}, chain {}{level}; churn {} (refill {}); fallback share {}; {} \

@@ -28,7 +28,6 @@ mod removal;
 mod signals;
 pub mod sweep;
 
-
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
