@@ -19,7 +19,7 @@
 //! A file cut short shows as a class line without its chain or a table that stops before the
 //! page-sized class: both are refused as such.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::path::Path;
 
 use crate::band::MAX_OBJECT;
@@ -137,7 +137,7 @@ pub fn max_class_lines() -> usize {
     max_classes(MAX_OBJECT)
 }
 
-fn parse<R: BufRead>(mut input: TextLines<R>) -> std::result::Result<ClassTableSpec, String> {
+fn parse<R: Read>(mut input: TextLines<R>) -> std::result::Result<ClassTableSpec, String> {
     let mut page: Option<(u32, usize)> = None;
     let mut classes = Vec::new();
     let mut lines: Vec<Line> = Vec::new();

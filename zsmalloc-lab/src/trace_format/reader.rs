@@ -3,7 +3,7 @@
 //! UTF-8 are refused naming the line, so `/dev/zero` or a binary file costs one line's buffer.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::path::Path;
 
 use zsmalloc_core::text_input::{Limits, TextError, TextLines};
@@ -12,11 +12,11 @@ use super::TraceOp;
 use crate::error::{LabError, LabResult};
 
 /// Reads a trace line by line, without an allocation per line; errors name the input and line.
-pub struct TraceReader<R = BufReader<File>> {
+pub struct TraceReader<R = File> {
     lines: TextLines<R>,
 }
 
-impl TraceReader<BufReader<File>> {
+impl TraceReader<File> {
     /// Opens the file at `path` (regular or not: it is read once, front to back).
     pub fn open(path: &Path) -> LabResult<Self> {
         let lines = TextLines::open(path, Limits::STREAM).map_err(refusal)?;
@@ -24,7 +24,7 @@ impl TraceReader<BufReader<File>> {
     }
 }
 
-impl<R: BufRead> TraceReader<R> {
+impl<R: Read> TraceReader<R> {
     /// Reads `input`, named `name` in refusals.
     pub fn new(input: R, name: &str) -> Self {
         TraceReader { lines: TextLines::new(input, name, Limits::STREAM) }

@@ -15,6 +15,7 @@
 pub mod corpus;
 pub mod dist;
 pub mod files;
+pub mod id_map;
 pub mod kernel_test;
 pub mod pages;
 pub mod trace;

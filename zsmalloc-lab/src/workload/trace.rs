@@ -6,12 +6,12 @@
 //! The trace is opened once ([`TraceInput`]) and planned in one pass before any run; each run
 //! (one per configuration) then reads it again from its first line.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use super::id_map::IdMap;
 use super::trace_input::{TraceInput, TracePlan};
 use super::{Extra, WorkloadKind};
 use crate::driver::{Driver, RunPhase};
@@ -122,13 +122,19 @@ impl WorkloadKind for Trace {
         // A run whose command planned nothing (no limit was checked) plans without one.
         self.plan(&Limit::new(None))?;
         let mut reader = self.input()?.reader()?;
-        let mut slots: HashMap<u64, usize> = HashMap::new();
+        let mut slots = IdMap::new();
         let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {
-            if let Some(&s) = slots.get(&id) {
-                return Ok(s);
+            if let Some(s) = slots.get(id) {
+                return Ok(s as usize);
             }
             let s = d.new_slot()?;
-            slots.insert(id, s);
+            let value = u32::try_from(s).ok().filter(|&v| v != u32::MAX).ok_or_else(|| {
+                LabError::usage(format!(
+                    "{}: more handles than a replay holds",
+                    self.file.display()
+                ))
+            })?;
+            slots.insert(id, value);
             Ok(s)
         };
         d.phase(RunPhase::Replay)?;

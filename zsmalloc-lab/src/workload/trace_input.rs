@@ -12,9 +12,8 @@
 //! goes over the budget: a trace too large to replay is refused holding only the map of the
 //! objects live at that line, however long the trace is.
 
-use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -22,6 +21,7 @@ use std::sync::{Arc, Mutex};
 
 use zsmalloc_core::text_input::{escape, io_reason};
 
+use super::id_map::IdMap;
 use crate::error::{LabError, LabResult};
 use crate::trace_format::{TraceOp, TraceReader};
 
@@ -124,7 +124,7 @@ impl TraceInput {
 
     /// A reader from the first line, with a cursor of its own (the input is planned, or a
     /// regular file).
-    pub fn reader(&self) -> LabResult<TraceReader<BufReader<Cursor>>> {
+    pub fn reader(&self) -> LabResult<TraceReader<Cursor>> {
         let file = lock(&self.file);
         let Some(file) = file.as_ref() else {
             return Err(LabError::runtime(format!(
@@ -136,7 +136,7 @@ impl TraceInput {
             LabError::usage(format!("cannot read '{}': {}", self.name, io_reason(&e)))
         })?);
         let cursor = Cursor { file, pos: 0 };
-        Ok(TraceReader::new(BufReader::with_capacity(1 << 16, cursor), &self.name))
+        Ok(TraceReader::new(cursor, &self.name))
     }
 
     /// Copies `pipe`, checked line by line, to an unnamed temporary file, planning as it goes.
@@ -151,7 +151,7 @@ impl TraceInput {
             ))
         };
         let mut out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
-        let mut reader = TraceReader::new(BufReader::with_capacity(1 << 16, pipe), &self.name);
+        let mut reader = TraceReader::new(pipe, &self.name);
         let mut pass = PlanPass::new(budget, longest);
         while let Some(op) = reader.next_op()? {
             if reader.bytes_read() > MAX_SPOOL_BYTES {
@@ -228,7 +228,8 @@ impl Read for Cursor {
 
 /// The running plan of one pass: the objects live at each line, as the replay will hold them.
 struct PlanPass {
-    live: HashMap<u64, u64>,
+    /// Live ids and their lengths (at most 64 KiB each after the clip: they fit a `u32`).
+    live: IdMap,
     bytes: u64,
     budget: u64,
     longest: u64,
@@ -237,7 +238,7 @@ struct PlanPass {
 
 impl PlanPass {
     fn new(budget: u64, longest: u64) -> Self {
-        PlanPass { live: HashMap::new(), bytes: 0, budget, longest, plan: TracePlan::default() }
+        PlanPass { live: IdMap::new(), bytes: 0, budget, longest, plan: TracePlan::default() }
     }
 
     /// Adds one operation; false once the plan is over the budget.
@@ -246,21 +247,21 @@ impl PlanPass {
         self.plan.ops += 1;
         match *op {
             TraceOp::Store { id, len } | TraceOp::Malloc { id, len } => {
-                let len = (len as u64).min(self.longest);
+                let len = (len as u64).min(self.longest).min(u64::from(u32::MAX - 1)) as u32;
                 self.plan.ids += 1;
-                self.bytes += len;
-                self.bytes -= self.live.insert(id, len).unwrap_or(0);
+                self.bytes += u64::from(len);
+                self.bytes -= u64::from(self.live.insert(id, len).unwrap_or(0));
             }
-            TraceOp::Free { id } => self.bytes -= self.live.remove(&id).unwrap_or(0),
+            TraceOp::Free { id } => self.bytes -= u64::from(self.live.remove(id).unwrap_or(0)),
             TraceOp::Move { from, to } => {
-                if let Some(len) = self.live.remove(&from) {
-                    self.bytes -= self.live.insert(to, len).unwrap_or(0);
+                if let Some(len) = self.live.remove(from) {
+                    self.bytes -= u64::from(self.live.insert(to, len).unwrap_or(0));
                 }
             }
             TraceOp::Read { .. } | TraceOp::ReadSg { .. } | TraceOp::Write { .. } => {}
             TraceOp::Compact => {}
         }
-        let now = super::pool_plan_bytes(self.live.len() as u64, self.bytes)
+        let now = super::pool_plan_bytes(self.live.len(), self.bytes)
             .saturating_add(self.plan.ids.saturating_mul(PER_ID_BYTES));
         self.plan.bytes = self.plan.bytes.max(now);
         self.plan.bytes <= self.budget
