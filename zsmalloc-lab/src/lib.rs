@@ -60,6 +60,7 @@ pub mod timeline;
 pub mod timing;
 pub mod trace_format;
 pub mod workload;
+pub mod zram_name;
 pub mod zram_page;
 
 pub use error::{LabError, LabResult};
