@@ -39,6 +39,7 @@
 
 pub mod block_table;
 pub mod classes;
+pub mod cli;
 pub mod codec;
 pub mod commands;
 pub mod compare;
