@@ -92,6 +92,15 @@ pub fn share(s: &str) -> Result<f64, String> {
     real(0.0, 1.0)(s)
 }
 
+/// `p`'s check, keeping the text as given: for flags a later step parses with other sources
+/// (the configuration flags, also `--config` specs), refused early when out of range whatever
+/// the other flags say.
+pub fn checked<T>(
+    p: impl Fn(&str) -> Result<T, String> + Clone + Send + Sync + 'static,
+) -> impl Fn(&str) -> Result<String, String> + Clone + Send + Sync + 'static {
+    move |s| p(s).map(|_| s.to_string())
+}
+
 /// A byte count the core's way (`4096`, `16K`, `64KiB`) in `lo..=hi` bytes.
 pub fn bytes<T>(lo: u64, hi: u64) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync
 where
