@@ -13,28 +13,51 @@ pub const MAX_ORDER: u32 = 4;
 /// The longest object a header word can describe (its length field is 16 bits, `len - 1`).
 pub const MAX_OBJECT: u32 = 65536;
 
+/// The multi-page sizes a page size allows: `page << K` for K in 1..=4, at most
+/// [`MAX_OBJECT`] (none for 64 KiB pages).
+pub fn sizes_for(page: u32) -> Vec<u32> {
+    (1..=MAX_ORDER)
+        .map(|k| u64::from(page) << k)
+        .filter(|&m| m > u64::from(page) && m <= u64::from(MAX_OBJECT))
+        .map(|m| m as u32)
+        .collect()
+}
+
+/// What a page size allows, for a refusal: `with 16384-byte pages: 0 (off), 32768 or 65536`.
+fn allowed(page: u32) -> String {
+    let sizes: Vec<String> = sizes_for(page).iter().map(u32::to_string).collect();
+    match sizes.split_last() {
+        None => format!(
+            "with {page}-byte pages only 0 (off): a band object above a page would be above \
+             {MAX_OBJECT} bytes, the longest an object header records"
+        ),
+        Some((last, [])) => format!("with {page}-byte pages: 0 (off) or {last}"),
+        Some((last, rest)) => {
+            format!("with {page}-byte pages: 0 (off), {} or {last}", rest.join(", "))
+        }
+    }
+}
+
 /// Checks a multi-page size against the page size: `Ok(0)` for 0 (no band), else `Ok(K)` when
-/// `multi == page << K` with K in 1..=4 and `multi` at most 64 KiB; the error says why not.
+/// `multi == page << K` with K in 1..=4 and `multi` at most 64 KiB; the error names the limit
+/// that was hit and the sizes the page size allows.
 pub fn order_of(page: u32, multi: u32) -> Result<u32, String> {
     if multi == 0 {
         return Ok(0);
     }
-    let fits =
-        multi.is_power_of_two() && multi > page && (multi / page).trailing_zeros() <= MAX_ORDER;
-    if !fits {
-        return Err(format!(
-            "{multi} is not 0 (off) or the page size ({page}) shifted left by 1..=4 \
-             ({}..={})",
-            page << 1,
-            u64::from(page) << MAX_ORDER
-        ));
+    let shifted = page.is_power_of_two()
+        && multi.is_power_of_two()
+        && multi > page
+        && multi / page <= 1 << MAX_ORDER;
+    if shifted && multi <= MAX_OBJECT {
+        return Ok((multi / page).trailing_zeros());
     }
-    if multi > MAX_OBJECT {
-        return Err(format!(
-            "{multi} is above {MAX_OBJECT} bytes, the longest object an object header records"
-        ));
-    }
-    Ok((multi / page).trailing_zeros())
+    let why = if multi > MAX_OBJECT {
+        format!("{multi} is above {MAX_OBJECT} bytes, the longest object an object header records")
+    } else {
+        format!("{multi} is not 0 (off) or the page size shifted left by 1..=4")
+    };
+    Err(format!("{why}; {}", allowed(page)))
 }
 
 /// The multi band of a pool with `page`-byte pages and multi-page size `size`.
@@ -105,6 +128,17 @@ mod tests {
             assert!(order_of(4096, multi).is_err(), "{multi}");
         }
         assert!(order_of(65536, 131072).unwrap_err().contains("65536 bytes"));
+        // The limit hit is the one named, and only sizes that fit are offered.
+        let e = order_of(16384, 131072).unwrap_err();
+        assert!(e.starts_with("131072 is above 65536 bytes"), "{e}");
+        assert!(e.ends_with("with 16384-byte pages: 0 (off), 32768 or 65536"), "{e}");
+        let e = order_of(16384, 12288).unwrap_err();
+        assert!(e.contains("not 0 (off) or the page size shifted") && !e.contains("262144"), "{e}");
+        let e = order_of(4096, 1 << 20).unwrap_err();
+        assert!(e.starts_with("1048576 is above 65536"), "{e}");
+        assert!(e.ends_with("0 (off), 8192, 16384, 32768 or 65536"), "{e}");
+        assert!(order_of(65536, 131072).unwrap_err().contains("only 0 (off)"));
+        assert_eq!(sizes_for(32768), [65536]);
         let b = MultiBand::new(4096, 16384).unwrap();
         assert_eq!((b.order, b.delta, b.count), (2, 64, 193));
         assert_eq!((b.class_size(0), b.class_size(192)), (4096, 16384));

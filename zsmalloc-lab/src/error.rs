@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use zsmalloc_core::text_input::{escape, io_reason};
+
 /// Why a lab operation failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LabError {
@@ -22,14 +24,10 @@ impl LabError {
         LabError::Runtime(msg.into())
     }
 
-    /// An I/O error on `path`, worded for users: "cannot read 'x': No such file or directory".
+    /// An I/O error on `path`, in the one wording of OS errors: "cannot read 'x': no such file
+    /// or directory".
     pub fn io(verb: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
-        let kind = match err.kind() {
-            std::io::ErrorKind::NotFound => "no such file or directory".to_string(),
-            std::io::ErrorKind::PermissionDenied => "permission denied".to_string(),
-            _ => err.to_string(),
-        };
-        LabError::Usage(format!("cannot {verb} '{}': {kind}", path.display()))
+        LabError::Usage(format!("cannot {verb} '{}': {}", path.display(), io_reason(err)))
     }
 
     /// The process exit code for this error.
@@ -41,11 +39,13 @@ impl LabError {
     }
 }
 
+/// Every message is one line whatever it quotes: a control character of a flag's value, a
+/// file name or an input (`\n`, `\u{1b}`) is shown escaped, never sent to the terminal.
 impl fmt::Display for LabError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LabError::Usage(m) | LabError::Runtime(m) => f.write_str(m),
-            LabError::Verify(m) => write!(f, "verification failed: {m}"),
+            LabError::Usage(m) | LabError::Runtime(m) => f.write_str(&escape(m)),
+            LabError::Verify(m) => write!(f, "verification failed: {}", escape(m)),
         }
     }
 }
@@ -63,3 +63,19 @@ impl From<zsmalloc_core::Error> for LabError {
 
 /// Shorthand for results of the lab.
 pub type LabResult<T> = std::result::Result<T, LabError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_are_one_line_and_os_errors_have_one_wording() {
+        let e = LabError::usage("invalid chain-size: '\x1b[2J\n' is not a whole number");
+        assert_eq!(e.to_string(), "invalid chain-size: '\\u{1b}[2J\\n' is not a whole number");
+        let dir = std::env::temp_dir();
+        let err = std::fs::read(&dir).unwrap_err();
+        let e = LabError::io("read", &dir, &err);
+        assert_eq!(e.to_string(), format!("cannot read '{}': is a directory", dir.display()));
+        assert_eq!(e.exit_code(), 2);
+    }
+}

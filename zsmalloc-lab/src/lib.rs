@@ -42,6 +42,7 @@
 pub mod atomic_file;
 pub mod block_table;
 pub mod classes;
+pub mod cli;
 pub mod codec;
 pub mod commands;
 pub mod compare;
@@ -64,6 +65,7 @@ pub mod timeline;
 pub mod timing;
 pub mod trace_format;
 pub mod workload;
+pub mod zram_name;
 pub mod zram_page;
 
 pub use error::{LabError, LabResult};

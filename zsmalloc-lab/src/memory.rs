@@ -145,24 +145,33 @@ fn kib_field(text: &str, field: &str) -> Option<u64> {
 }
 
 /// `--max-memory`: a byte count with an optional K, M, G or T suffix (powers of 1024; `KiB`,
-/// `MB` and the like accepted).
-pub fn parse_memory(s: &str) -> LabResult<u64> {
-    zsmalloc_core::config::parse_bytes(s).filter(|&b| b > 0).ok_or_else(|| {
-        LabError::usage(format!(
-            "invalid --max-memory '{s}': a size such as 6G, 4096M or 1073741824"
-        ))
-    })
+/// `MB` and the like accepted). A count below 1 MiB without a unit is refused: no command
+/// runs in so little, so `6` is surely `6G` mistyped. Shaped as a clap value parser.
+pub fn parse_memory(s: &str) -> Result<u64, String> {
+    let accepted = "a size such as 6G, 4096M or 1073741824 is accepted";
+    let bytes = zsmalloc_core::config::parse_bytes(s).filter(|&b| b > 0).ok_or(accepted)?;
+    let unitless = s.trim().bytes().all(|b| b.is_ascii_digit());
+    if unitless && bytes < 1 << 20 {
+        let n = s.trim();
+        return Err(format!("{n} bytes is surely not meant: give a unit ({n}M, {n}G)"));
+    }
+    Ok(bytes)
 }
 
-/// `1.5 GiB`, `312 MiB`, `64 KiB`.
+/// Bytes in the unit that reads naturally: `6 B`, `64 KiB`, `1.5 GiB`, `312 MiB` (one
+/// decimal below 10 units when it is not whole; whole units from 10 up, rounded down).
 pub fn human(bytes: u64) -> String {
-    let b = bytes as f64;
-    if bytes >= 1 << 30 {
-        format!("{:.1} GiB", b / f64::from(1 << 30))
-    } else if bytes >= 1 << 20 {
-        format!("{:.0} MiB", b / f64::from(1 << 20))
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut unit = 0;
+    while unit + 1 < UNITS.len() && bytes >= 1 << (10 * (unit + 1)) {
+        unit += 1;
+    }
+    let v = bytes as f64 / (1u64 << (10 * unit)) as f64;
+    let tenths = (v * 10.0).round() / 10.0;
+    if unit == 0 || v >= 10.0 || tenths.fract() == 0.0 {
+        format!("{:.0} {}", if v >= 10.0 { v.floor() } else { tenths }, UNITS[unit])
     } else {
-        format!("{:.0} KiB", b / 1024.0)
+        format!("{tenths:.1} {}", UNITS[unit])
     }
 }
 
@@ -176,11 +185,19 @@ mod tests {
         assert_eq!(parse_memory("4096MiB").unwrap(), 4 << 30);
         assert_eq!(parse_memory("512m").unwrap(), 512 << 20);
         assert_eq!(parse_memory("1048576").unwrap(), 1 << 20);
-        for bad in ["", "G", "-1G", "0", "1.5G", "lots", "99999999999T"] {
+        for bad in ["", "G", "-1G", "0", "1.5G", "lots", "99999999999T", "6", "1048575"] {
             assert!(parse_memory(bad).is_err(), "{bad}");
         }
+        let e = parse_memory("6").unwrap_err();
+        assert!(e.contains("6 bytes") && e.contains("6G"), "{e}");
+        assert_eq!(parse_memory("6K").unwrap(), 6 << 10);
         assert_eq!(human(3 << 29), "1.5 GiB");
         assert_eq!(human(312 << 20), "312 MiB");
+        assert_eq!(human(6), "6 B");
+        assert_eq!(human(64 << 10), "64 KiB");
+        assert_eq!(human(2 << 30), "2 GiB");
+        assert_eq!(human((1 << 30) - 1), "1023 MiB");
+        assert_eq!(human(1_162_981_376), "1.1 GiB");
     }
 
     #[test]
@@ -197,7 +214,7 @@ mod tests {
         assert!(msg.contains(&(20u64 << 30).to_string()), "{msg}");
         assert!(msg.contains(&((40u64 << 30) + SLACK_BYTES).to_string()), "{msg}");
         let e = check_against("run", &Plan::new(3 << 30, "-n 9"), Some(2 << 30), None);
-        assert!(e.unwrap_err().to_string().contains("--max-memory 2.0 GiB"));
+        assert!(e.unwrap_err().to_string().contains("--max-memory 2 GiB"));
         assert!(check_against("run", &plan, None, None).is_ok());
         assert_eq!(Plan::new(3, "x").times(4), Plan::new(12, "x (4 runs at once)"));
     }

@@ -382,7 +382,8 @@ fn a_plan_above_the_limit_is_refused_before_the_pools_are_filled() {
     assert!(out.stdout.is_empty());
     let out = zsmalloc(&["cost", "--max-memory", "lots"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid --max-memory 'lots'"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid value 'lots' for '--max-memory <BYTES>'"), "{err}");
 }
 
 /// The table fits a 120-column terminal; one round shows single values (no `[x..x]` spread

@@ -59,7 +59,7 @@ fn absurd_sizes_are_refused_in_one_line_before_anything_is_allocated() {
             "--pool-mib",
         ),
         (&["cost", "--pool-mib", "100000000"], "--pool-mib"),
-        (&["cost", "--pool-mib", "0"], "--pool-mib 0"),
+        (&["cost", "--pool-mib", "0"], "'0' for '--pool-mib <MIB>': a whole number from 1 up"),
         (&["cost", "--synthetic-pages", "99999999999"], "--synthetic-pages"),
         (&["cost", "--synthetic-pages", "2000000", "--repeat", "1"], "--synthetic-pages"),
         (&["run", "dist", "--objects", "200000000"], "--objects 200000000"),
@@ -75,7 +75,7 @@ fn absurd_sizes_are_refused_in_one_line_before_anything_is_allocated() {
             &["kernel", "capture", "--synthetic-pages", "2000000", "-o", "/dev/null"],
             "--synthetic-pages",
         ),
-        (&["run", "dist", "--objects", "-1"], "negative"),
+        (&["run", "dist", "--objects", "-1"], "'-1' for '--objects <N>': a whole number in 1.."),
     ];
     for (args, needle) in cases {
         let (code, err) = limited(args);

@@ -137,16 +137,22 @@ fn output_paths_are_checked_before_the_run() {
 #[test]
 fn out_of_range_numbers_are_refused_naming_the_flag() {
     let cases: [(&[&str], &str); 13] = [
-        (&["run", "dist", "--mean", "-5"], "--mean -5"),
-        (&["run", "dist", "--mean", "0"], "--mean 0"),
+        (&["run", "dist", "--mean", "-5"], "'-5' for '--mean <BYTES>': a number in 1..=65536"),
+        (&["run", "dist", "--mean", "0"], "'0' for '--mean"),
         (&["run", "dist", "--mean", "5000"], "--mean 5000"),
-        (&["run", "dist", "--sd", "-4"], "--sd -4"),
+        (&["run", "dist", "--sd", "-4"], "'-4' for '--sd"),
         (&["run", "dist", "--sd", "1e9"], "--sd"),
-        (&["run", "dist", "--objects", "0"], "--objects 0"),
+        (
+            &["run", "dist", "--objects", "0"],
+            "'0' for '--objects <N>': a whole number in 1..=200000000",
+        ),
         (&["run", "dist", "--objects", "999999999999"], "--objects"),
-        (&["run", "pages", "--synthetic-pages", "0"], "--synthetic-pages 0"),
+        (&["run", "pages", "--synthetic-pages", "0"], "'0' for '--synthetic-pages"),
         (&["run", "pages", "--max-pages", "0"], "--max-pages"),
-        (&["run", "pages", "--compressor", "zstd", "--level", "0"], "--level 0"),
+        (
+            &["run", "pages", "--compressor", "zstd", "--level", "0"],
+            "'0' for '--level <N>': a whole number in 1..=22",
+        ),
         (&["run", "--timeline", "/tmp/t.csv", "--timeline-every", "0", "dist"], "--timeline-every"),
         (&["compare", "--no-time", "--jobs", "0", "dist"], "--jobs"),
         (&["run", "--repeat", "0", "dist"], "--repeat"),

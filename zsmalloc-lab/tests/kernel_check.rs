@@ -112,7 +112,7 @@ fn refusals_are_one_line_with_exit_2() {
         assert!(err.contains(needle), "{args:?}: {err}");
     };
     one_line(&["kernel", "check", "--compressor", "none-such", "--synthetic-pages", "4"], "offers");
-    one_line(&["kernel", "check", "--max-pages", "0"], "at least 1");
+    one_line(&["kernel", "check", "--max-pages", "0"], "a whole number from 1 up");
     one_line(&["kernel", "check", "--chain-size", "17", "--synthetic-pages", "4"], "chain");
     one_line(&["kernel", "check", "--format", "csv"], "--format");
     one_line(&["kernel", "check", "--synthetic-pages", "4", "--free-share", "2"], "free-share");

@@ -36,8 +36,12 @@ pub fn child_args(args: impl IntoIterator<Item = String>) -> Vec<String> {
 
 /// Runs this command again under callgrind; instruction counts per operation by pass.
 pub fn rerun_under_callgrind() -> LabResult<HashMap<String, u64>> {
-    let exe = std::env::current_exe()
-        .map_err(|e| LabError::runtime(format!("cannot find this program: {e}")))?;
+    let exe = std::env::current_exe().map_err(|e| {
+        LabError::runtime(format!(
+            "cannot find this program: {}",
+            zsmalloc_core::text_input::io_reason(&e)
+        ))
+    })?;
     let args = child_args(std::env::args().skip(1));
     eprintln!("zsmalloc: counting instructions under callgrind (one round, a small pool)...");
     cost::instructions::run_child(&exe, &args)

@@ -8,6 +8,7 @@ use zsmalloc_core::BackendKind;
 
 use super::output::emit;
 use crate::classes::{self, ClassTableReport};
+use crate::cli::values;
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::config::ConfigSpec;
@@ -15,6 +16,7 @@ use crate::error::{LabError, LabResult};
 use crate::report::Render;
 use crate::report::{self, Format};
 use crate::{block_table, plot};
+use zsmalloc_core::band;
 
 #[derive(Args, Debug)]
 pub struct ClassesArgs {
@@ -22,13 +24,13 @@ pub struct ClassesArgs {
     #[arg(long, value_name = "SPEC")]
     pub vs: Option<String>,
     /// Logical-size step [default: the smaller class delta]
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(8, u64::from(band::MAX_OBJECT)))]
     pub step: Option<u32>,
     /// Smallest logical size shown
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(0, u64::from(band::MAX_OBJECT)))]
     pub min_size: Option<u32>,
     /// Largest logical size shown
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(1, u64::from(band::MAX_OBJECT)))]
     pub max_size: Option<u32>,
     #[command(flatten)]
     pub pool: ConfigFlags,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::cli::values;
 use crate::error::{LabError, LabResult};
 use crate::report::{self, Format};
 use crate::runner::RunOptions;
@@ -34,19 +35,19 @@ pub struct OutputFlags {
     #[arg(long, global = true, value_name = "FILE.csv")]
     pub timeline: Option<PathBuf>,
     /// Timeline sample interval in operations [default: about 500 samples per run]
-    #[arg(long, global = true, value_name = "OPS")]
+    #[arg(long, global = true, value_name = "OPS", value_parser = values::whole::<u64>(1, u64::MAX))]
     pub timeline_every: Option<u64>,
     /// Timed runs of each configuration, interleaved (A B A B); CPU times are reported as
     /// min/median/max over them [default: 1]
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = values::whole::<usize>(1, 1000))]
     pub repeat: Option<usize>,
     /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = values::any_whole::<u64>())]
     pub seed: Option<u64>,
     /// Refuse to run when the memory the run is planned to take (its pools at once) is above
     /// this, e.g. 6G [default: what the machine has available]
-    #[arg(long, global = true, value_name = "BYTES", help_heading = "Run")]
-    pub max_memory: Option<String>,
+    #[arg(long, global = true, value_name = "BYTES", help_heading = "Run", value_parser = crate::memory::parse_memory)]
+    pub max_memory: Option<u64>,
 }
 
 impl OutputFlags {
@@ -77,14 +78,13 @@ impl OutputFlags {
         if let Some(p) = &self.plot {
             crate::plot::check_path(p)?;
         }
-        let max_memory = self.max_memory.as_deref().map(crate::memory::parse_memory).transpose()?;
         let timeline_every = match (&self.timeline, self.timeline_every) {
             (_, Some(0)) => return Err(LabError::usage("--timeline-every must be at least 1")),
             (None, _) => 0,
             (Some(_), Some(n)) => n,
             (Some(_), None) => {
                 // A trace knows its length once planned (the plan is made once, and kept).
-                w.memory_plan(4096, &crate::memory::Limit::new(max_memory))?;
+                w.memory_plan(4096, &crate::memory::Limit::new(self.max_memory))?;
                 (w.estimated_ops() / 500).max(1)
             }
         };
@@ -98,7 +98,7 @@ impl OutputFlags {
             record,
             timeline_every,
             repeat,
-            max_memory,
+            max_memory: self.max_memory,
         })
     }
 }
@@ -109,6 +109,9 @@ pub fn emit(text: &str) -> LabResult<()> {
     match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Err(e) => Err(LabError::usage(format!("cannot write the report: {e}"))),
+        Err(e) => Err(LabError::usage(format!(
+            "cannot write the report: {}",
+            zsmalloc_core::text_input::io_reason(&e)
+        ))),
     }
 }

@@ -75,7 +75,12 @@ fn to_u32(key: &str, v: u64) -> LabResult<u32> {
 fn config_error(e: zsmalloc_core::Error) -> LabError {
     match e {
         zsmalloc_core::Error::Config { setting, message } => {
-            LabError::usage(format!("invalid {}: {message}", setting.replace('_', "-")))
+            // The lab's key for the core's `multi_page_size` is `multi-page` (`--multi-page`).
+            let key = match setting {
+                "multi_page_size" => "multi-page".to_string(),
+                other => other.replace('_', "-"),
+            };
+            LabError::usage(format!("invalid {key}: {message}"))
         }
         other => LabError::from(other),
     }

@@ -13,10 +13,14 @@ pub struct Sweep {
 
 const MAX_POINTS: usize = 256;
 
+/// The syntax of a sweep's values, for every refusal of them.
+const SYNTAX: &str = "values are A..B, A..B:STEP or V1,V2,...: e.g. chain-size=4..16, \
+                      chain-size=4..16:2, chain-size=4,8,16";
+
 /// Parses `chain-size=4..16`, `chain-size=2..16:2` or `class-delta=8,16,32,64`.
 pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
-    let bad = |m: &str| LabError::usage(format!("invalid --sweep '{s}': {m}"));
-    let (key, spec) = s.split_once('=').ok_or_else(|| bad("expected KEY=A..B or KEY=V1,V2"))?;
+    let bad = |m: &str| LabError::usage(format!("invalid --sweep '{s}': {m}; {SYNTAX}"));
+    let (key, spec) = s.split_once('=').ok_or_else(|| bad("no KEY=VALUES"))?;
     let key = key.trim().replace('_', "-");
     let spec = spec.trim();
     let values: Vec<String> = if let Some((a, rest)) = spec.split_once("..") {
@@ -25,7 +29,9 @@ pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
             None => (rest, "1"),
         };
         let num = |t: &str| {
-            t.trim().parse::<u64>().map_err(|_| bad(&format!("'{}' is not a number", t.trim())))
+            t.trim()
+                .parse::<u64>()
+                .map_err(|_| bad(&format!("'{}' is not a whole number", t.trim())))
         };
         let (a, b, step) = (num(a)?, num(b)?, num(step)?);
         if step == 0 || a > b {
@@ -42,12 +48,16 @@ pub fn parse_sweep(s: &str) -> LabResult<Sweep> {
         return Err(bad("no values"));
     }
     // Check the key and every value now, for a clear message.
-    let mut probe = ConfigSpec::default();
-    for v in &values {
-        probe.set(&key, v)?;
-    }
     if key == "label" || key == "name" {
         return Err(bad("cannot sweep the label"));
+    }
+    let mut probe = ConfigSpec::default();
+    for v in &values {
+        probe.set(&key, v).map_err(|e| match e {
+            LabError::Usage(m) if m.starts_with("unknown configuration key") => LabError::Usage(m),
+            LabError::Usage(m) => bad(&m),
+            other => other,
+        })?;
     }
     Ok(Sweep { key, values })
 }
@@ -114,6 +124,13 @@ mod tests {
         ] {
             assert!(parse_sweep(bad).is_err(), "{bad}");
         }
+        let e = parse_sweep("chain-size=4-16").unwrap_err().to_string();
+        assert!(
+            e.contains("'4-16' is not a whole number") && e.contains("chain-size=4..16"),
+            "{e}"
+        );
+        let e = parse_sweep("chain-size=a..b").unwrap_err().to_string();
+        assert!(e.contains("4..16:2") && e.contains("4,8,16"), "{e}");
         let zero = parse_sweep("chain-size=0..3").unwrap();
         assert!(expand(&ConfigSpec::default(), &[zero]).is_err());
     }

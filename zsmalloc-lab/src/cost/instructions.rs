@@ -86,7 +86,10 @@ pub fn run_child(exe: &Path, args: &[String]) -> LabResult<HashMap<String, u64>>
         .stderr(std::process::Stdio::piped())
         .output()
         .map_err(|e| {
-            LabError::usage(format!("--instructions needs valgrind on PATH (cannot run it: {e})"))
+            LabError::usage(format!(
+                "--instructions needs valgrind on PATH (cannot run it: {})",
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
         })?;
     if !status.status.success() {
         let err = String::from_utf8_lossy(&status.stderr);

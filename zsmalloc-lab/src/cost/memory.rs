@@ -189,7 +189,7 @@ mod tests {
         assert!(check_peak(4 << 30, 1 << 30, Some(6 << 30), Some(8 << 30)).is_ok());
         let e = check_peak(7 << 30, 1 << 30, Some(6 << 30), Some(20 << 30)).unwrap_err();
         assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("more than --max-memory 6.0 GiB"), "{e}");
+        assert!(e.to_string().contains("more than --max-memory 6 GiB"), "{e}");
         // Growth beyond what is available, whatever limit is given.
         let e = check_peak(9 << 30, 1 << 30, None, Some(4 << 30)).unwrap_err();
         assert!(e.to_string().contains("available"), "{e}");

@@ -42,26 +42,47 @@ pub struct FoliosOptions {
     pub trace_dir: Option<std::path::PathBuf>,
 }
 
+/// The folio sizes of `--folio-sizes` as clap checks them, whatever the page size: byte
+/// counts, each a power of two from 4K to 64K (the page size is checked once it is known).
+pub fn folio_size_list(s: &str) -> Result<String, String> {
+    let mut any = false;
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let size = folio_size(part)?;
+        if !(size.is_power_of_two() && (4096..=band::MAX_OBJECT).contains(&size)) {
+            return Err(format!(
+                "{size} is not a power of two from 4096 to 65536 (e.g. 4K,16K,64K)"
+            ));
+        }
+        any = true;
+    }
+    if !any {
+        return Err("no size given (e.g. 4K,16K,64K)".into());
+    }
+    Ok(s.to_string())
+}
+
+/// One folio size: a byte count the core's way (`16K`, `16384`).
+fn folio_size(part: &str) -> Result<u32, String> {
+    let shown = zsmalloc_core::text_input::escape(part);
+    let n = zsmalloc_core::config::parse_bytes(part)
+        .ok_or_else(|| format!("'{shown}' is not a byte count (e.g. 4K,16K,64K)"))?;
+    u32::try_from(n).map_err(|_| format!("'{shown}' is too large (at most 64K)"))
+}
+
 /// `4K,16K,64K` -> sizes in bytes, sorted, each once; each the page size shifted left by
 /// 0..=4 and at most 64K.
 pub fn parse_folio_sizes(s: &str, page: u32) -> LabResult<Vec<u32>> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let shown = zsmalloc_core::text_input::escape(part);
         let bad = |why: String| {
-            LabError::usage(format!("invalid --folio-sizes '{part}': {why} (e.g. 4K,16K,64K)"))
+            LabError::usage(format!("invalid --folio-sizes '{shown}': {why} (e.g. 4K,16K,64K)"))
         };
-        let lower = part.to_ascii_lowercase();
-        let (digits, mult) = match lower.strip_suffix('k').or(lower.strip_suffix("kib")) {
-            Some(d) => (d.to_string(), 1024u64),
-            None => (lower.clone(), 1),
-        };
-        let n = digits
-            .trim()
-            .parse::<u64>()
-            .ok()
-            .and_then(|n| n.checked_mul(mult))
-            .ok_or_else(|| bad("not a byte count".into()))?;
-        let size = u32::try_from(n).map_err(|_| bad("too large".into()))?;
+        let size = folio_size(part)
+            .map_err(|why| LabError::usage(format!("invalid --folio-sizes: {why}")))?;
+        if size == 0 {
+            return Err(bad("a folio holds at least one page".into()));
+        }
         if size != page {
             band::order_of(page, size).map_err(bad)?;
         }
@@ -97,6 +118,12 @@ impl FoliosOptions {
         }
         if self.sample_bytes == 0 {
             return Err(LabError::usage("--sample-mib must be at least 1"));
+        }
+        if self.config.mem_limit_pages != 0 {
+            return Err(LabError::usage(
+                "folios stores every folio of the corpus: no --mem-limit-pages (a full pool \
+                 would stop the fill; lower --max-pages or --synthetic-pages instead)",
+            ));
         }
         if self.config.multi_page_size != 0 {
             return Err(LabError::usage(
@@ -139,10 +166,12 @@ mod tests {
     fn folio_sizes_parse_and_refuse() {
         assert_eq!(parse_folio_sizes("64K,4K,16k,16384", 4096).unwrap(), [4096, 16384, 65536]);
         assert_eq!(parse_folio_sizes("8K,32K", 4096).unwrap(), [8192, 32768]);
-        for bad in ["12K", "128K", "2K", "", "x", "-4K"] {
+        for bad in ["12K", "128K", "2K", "", "x", "-4K", "0", "0K"] {
             let e = parse_folio_sizes(bad, 4096).unwrap_err();
             assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(folio_size_list(bad).is_err(), "{bad}");
         }
+        assert!(folio_size_list("4K, 64K").is_ok());
         assert_eq!(parse_folio_sizes("16K,64K", 16384).unwrap(), [16384, 65536]);
         assert!(parse_share("--churn-share", 1.5).is_err());
     }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::Path;
 
+use zsmalloc_core::text_input::io_reason as reason;
 use zsmalloc_core::text_input::{read_all, Limits};
 
 /// Files that could not be read, as `path: reason`.
@@ -39,14 +40,6 @@ pub fn optional(path: &Path, unreadable: &mut Unreadable) -> Option<String> {
             None
         }
     }
-}
-
-/// An error as a person reads it: `permission denied`, not `Permission denied (os error 13)`.
-fn reason(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    let s = s.split(" (os error").next().unwrap_or(&s).to_string();
-    let mut c = s.chars();
-    c.next().map_or(s.clone(), |f| f.to_lowercase().collect::<String>() + c.as_str())
 }
 
 /// The numbers of a line of numbers (`mm_stat`, `io_stat`, `bd_stat`); `None` when a field

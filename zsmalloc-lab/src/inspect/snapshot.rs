@@ -69,11 +69,14 @@ pub struct Reading {
     pub after: MmStat,
 }
 
-/// `zram3`, `/dev/zram3` or `3` as a device id.
+/// `zram3`, `/dev/zram3` or `3` as a device id: the number as the kernel writes it (digits,
+/// no sign, no leading zero), so that no other spelling reaches a device, zram0 least of all.
 pub fn device_id(name: &str) -> LabResult<u32> {
-    let n = name.trim_start_matches("/dev/").trim_start_matches("zram");
-    n.parse().map_err(|_| {
-        LabError::usage(format!("--snapshot '{name}': a zram device such as zram1 is expected"))
+    crate::zram_name::user_device_id(name).ok_or_else(|| {
+        LabError::usage(format!(
+            "--snapshot '{name}': a zram device is expected: zramN, /dev/zramN or N, N written \
+             without sign or leading zeros (zram1)"
+        ))
     })
 }
 
@@ -194,8 +197,13 @@ pub fn read(plan: &ReadPlan) -> LabResult<Reading> {
             r.recompressed += 1;
         }
         let data = &mut buf[off..off + page];
-        dev.read_exact_at(data, slot * page as u64)
-            .map_err(|e| LabError::runtime(format!("zram{}: read of slot {slot}: {e}", plan.id)))?;
+        dev.read_exact_at(data, slot * page as u64).map_err(|e| {
+            LabError::runtime(format!(
+                "zram{}: read of slot {slot}: {}",
+                plan.id,
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
+        })?;
         r.slots_read += 1;
         if source == SlotSource::EverySlot && data.iter().all(|&b| b == 0) {
             r.zero_pages += 1;
@@ -221,7 +229,31 @@ mod tests {
     fn device_names_and_block_state_parse() {
         assert_eq!(device_id("zram3").unwrap(), 3);
         assert_eq!(device_id("/dev/zram12").unwrap(), 12);
-        assert!(device_id("sda").is_err());
+        assert_eq!(device_id("0").unwrap(), 0);
+        assert_eq!(device_id("10").unwrap(), 10);
+        for bad in [
+            "sda",
+            "zramzram1",
+            "+1",
+            "00",
+            "zram00",
+            "zram01",
+            "/dev/zram+1",
+            "-1",
+            "zram",
+            "",
+            " 1",
+            "1 ",
+            "zram1x",
+            "/dev//zram1",
+            "dev/zram1",
+            "/dev/zram/1",
+            "4294967296",
+        ] {
+            let e = device_id(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(e.to_string().contains("zramN"), "{bad}: {e}");
+        }
         let listed = parse_block_state(
             "           0    11.123456 ..h...\n           5    11.200000 s.....\n",
         );

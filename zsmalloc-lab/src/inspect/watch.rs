@@ -8,11 +8,17 @@ use std::time::{Duration, Instant};
 
 use crate::error::{LabError, LabResult};
 
-/// The interval of `--watch`: 0.1 s to a day.
+/// The shortest `--watch` interval: reading every device's files and drawing the report
+/// takes milliseconds, and a faster redraw is flicker, not information.
+pub const MIN_SECONDS: f64 = 0.1;
+/// The longest `--watch` interval: a day.
+pub const MAX_SECONDS: f64 = 86400.0;
+
+/// The interval of `--watch`: [`MIN_SECONDS`] to [`MAX_SECONDS`].
 pub fn interval(seconds: f64) -> LabResult<Duration> {
-    if !(0.1..=86400.0).contains(&seconds) {
+    if !(MIN_SECONDS..=MAX_SECONDS).contains(&seconds) {
         return Err(LabError::usage(format!(
-            "--watch {seconds}: an interval from 0.1 to 86400 seconds is accepted"
+            "--watch {seconds}: an interval from {MIN_SECONDS} to {MAX_SECONDS} seconds is accepted"
         )));
     }
     Ok(Duration::from_secs_f64(seconds))
@@ -67,7 +73,12 @@ pub fn watch(
             Ok(()) => {}
             // A reader that went away (`| head`) ends the watch.
             Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => return Ok(()),
-            Err(e) => return Err(LabError::usage(format!("cannot write the report: {e}"))),
+            Err(e) => {
+                return Err(LabError::usage(format!(
+                    "cannot write the report: {}",
+                    zsmalloc_core::text_input::io_reason(&e)
+                )))
+            }
         }
         drop(out);
         n += 1;

@@ -128,11 +128,11 @@ pub struct ZramDevice {
 /// The ids of the zram devices in `/sys/block`, in order.
 pub fn device_ids(unreadable: &mut Unreadable) -> Vec<u32> {
     let mut ids: Vec<u32> = match std::fs::read_dir("/sys/block") {
-        Ok(dir) => dir
-            .filter_map(|e| e.ok()?.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
-            .collect(),
+        Ok(dir) => {
+            dir.filter_map(|e| crate::zram_name::device_id(e.ok()?.file_name().to_str()?)).collect()
+        }
         Err(e) => {
-            unreadable.push(format!("/sys/block: {e}"));
+            unreadable.push(format!("/sys/block: {}", zsmalloc_core::text_input::io_reason(&e)));
             Vec::new()
         }
     };

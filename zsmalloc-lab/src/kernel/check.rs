@@ -8,6 +8,7 @@ use super::corpus::{CorpusArgs, CorpusFacts};
 use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
 use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Stored};
+use crate::cli::values;
 use crate::config::ConfigSpec;
 use crate::error::LabResult;
 
@@ -17,7 +18,7 @@ pub const KERNEL_DEFAULT_CHAIN: u32 = 8;
 /// `--chain-size`: a chain size, or every one tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChainSize {
-    /// Pages per zspage at most (checked against 1..=16 with the configuration).
+    /// Pages per zspage at most, 1..=16.
     Pages(u32),
     /// Every chain size 1..=16, the ones that agree at every step named.
     Auto,
@@ -28,7 +29,9 @@ impl ChainSize {
     pub fn parse(s: &str) -> Result<ChainSize, String> {
         match s {
             "auto" => Ok(ChainSize::Auto),
-            n => n.parse().map(ChainSize::Pages).map_err(|_| "1..=16 or auto".to_string()),
+            n => values::whole::<u32>(1, 16)(n)
+                .map(ChainSize::Pages)
+                .map_err(|_| "a chain size in 1..=16 or auto is accepted".to_string()),
         }
     }
 }
@@ -40,10 +43,10 @@ pub struct Check {
     #[command(flatten)]
     pub codec: CompressorArgs,
     /// Share of the written pages discarded after the fill, 0..=1
-    #[arg(long, value_name = "F", default_value_t = 0.5)]
+    #[arg(long, value_name = "F", default_value_t = 0.5, value_parser = values::share)]
     pub free_share: f64,
     /// Seeds the built-in corpus and which pages are discarded, in which order
-    #[arg(long, value_name = "S", default_value_t = 1)]
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = values::any_whole::<u64>())]
     pub seed: u64,
     /// The project's chain size, 1..=16, or `auto`: every chain size is tried and the ones
     /// that agree at every step are named

@@ -61,7 +61,8 @@ impl Objective {
                  read (the `spanning` minus `in place` read section of `zsmalloc cost`)",
             )),
             (other, _) => Err(LabError::usage(format!(
-                "invalid --objective '{other}' (accepted: spanning, ns)"
+                "invalid --objective '{}' (accepted: spanning, ns)",
+                zsmalloc_core::text_input::escape(other)
             ))),
         }
     }

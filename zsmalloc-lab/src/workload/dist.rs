@@ -13,6 +13,7 @@ use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
 use super::{Extra, SameFilled, WorkloadKind};
+use crate::cli::values;
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::{Limit, Plan};
@@ -21,20 +22,20 @@ use crate::memory::{Limit, Plan};
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct Dist {
     /// Pages (objects and same-filled pages) written in the fill phase
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = values::whole::<usize>(1, MAX_OBJECTS as u64))]
     pub objects: usize,
     /// Mean object length in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 694.0)]
+    #[arg(long, value_name = "BYTES", default_value_t = 694.0, value_parser = values::real(1.0, MAX_PAGE))]
     pub mean: f64,
     /// Standard deviation of the object lengths in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 474.0)]
+    #[arg(long, value_name = "BYTES", default_value_t = 474.0, value_parser = values::real(0.0, MAX_PAGE))]
     pub sd: f64,
     /// Shortest object: smaller draws are stored at this length and counted (the default is
     /// the shortest liblz4 output of a 4K page that is not same-filled)
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MIN_LEN)]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MIN_LEN, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub min_len: usize,
     /// Share of same-filled pages, 0..=1
-    #[arg(long, value_name = "SHARE", default_value_t = 0.11)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.11, value_parser = values::share)]
     pub same_share: f64,
     /// skip (kept outside the pool, as modern zram does) or store (at --same-size bytes, as
     /// in 2012)
@@ -42,20 +43,20 @@ pub struct Dist {
     pub same_filled: SameFilled,
     /// Bytes a same-filled page takes in the pool with `--same-filled store` (28 in the 2012
     /// measurement)
-    #[arg(long, value_name = "BYTES", default_value_t = 28)]
+    #[arg(long, value_name = "BYTES", default_value_t = 28, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub same_size: usize,
     /// Random free + re-store steps after the fill phase [default: --objects]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(0, MAX_OBJECTS as u64 * 10))]
     pub churn: Option<usize>,
     /// Share of the pages freed at random after the churn phase (the live set shrinks, as
     /// when swapped-out pages come back in), 0..=1
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = values::share)]
     pub shrink: f64,
     /// Compact once after the churn (and shrink) phase
     #[arg(long)]
     pub compact: bool,
     /// Compact every N churn steps
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
     pub compact_every: Option<usize>,
     /// Seeds sizes and contents (`--seed`).
     #[arg(skip = 1u64)]
@@ -69,6 +70,8 @@ impl Default for Dist {
 }
 
 const MAX_OBJECTS: usize = 200_000_000;
+/// The largest page size, the bound of a length before the page size is known.
+const MAX_PAGE: f64 = zsmalloc_core::band::MAX_OBJECT as f64;
 
 /// The default shortest compressed page: the shortest liblz4 output (`LZ4_compress_default`,
 /// the compressor of `pages` and the cost study) of a 4K page that is not same-filled — a zero

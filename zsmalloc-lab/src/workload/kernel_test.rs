@@ -7,6 +7,7 @@ use serde_json::json;
 use zsmalloc_core::Backend;
 
 use super::{Extra, WorkloadKind};
+use crate::cli::values;
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::{Limit, Plan};
@@ -16,16 +17,16 @@ use crate::result::{utilization_permille, KernelTestLines};
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct KernelTest {
     /// Smallest object length in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 32)]
+    #[arg(long, value_name = "BYTES", default_value_t = 32, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub lo: usize,
     /// Largest object length in bytes (at most the page size)
-    #[arg(long, value_name = "BYTES", default_value_t = 4080)]
+    #[arg(long, value_name = "BYTES", default_value_t = 4080, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub hi: usize,
     /// Length step in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 16)]
+    #[arg(long, value_name = "BYTES", default_value_t = 16, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub step: usize,
     /// Objects per size
-    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1337)]
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1337, value_parser = values::whole::<usize>(1, MAX_OBJECTS))]
     pub n: usize,
     /// Seeds object contents only; placement does not depend on it (`--seed`).
     #[arg(skip = 1u64)]

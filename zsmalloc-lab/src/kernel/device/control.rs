@@ -46,7 +46,9 @@ impl Removal {
                 "it is open in another process (busy after {TRIES} tries over {} s)",
                 u64::from(TRIES) * PAUSE_NS as u64 / 1_000_000_000
             ),
-            Removal::Failed(e) => std::io::Error::from_raw_os_error(e).to_string(),
+            Removal::Failed(e) => {
+                zsmalloc_core::text_input::io_reason(&std::io::Error::from_raw_os_error(e))
+            }
         }
     }
 }

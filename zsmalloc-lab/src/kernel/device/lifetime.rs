@@ -133,8 +133,10 @@ fn make<T>(
     let diskseq = match control::read_diskseq(id) {
         Ok(seq) => seq,
         Err(e) => {
-            let why =
-                format!("its diskseq is unreadable: {}", std::io::Error::from_raw_os_error(e));
+            let why = format!(
+                "its diskseq is unreadable: {}",
+                zsmalloc_core::text_input::io_reason(&std::io::Error::from_raw_os_error(e))
+            );
             return Err(unrecorded(id, &why, control::hot_remove(id, None)));
         }
     };

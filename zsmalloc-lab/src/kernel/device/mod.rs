@@ -134,7 +134,11 @@ impl Device {
         self.aligned().copy_from_slice(&data[..page]);
         let off = self.buf.as_ptr().align_offset(page);
         self.dev().write_all_at(&self.buf[off..off + page], index * page as u64).map_err(|e| {
-            LabError::runtime(format!("zram{}: write of page {index}: {e}", self.id()))
+            LabError::runtime(format!(
+                "zram{}: write of page {index}: {}",
+                self.id(),
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
         })
     }
 
@@ -144,7 +148,11 @@ impl Device {
         let off = self.buf.as_ptr().align_offset(page);
         let dev = self.lease.file();
         dev.read_exact_at(&mut self.buf[off..off + page], index * page as u64).map_err(|e| {
-            LabError::runtime(format!("zram{}: read of page {index}: {e}", self.id()))
+            LabError::runtime(format!(
+                "zram{}: read of page {index}: {}",
+                self.id(),
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
         })?;
         Ok(&self.buf[off..off + page])
     }
@@ -158,8 +166,9 @@ impl Device {
         if r != 0 {
             let e = std::io::Error::last_os_error();
             return Err(LabError::runtime(format!(
-                "zram{}: discard of page {index}: {e}",
-                self.id()
+                "zram{}: discard of page {index}: {}",
+                self.id(),
+                zsmalloc_core::text_input::io_reason(&e)
             )));
         }
         Ok(())
@@ -167,17 +176,25 @@ impl Device {
 
     /// Compacts the device's pool (`zs_compact`).
     pub fn compact(&self) -> LabResult<()> {
-        write_attr(&self.sys.join("compact"), "1")
-            .map_err(|e| LabError::runtime(format!("zram{}: compact: {e}", self.id())))
+        write_attr(&self.sys.join("compact"), "1").map_err(|e| {
+            LabError::runtime(format!(
+                "zram{}: compact: {}",
+                self.id(),
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
+        })
     }
 
     /// Reads `mm_stat` now.
     pub fn mm_stat(&self) -> LabResult<MmStat> {
         let mut buf = [0u8; 256];
-        let n = self
-            .mm_stat
-            .read_at(&mut buf, 0)
-            .map_err(|e| LabError::runtime(format!("zram{}: mm_stat: {e}", self.id())))?;
+        let n = self.mm_stat.read_at(&mut buf, 0).map_err(|e| {
+            LabError::runtime(format!(
+                "zram{}: mm_stat: {}",
+                self.id(),
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
+        })?;
         MmStat::parse(&String::from_utf8_lossy(&buf[..n]))
     }
 
@@ -221,12 +238,19 @@ fn configure(id: u32, spec: &DeviceSpec) -> LabResult<(File, Configured)> {
             ));
         }
         write_attr(&params, &format!("algo={compressor} level={level}")).map_err(|e| {
-            LabError::usage(format!("zram refuses level {level} for {compressor}: {e}"))
+            LabError::usage(format!(
+                "zram refuses level {level} for {compressor}: {}",
+                zsmalloc_core::text_input::io_reason(&e)
+            ))
         })?;
     }
     let size = sys.join("disksize");
-    write_attr(&size, &(spec.pages.max(1) * spec.page_size as u64).to_string())
-        .map_err(|e| LabError::runtime(format!("cannot size zram{id}: {e}")))?;
+    write_attr(&size, &(spec.pages.max(1) * spec.page_size as u64).to_string()).map_err(|e| {
+        LabError::runtime(format!(
+            "cannot size zram{id}: {}",
+            zsmalloc_core::text_input::io_reason(&e)
+        ))
+    })?;
     let dev = open_block_device(id, &sys)?;
     Ok((dev, Configured { mm_stat, offered, compressor }))
 }

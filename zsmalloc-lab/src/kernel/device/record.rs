@@ -71,7 +71,7 @@ impl Record {
             return None;
         }
         Some(Record {
-            id: get("device")?.strip_prefix("zram")?.parse().ok()?,
+            id: crate::zram_name::device_id(get("device")?)?,
             pid: get("pid")?.parse().ok()?,
             start: get("start")?.parse().ok()?,
             boot: boot.to_string(),
@@ -153,7 +153,7 @@ impl Name {
 
 /// Digits only (no sign, no spaces), as this module writes them.
 fn strict_number(s: &str) -> Option<u64> {
-    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok()).flatten()
+    crate::zram_name::decimal(s)
 }
 
 /// `RECORD_DIR/zram<id>`.
@@ -194,8 +194,9 @@ pub(super) fn prepare_dir() -> LabResult<()> {
 
 fn refuse(path: &Path, e: &std::io::Error) -> LabError {
     LabError::runtime(format!(
-        "no zram device made: its record cannot be written ('{}': {e})",
-        path.display()
+        "no zram device made: its record cannot be written ('{}': {})",
+        path.display(),
+        zsmalloc_core::text_input::io_reason(e)
     ))
 }
 
@@ -239,7 +240,18 @@ mod tests {
         assert_eq!(Name::parse("zram17"), Some(Name::Record(17)));
         assert_eq!(Name::parse("zram17.42-9.new"), Some(Name::Copy(17, ME, Tag::New)));
         assert_eq!(Name::parse("zram17.42-9.removing"), Some(Name::Copy(17, ME, Tag::Removing)));
-        for other in ["zram", "zram-1", "zram1x", "zram1.42-9", "zram1.42.new", "zram1.4-9.old"] {
+        for other in [
+            "zram",
+            "zram-1",
+            "zram1x",
+            "zram01",
+            "zram00",
+            "zram+1",
+            "zram1.042-9.new",
+            "zram1.42-9",
+            "zram1.42.new",
+            "zram1.4-9.old",
+        ] {
             assert_eq!(Name::parse(other), None, "{other}");
         }
         assert_eq!(Name::parse(".probe.42"), None);
