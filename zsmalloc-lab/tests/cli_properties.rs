@@ -6,7 +6,8 @@
 //! Two properties, both bounded in time:
 //! - random command lines (1 to 3 flags): a command that runs a workload gets `--max-memory
 //!   1M`, below any plan, so it stops right after its checks and its memory plan;
-//!   ZSMALLOC_CLI_CASES sets the number of cases (default 256, a few seconds);
+//!   ZSMALLOC_CLI_CASES sets the number of cases (default 256, a few seconds), and
+//!   ZSMALLOC_CLI_BOUND=small runs them for real on the small workloads below;
 //! - every flag of every command alone, set to 0, -1 and 2^64, on a small workload under
 //!   `--max-memory 64M` that runs for real in milliseconds (`cost`, whose smallest run takes
 //!   seconds, stops at its plan): a zero that passes the checks and divides later is found.
@@ -231,27 +232,42 @@ fn picked(leaf: &Leaf, picks: &[(Index, String, String)]) -> Vec<(String, Option
     picks.iter().map(one).collect()
 }
 
+/// What a run left: its exit status and its stderr (stdout is not kept).
+struct Outcome {
+    status: std::process::ExitStatus,
+    stderr: Vec<u8>,
+}
+
 /// Runs the binary on `args` in `dir`; `None` when it was still running at `deadline` (then
-/// it is killed).
-fn run(args: &[String], dir: &Path, deadline: Duration) -> Option<std::process::Output> {
+/// it is killed). Stderr is read while it runs, so a full pipe never stalls it.
+fn run(args: &[String], dir: &Path, deadline: Duration) -> Option<Outcome> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
-        .stdout(Stdio::piped())
+        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run the zsmalloc binary");
+    let mut pipe = child.stderr.take().expect("the child's stderr");
+    let reader = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut pipe, &mut text);
+        text
+    });
     let start = Instant::now();
-    while child.try_wait().expect("wait for the child").is_none() {
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
         if start.elapsed() > deadline {
             child.kill().expect("stop the child");
             child.wait().expect("reap the child");
             return None;
         }
         std::thread::sleep(Duration::from_millis(2));
-    }
-    Some(child.wait_with_output().expect("read the child's output"))
+    };
+    Some(Outcome { status, stderr: reader.join().expect("stderr read") })
 }
 
 /// Why the outcome of `args` breaks the property, if it does.
@@ -265,11 +281,16 @@ fn judge(leaf: &Leaf, args: &[String], dir: &Path) -> Option<String> {
         Some(0) => None,
         // Help on a bare command group (`kernel`) is clap's usage text, not a refusal.
         Some(2) if err.contains("Usage:") => None,
+        // The refusal is the last line, and the only one that is not a warning or an
+        // announcement (`cost` prints its memory plan before refusing it).
         Some(2) => {
-            let line = err.trim_end_matches('\n');
-            let one_line = err.lines().count() == 1 && err.starts_with("zsmalloc: ");
-            let escaped = !line.chars().any(char::is_control);
-            (!(one_line && escaped)).then(|| format!("{args:?}: not one clean line: {err:?}"))
+            let lines: Vec<&str> = err.lines().collect();
+            let refusal =
+                |l: &str| l.starts_with("zsmalloc: ") && !l.starts_with("zsmalloc: warning");
+            let refusals = lines.iter().filter(|l| refusal(l)).count();
+            let one = refusals == 1 && lines.last().is_some_and(|l| refusal(l));
+            let escaped = !lines.iter().any(|l| l.chars().any(char::is_control));
+            (!(one && escaped)).then(|| format!("{args:?}: not one clean refusal: {err:?}"))
         }
         code => Some(format!("{args:?}: exit {code:?} (None: a signal): {err}")),
     }
@@ -294,12 +315,15 @@ fn generated_flags_end_in_success_or_a_one_line_refusal() {
     let cases = std::env::var("ZSMALLOC_CLI_CASES").ok().and_then(|c| c.parse().ok());
     let config =
         Config { cases: cases.unwrap_or(256), failure_persistence: None, ..Config::default() };
+    // ZSMALLOC_CLI_BOUND=small: the random lines run for real too, on the small workloads.
+    let small = std::env::var("ZSMALLOC_CLI_BOUND").is_ok_and(|b| b == "small");
+    let bound = if small { Bound::Small } else { Bound::Plan };
     let picks = prop::collection::vec((any::<Index>(), value(), device_name()), 1..=3);
     let strategy = (0..leaves.len(), picks);
     let mut runner = TestRunner::new(config);
     let result = runner.run(&strategy, |(i, picks)| {
         let leaf = &leaves[i];
-        let args = command_line(leaf, &picked(leaf, &picks), Bound::Plan);
+        let args = command_line(leaf, &picked(leaf, &picks), bound);
         match judge(leaf, &args, &dir) {
             None => Ok(()),
             Some(why) => Err(TestCaseError::fail(why)),
