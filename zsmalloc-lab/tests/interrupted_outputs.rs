@@ -259,7 +259,7 @@ fn fails_and_keeps(name: &str, old: &str, args: impl Fn(&str) -> Vec<String>) {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (status, err) = with_file_limit(4, &args);
     assert_eq!(status.code(), Some(2), "{args:?} fails on the full file ({status:?}): {err}");
-    assert!(err.contains("File too large"), "{args:?}: {err}");
+    assert!(err.contains("file too large"), "{args:?}: {err}");
     assert_eq!(names(&dir), [name], "{args:?}: no temporary");
     assert_eq!(std::fs::read_to_string(&target).unwrap(), old, "{args:?}: the old file kept");
 }

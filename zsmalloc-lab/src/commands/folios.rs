@@ -164,7 +164,7 @@ pub fn run(a: FoliosArgs) -> LabResult<()> {
     // Made for the traces, it goes again if the run fails or is interrupted.
     let made_dir = match &a.trace_dir {
         Some(dir) => Some(CreatedDir::create(dir).map_err(|e| {
-            LabError::usage(format!("--trace-dir {}: cannot create it: {e}", dir.display()))
+            LabError::usage(format!("--trace-dir: {}", LabError::io("create", dir, &e)))
         })?),
         None => None,
     };
