@@ -64,15 +64,22 @@ impl Scenario {
 pub enum FloorError {
     Uffd(UffdError),
     /// A system call around the measurement failed (`what` names it).
-    Os { what: &'static str, reason: String },
+    Os {
+        what: &'static str,
+        reason: String,
+    },
     /// Fewer than two CPUs are allowed, so the handler cannot run apart.
     OneCpu,
     /// The handler failed; the faults were released unserved.
     Handler(String),
     /// A page read back differs from the page compressed.
-    Corrupt { page: usize },
+    Corrupt {
+        page: usize,
+    },
     /// The run did not end in time (the handler or the faulting thread is stuck).
-    Timeout { after: Duration },
+    Timeout {
+        after: Duration,
+    },
 }
 
 impl fmt::Display for FloorError {
@@ -88,7 +95,11 @@ impl fmt::Display for FloorError {
                 write!(f, "page {page} read back differs from the page served")
             }
             FloorError::Timeout { after } => {
-                write!(f, "no result after {} s: the handler or the faulting thread is stuck", after.as_secs())
+                write!(
+                    f,
+                    "no result after {} s: the handler or the faulting thread is stuck",
+                    after.as_secs()
+                )
             }
         }
     }
@@ -159,7 +170,8 @@ pub fn measure(
     let region = Region::anonymous(total * page_size()).map_err(os("mmap"))?;
     let handler = match handler_cpu {
         Some(cpu) => {
-            let wait = if scenario == Scenario::Spinning { Wait::NonBlocking } else { Wait::Blocking };
+            let wait =
+                if scenario == Scenario::Spinning { Wait::NonBlocking } else { Wait::Blocking };
             let uffd = Uffd::open(wait, Features::NONE)?;
             uffd.register(region.addr(), region.len(), Modes::MISSING)?;
             let packed = served.packed.clone();
@@ -188,14 +200,16 @@ pub fn measure(
         for i in 0..total {
             // SAFETY: every page of the region is present now (served), the handler is gone and
             // the faulting thread has ended, so nothing writes these bytes while they are read.
-            let got = unsafe { std::slice::from_raw_parts(region.page(i) as *const u8, page_size()) };
+            let got =
+                unsafe { std::slice::from_raw_parts(region.page(i) as *const u8, page_size()) };
             if got != served.page.as_slice() {
                 return Err(FloorError::Corrupt { page: i });
             }
         }
     }
     let mut samples = samples;
-    let summary = Summary::of(&mut samples).ok_or(FloorError::Handler("no faults measured".into()))?;
+    let summary =
+        Summary::of(&mut samples).ok_or(FloorError::Handler("no faults measured".into()))?;
     Ok(Outcome { scenario, faulting_cpu, handler_cpu, summary })
 }
 

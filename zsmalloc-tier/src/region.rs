@@ -63,7 +63,8 @@ impl Region {
     pub fn resident(&self) -> io::Result<Vec<bool>> {
         let mut vec = vec![0u8; self.len / page_size()];
         // SAFETY: `vec` holds one byte per page of the live mapping, as mincore writes.
-        let r = unsafe { libc::mincore(self.addr as *mut libc::c_void, self.len, vec.as_mut_ptr()) };
+        let r =
+            unsafe { libc::mincore(self.addr as *mut libc::c_void, self.len, vec.as_mut_ptr()) };
         if r != 0 {
             return Err(io::Error::last_os_error());
         }

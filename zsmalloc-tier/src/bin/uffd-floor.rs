@@ -83,7 +83,10 @@ fn main() -> ExitCode {
             page_size(),
             served.packed.len()
         );
-        println!("{:<48} {:>5} {:>8} {:>8} {:>8}", "scenario", "cpus", "p50 µs", "p99 µs", "max µs");
+        println!(
+            "{:<48} {:>5} {:>8} {:>8} {:>8}",
+            "scenario", "cpus", "p50 µs", "p99 µs", "max µs"
+        );
         for (s, r) in &rows {
             match r {
                 Ok(o) => {

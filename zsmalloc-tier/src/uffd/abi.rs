@@ -153,7 +153,8 @@ pub struct UffdMsg {
 }
 
 impl UffdMsg {
-    pub const ZERO: UffdMsg = UffdMsg { event: 0, reserved1: 0, reserved2: 0, reserved3: 0, arg: [0; 24] };
+    pub const ZERO: UffdMsg =
+        UffdMsg { event: 0, reserved1: 0, reserved2: 0, reserved3: 0, arg: [0; 24] };
 
     /// The native-endian `u64` at byte `at` of the union.
     pub fn u64_at(&self, at: usize) -> u64 {

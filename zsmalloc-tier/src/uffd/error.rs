@@ -103,9 +103,11 @@ mod tests {
         assert!(no.contains("never changes vm.unprivileged_userfaultfd"), "{no}");
         let os = UffdError::from_op("UFFDIO_COPY", 0, io::Error::from_raw_os_error(libc::ENOENT));
         assert_eq!(os.to_string(), "userfaultfd: UFFDIO_COPY: no such file or directory");
-        let busy = UffdError::from_op("UFFDIO_MOVE", 0x1000, io::Error::from_raw_os_error(libc::EBUSY));
+        let busy =
+            UffdError::from_op("UFFDIO_MOVE", 0x1000, io::Error::from_raw_os_error(libc::EBUSY));
         assert!(matches!(busy, UffdError::Shared { addr: 0x1000 }));
-        let exists = UffdError::from_op("UFFDIO_COPY", 0x2000, io::Error::from_raw_os_error(libc::EEXIST));
+        let exists =
+            UffdError::from_op("UFFDIO_COPY", 0x2000, io::Error::from_raw_os_error(libc::EEXIST));
         assert!(matches!(exists, UffdError::AlreadyMapped { .. }));
         for e in [no, os.to_string(), busy.to_string(), exists.to_string()] {
             assert!(!e.contains('\n'), "{e}");

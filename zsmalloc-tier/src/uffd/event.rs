@@ -80,12 +80,18 @@ mod tests {
         let m = msg(abi::UFFD_EVENT_PAGEFAULT, [abi::UFFD_PAGEFAULT_FLAG_WRITE, 0x7000, 42]);
         match Event::from_msg(&m) {
             Event::PageFault { address, write, write_protect, minor, thread_id } => {
-                assert_eq!((address, write, write_protect, minor, thread_id), (0x7000, true, false, false, 42));
+                assert_eq!(
+                    (address, write, write_protect, minor, thread_id),
+                    (0x7000, true, false, false, 42)
+                );
             }
             other => panic!("{other:?}"),
         }
         let m = msg(abi::UFFD_EVENT_REMAP, [0x1000, 0x9000, 0x2000]);
-        assert!(matches!(Event::from_msg(&m), Event::Remap { from: 0x1000, to: 0x9000, len: 0x2000 }));
+        assert!(matches!(
+            Event::from_msg(&m),
+            Event::Remap { from: 0x1000, to: 0x9000, len: 0x2000 }
+        ));
         let m = msg(abi::UFFD_EVENT_UNMAP, [0x1000, 0x3000, 0]);
         assert!(matches!(Event::from_msg(&m), Event::Unmap { start: 0x1000, end: 0x3000 }));
         assert!(matches!(Event::from_msg(&msg(0x7f, [0; 3])), Event::Unknown { event: 0x7f }));

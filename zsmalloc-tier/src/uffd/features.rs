@@ -80,7 +80,9 @@ impl fmt::Display for Features {
             .map(|(_, name)| format!("UFFD_FEATURE_{name}"))
             .collect();
         let named = Features::NAMES.iter().fold(0, |acc, (bit, _)| acc | bit.0);
-        parts.extend((0..64).filter(|b| self.0 & !named & (1 << b) != 0).map(|b| format!("bit {b}")));
+        parts.extend(
+            (0..64).filter(|b| self.0 & !named & (1 << b) != 0).map(|b| format!("bit {b}")),
+        );
         if parts.is_empty() {
             return f.write_str("none");
         }

@@ -280,9 +280,8 @@ impl Uffd {
         };
         // SAFETY: UFFDIO_MOVE reads and writes one `struct uffdio_move`; the caller vouches that
         // nothing references the source pages, and the kernel fills only holes at `dst`.
-        let r = unsafe {
-            libc::ioctl(self.fd.as_raw_fd(), abi::UFFDIO_MOVE as libc::c_ulong, &mut mv)
-        };
+        let r =
+            unsafe { libc::ioctl(self.fd.as_raw_fd(), abi::UFFDIO_MOVE as libc::c_ulong, &mut mv) };
         if r < 0 {
             return Err(UffdError::from_op("UFFDIO_MOVE", src, io::Error::last_os_error()));
         }
@@ -303,7 +302,11 @@ impl Uffd {
             libc::ioctl(self.fd.as_raw_fd(), abi::UFFDIO_WRITEPROTECT as libc::c_ulong, &mut wp)
         };
         if r < 0 {
-            return Err(UffdError::from_op("UFFDIO_WRITEPROTECT", start, io::Error::last_os_error()));
+            return Err(UffdError::from_op(
+                "UFFDIO_WRITEPROTECT",
+                start,
+                io::Error::last_os_error(),
+            ));
         }
         Ok(())
     }
