@@ -149,21 +149,21 @@ impl ServedPage {
 const DEADLINE: Duration = Duration::from_secs(120);
 
 /// Measures `faults` faults (after `warmup` untimed ones) of `scenario`, the faulting thread on
-/// `faulting_cpu` and the handler (if any) on `handler_cpu`.
+/// `faulting_cpu` and a handler apart (if the scenario has one) on `other_cpu`.
 pub fn measure(
     scenario: Scenario,
     served: &ServedPage,
     faults: usize,
     warmup: usize,
     faulting_cpu: usize,
-    handler_cpu: usize,
+    other_cpu: usize,
 ) -> Result<Outcome, FloorError> {
-    if scenario.needs_two_cpus() && handler_cpu == faulting_cpu {
+    if scenario.needs_two_cpus() && other_cpu == faulting_cpu {
         return Err(FloorError::OneCpu);
     }
     let handler_cpu = match scenario {
         Scenario::SameCpu => Some(faulting_cpu),
-        Scenario::OtherCpu | Scenario::Spinning => Some(handler_cpu),
+        Scenario::OtherCpu | Scenario::Spinning => Some(other_cpu),
         Scenario::FirstTouch => None,
     };
     let total = warmup + faults;

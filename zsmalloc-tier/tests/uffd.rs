@@ -252,3 +252,34 @@ fn a_handler_that_fails_releases_the_faulting_thread() {
     assert!(failure.contains("no image"), "{failure}");
     assert!(page.iter().all(|&b| b == 0), "released unserved, the page is the kernel's zeros");
 }
+
+#[test]
+fn a_write_to_a_write_protected_page_waits_until_released() {
+    let Some(uffd) = open_or_skip("write-protect", Features::PAGEFAULT_FLAG_WP) else { return };
+    let uffd = Arc::new(uffd);
+    let region = Region::anonymous(page_size()).expect("mmap");
+    uffd.register(region.addr(), region.len(), Modes::MISSING_AND_WP).expect("register");
+    uffd.copy(region.page(0), &pattern(0), true).expect("populate");
+    uffd.write_protect(region.addr(), region.len(), true).expect("protect");
+    let (handler_uffd, base) = (uffd.clone(), region.addr());
+    let handler = thread::spawn(move || -> Result<Event, String> {
+        let got = handler_uffd.poll(TIMEOUT).map_err(|e| e.to_string())?;
+        // Released in every case, so the writer never waits past the timeout.
+        let event = if got { handler_uffd.read_event().map_err(|e| e.to_string())? } else { None };
+        handler_uffd.write_protect(base, page_size(), false).map_err(|e| e.to_string())?;
+        event.ok_or_else(|| format!("no fault within {TIMEOUT:?}"))
+    });
+    let p = region.page(0) as *mut u8;
+    // SAFETY: inside the live region; the write waits while the page is write-protected.
+    unsafe { p.write_volatile(0x5A) };
+    match handler.join().expect("the handler thread").expect("the handler") {
+        Event::PageFault { address, write, write_protect, .. } => {
+            assert_eq!((address, write, write_protect), (region.page(0), true, true));
+        }
+        other => panic!("expected a write-protect fault: {other:?}"),
+    }
+    let mut want = pattern(0);
+    want[0] = 0x5A;
+    assert_eq!(read_page(&region, 0), want, "the write landed once released");
+    uffd.unregister(region.addr(), region.len()).expect("unregister");
+}
