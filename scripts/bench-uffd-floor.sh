@@ -15,7 +15,8 @@ BIN="${CARGO_TARGET_DIR:-target}/release/uffd-floor"
 
 if [[ " $* " != *" --json "* ]]; then
   model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
-  echo "machine: $(uname -sr), $(nproc) CPUs ($model), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  load=$(cut -d' ' -f1-3 /proc/loadavg)
+  echo "machine: $(uname -sr), $(nproc) CPUs ($model), load average $load"
   echo "command: $BIN $*"
 fi
 exec "$BIN" "$@"

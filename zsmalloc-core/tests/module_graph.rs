@@ -1,7 +1,7 @@
-//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -tier, -lab) the modules of
-//! each folder import each other without cycles — the top-level modules of `src/`, and the files
-//! (and subfolders) of every folder below it — and no Rust file (sources, tests, benches, build
-//! scripts) is one a reader has to scroll through for long.
+//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -tier, -lab) the modules
+//! of each folder import each other without cycles — the top-level modules of `src/`, and the
+//! files (and subfolders) of every folder below it — and no Rust file (sources, tests, benches,
+//! build scripts) is one a reader has to scroll through for long.
 //!
 //! The graphs are read from the sources. Every file has a module path (`src/a.rs` is `a`,
 //! `src/a/mod.rs` is `a`, `src/a/b.rs` is `a::b`); every path it names that starts with

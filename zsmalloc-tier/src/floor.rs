@@ -124,7 +124,28 @@ pub struct Outcome {
     pub faulting_cpu: usize,
     /// `None` for [`Scenario::FirstTouch`].
     pub handler_cpu: Option<usize>,
+    /// The wait of the faulting thread, per fault.
     pub summary: Summary,
+    /// With [`Plan::breakdown`], the handler's `LZ4_decompress_safe` and `UFFDIO_COPY`, per
+    /// fault (what remains of the wait is the message, the switches and the wake-ups).
+    pub decompress: Option<Summary>,
+    pub copy: Option<Summary>,
+}
+
+/// How to measure.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    /// Faults timed per scenario.
+    pub faults: usize,
+    /// Untimed faults before them.
+    pub warmup: usize,
+    /// The faulting thread's CPU (and the handler's on the same CPU).
+    pub faulting_cpu: usize,
+    /// The handler's CPU when apart.
+    pub other_cpu: usize,
+    /// Also time the handler's decompression and copy: two more clock reads per fault, and a
+    /// copy without wake followed by `UFFDIO_WAKE`, so the copy's time is its own.
+    pub breakdown: bool,
 }
 
 /// The page every fault is served with, and its lz4 image.
@@ -148,16 +169,9 @@ impl ServedPage {
 /// How long one scenario may take before it is called stuck.
 const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Measures `faults` faults (after `warmup` untimed ones) of `scenario`, the faulting thread on
-/// `faulting_cpu` and a handler apart (if the scenario has one) on `other_cpu`.
-pub fn measure(
-    scenario: Scenario,
-    served: &ServedPage,
-    faults: usize,
-    warmup: usize,
-    faulting_cpu: usize,
-    other_cpu: usize,
-) -> Result<Outcome, FloorError> {
+/// Measures `scenario` as `plan` says, every fault served with `served`.
+pub fn measure(scenario: Scenario, served: &ServedPage, plan: Plan) -> Result<Outcome, FloorError> {
+    let Plan { faults, warmup, faulting_cpu, other_cpu, breakdown } = plan;
     if scenario.needs_two_cpus() && other_cpu == faulting_cpu {
         return Err(FloorError::OneCpu);
     }
@@ -175,7 +189,8 @@ pub fn measure(
             let uffd = Uffd::open(wait, Features::NONE)?;
             uffd.register(region.addr(), region.len(), Modes::MISSING)?;
             let packed = served.packed.clone();
-            Some(thread::spawn(move || serve(uffd, &packed, total, cpu)))
+            let steps = Steps { expected: total, warmup, timed: breakdown };
+            Some(thread::spawn(move || serve(uffd, &packed, steps, cpu)))
         }
         None => None,
     };
@@ -192,8 +207,12 @@ pub fn measure(
             return Err(FloorError::Timeout { after: DEADLINE });
         }
     };
+    let (mut decompress, mut copy) = (None, None);
     if let Some(h) = handler {
-        let served_faults = h.join().map_err(|_| FloorError::Handler("it panicked".into()))??;
+        let mut handled = h.join().map_err(|_| FloorError::Handler("it panicked".into()))??;
+        let served_faults = handled.served;
+        decompress = Summary::of(&mut handled.decompress_ns);
+        copy = Summary::of(&mut handled.copy_ns);
         if served_faults != total {
             return Err(FloorError::Handler(format!("served {served_faults} of {total} faults")));
         }
@@ -210,33 +229,64 @@ pub fn measure(
     let mut samples = samples;
     let summary =
         Summary::of(&mut samples).ok_or(FloorError::Handler("no faults measured".into()))?;
-    Ok(Outcome { scenario, faulting_cpu, handler_cpu, summary })
+    Ok(Outcome { scenario, faulting_cpu, handler_cpu, summary, decompress, copy })
 }
 
-/// The handler: serves `expected` faults with `packed` decompressed, then closes the
+/// What the handler serves, and whether it times its steps (after `warmup` faults).
+#[derive(Debug, Clone, Copy)]
+struct Steps {
+    expected: usize,
+    warmup: usize,
+    timed: bool,
+}
+
+/// What the handler did.
+struct Handled {
+    served: usize,
+    decompress_ns: Vec<u64>,
+    copy_ns: Vec<u64>,
+}
+
+/// The handler: serves `steps.expected` faults with `packed` decompressed, then closes the
 /// userfaultfd. On any failure it returns early, and closing the descriptor releases the
 /// waiting thread (whose page then reads as zeros, which the check after the run reports).
-fn serve(uffd: Uffd, packed: &[u8], expected: usize, cpu: usize) -> Result<usize, FloorError> {
+fn serve(uffd: Uffd, packed: &[u8], steps: Steps, cpu: usize) -> Result<Handled, FloorError> {
     cpu::pin_current_thread(cpu).map_err(os("sched_setaffinity"))?;
     let page = page_size();
     let mut buf = vec![0u8; page];
-    let mut served = 0;
-    while served < expected {
+    let room = if steps.timed { steps.expected } else { 0 };
+    let mut h = Handled {
+        served: 0,
+        decompress_ns: Vec::with_capacity(room),
+        copy_ns: Vec::with_capacity(room),
+    };
+    while h.served < steps.expected {
         match uffd.read_event()? {
             Some(Event::PageFault { address, .. }) => {
+                let timed = steps.timed && h.served >= steps.warmup;
+                let t0 = timed.then(Instant::now);
                 if lz4::decompress(packed, &mut buf) != Some(page) {
                     return Err(FloorError::Handler("the page does not decompress".into()));
                 }
-                match uffd.copy(address & !(page - 1), &buf, true) {
-                    Ok(()) | Err(UffdError::AlreadyMapped { .. }) => served += 1,
+                let t1 = timed.then(Instant::now);
+                let dst = address & !(page - 1);
+                // Timed, the copy does not wake: the woken thread could run before the clock
+                // is read again (on the same CPU it does), and its time would count as the copy's.
+                match uffd.copy(dst, &buf, !timed) {
+                    Ok(()) | Err(UffdError::AlreadyMapped { .. }) => h.served += 1,
                     Err(e) => return Err(e.into()),
+                }
+                if let (Some(t0), Some(t1)) = (t0, t1) {
+                    h.decompress_ns.push((t1 - t0).as_nanos() as u64);
+                    h.copy_ns.push(t1.elapsed().as_nanos() as u64);
+                    uffd.wake(dst, page)?;
                 }
             }
             Some(_) => {}
             None => std::hint::spin_loop(),
         }
     }
-    Ok(served)
+    Ok(h)
 }
 
 /// The faulting thread: touches each of the `total` pages at `base` once (a read, or a write

@@ -7,18 +7,24 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use serde_json::json;
-use zsmalloc_tier::floor::{self, FloorError, Outcome, Scenario, ServedPage};
+use zsmalloc_tier::floor::{self, FloorError, Outcome, Plan, Scenario, ServedPage};
+use zsmalloc_tier::latency::Summary;
 use zsmalloc_tier::uffd::{page_size, UffdError};
 
 #[derive(Parser)]
 #[command(name = "uffd-floor", about = "Measure the userfaultfd fault-service floor")]
 struct Args {
     /// Faults measured per scenario (each a fresh page).
-    #[arg(long, default_value_t = 20_000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, default_value_t = 20_000,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     faults: u64,
     /// Untimed faults before the measured ones, per scenario.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(u64).range(0..=100_000))]
     warmup: u64,
+    /// Also time the handler's decompression and copy (more clock reads, and the copy's wake
+    /// as an ioctl of its own, in each fault's service).
+    #[arg(long)]
+    breakdown: bool,
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
@@ -26,6 +32,15 @@ struct Args {
 
 fn us(ns: u64) -> f64 {
     ns as f64 / 1000.0
+}
+
+fn step_json(s: Summary) -> serde_json::Value {
+    json!({ "p50_us": us(s.p50_ns), "p99_us": us(s.p99_ns) })
+}
+
+/// A handler step's median for the table, blank where it was not timed.
+fn step_cell(s: Option<Summary>) -> String {
+    s.map_or(String::new(), |s| format!("{:.2}", us(s.p50_ns)))
 }
 
 fn main() -> ExitCode {
@@ -41,7 +56,8 @@ fn main() -> ExitCode {
     let served = ServedPage::pattern(1);
     let mut rows: Vec<(Scenario, Result<Outcome, FloorError>)> = Vec::new();
     for scenario in Scenario::ALL {
-        let r = floor::measure(scenario, &served, faults, warmup, faulting_cpu, other_cpu);
+        let plan = Plan { faults, warmup, faulting_cpu, other_cpu, breakdown: args.breakdown };
+        let r = floor::measure(scenario, &served, plan);
         if let Err(FloorError::Uffd(e @ (UffdError::NoPermission | UffdError::Unsupported))) = &r {
             eprintln!("uffd-floor: {e}");
             return ExitCode::from(2);
@@ -66,6 +82,8 @@ fn main() -> ExitCode {
                         "p50_us": us(o.summary.p50_ns),
                         "p99_us": us(o.summary.p99_ns),
                         "max_us": us(o.summary.max_ns),
+                        "decompress": o.decompress.map(step_json),
+                        "copy": o.copy.map(step_json),
                     }),
                     Err(e) => json!({ "label": s.label(), "error": e.to_string() }),
                 };
@@ -87,8 +105,13 @@ fn main() -> ExitCode {
             page_size(),
             served.packed.len()
         );
+        let steps = if args.breakdown {
+            format!(" {:>8} {:>8}", "lz4 p50", "copy p50")
+        } else {
+            String::new()
+        };
         println!(
-            "{:<48} {:>5} {:>8} {:>8} {:>8}",
+            "{:<48} {:>5} {:>8} {:>8} {:>8}{steps}",
             "scenario", "cpus", "p50 µs", "p99 µs", "max µs"
         );
         for (s, r) in &rows {
@@ -98,8 +121,13 @@ fn main() -> ExitCode {
                         Some(h) => format!("{}/{h}", o.faulting_cpu),
                         None => o.faulting_cpu.to_string(),
                     };
+                    let steps = if args.breakdown {
+                        format!(" {:>8} {:>8}", step_cell(o.decompress), step_cell(o.copy))
+                    } else {
+                        String::new()
+                    };
                     println!(
-                        "{:<48} {:>5} {:>8.1} {:>8.1} {:>8.1}",
+                        "{:<48} {:>5} {:>8.1} {:>8.1} {:>8.1}{steps}",
                         s.label(),
                         cpus,
                         us(o.summary.p50_ns),
@@ -111,6 +139,9 @@ fn main() -> ExitCode {
             }
         }
         println!("cpus: the faulting thread's / the handler's");
+        if args.breakdown {
+            println!("lz4, copy: the handler's LZ4_decompress_safe and UFFDIO_COPY, µs");
+        }
     }
     if any_failed {
         for (s, r) in rows.iter().filter(|(_, r)| failed(r)) {
