@@ -1,7 +1,7 @@
-//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -lab) the modules of
-//! each folder import each other without cycles — the top-level modules of `src/`, and the files
-//! (and subfolders) of every folder below it — and no Rust file (sources, tests, benches, build
-//! scripts) is one a reader has to scroll through for long.
+//! The workspace's structure: in every crate (zsmalloc-core, -capi, -py, -tier, -lab) the modules
+//! of each folder import each other without cycles — the top-level modules of `src/`, and the
+//! files (and subfolders) of every folder below it — and no Rust file (sources, tests, benches,
+//! build scripts) is one a reader has to scroll through for long.
 //!
 //! The graphs are read from the sources. Every file has a module path (`src/a.rs` is `a`,
 //! `src/a/mod.rs` is `a`, `src/a/b.rs` is `a::b`); every path it names that starts with
@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 /// Longest Rust file accepted, in lines.
 const MAX_LINES: usize = 600;
 /// The library crates besides the lab, by directory.
-const CRATES: [&str; 3] = ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py"];
+const CRATES: [&str; 4] = ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py", "zsmalloc-tier"];
 const LAB: &str = "zsmalloc-lab";
 /// Not modules of a crate's graph: its binaries.
 const NOT_MODULES: [&str; 2] = ["main", "bin"];
