@@ -27,6 +27,8 @@
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
 //! - [`atomic_file`]: every output file, whole or not at all; [`interrupt`]: the one
 //!   SIGINT/SIGTERM/SIGHUP handler, which removes partial outputs and live devices;
+//! - [`cli`]: the command line, parsed and dispatched; [`flag_values`]: the numeric flags'
+//!   value parsers (every command's flags and workloads use them, below `cli`);
 //! - [`commands`]: the `zsmalloc` command's subcommands, one module each.
 //!
 //! ```no_run
@@ -50,6 +52,7 @@ pub mod config;
 pub mod cost;
 pub mod driver;
 pub mod error;
+pub mod flag_values;
 pub mod folios;
 pub mod inspect;
 pub mod interrupt;

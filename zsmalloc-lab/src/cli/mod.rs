@@ -1,6 +1,7 @@
 //! The `zsmalloc` command line: its clap definition, parsing (one-line refusals, exit 2) and
-//! dispatch to [`crate::commands`]; [`values`] holds the numeric flags' value parsers. The
-//! binary is this module's [`main_code`].
+//! dispatch to [`crate::commands`] (the numeric flags' value parsers are
+//! [`crate::flag_values`], which every command's flags use). The binary is this module's
+//! [`main_code`].
 //!
 //! Exit codes: 0 success; 2 bad flags, bad configuration, unreadable input or unwritable
 //! output (one line on stderr); 1 a failure while running (e.g. an object that does not read
@@ -12,8 +13,6 @@ use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::commands::{classes, compare, cost, folios, inspect, kernel, optimize, replay, run};
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::text_input::escape;
-
-pub mod values;
 
 const ABOUT: &str = "A faithful, instrumented userspace zsmalloc: class tables, workloads and \
 side-by-side comparisons of configurations.";

@@ -8,11 +8,11 @@ use zsmalloc_core::BackendKind;
 
 use super::output::emit;
 use crate::classes::{self, ClassTableReport};
-use crate::cli::values;
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::report::Render;
 use crate::report::{self, Format};
 use crate::{block_table, plot};
@@ -24,13 +24,13 @@ pub struct ClassesArgs {
     #[arg(long, value_name = "SPEC")]
     pub vs: Option<String>,
     /// Logical-size step [default: the smaller class delta]
-    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(8, u64::from(band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", value_parser = flag_values::bytes::<u32>(8, u64::from(band::MAX_OBJECT)))]
     pub step: Option<u32>,
     /// Smallest logical size shown
-    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(0, u64::from(band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", value_parser = flag_values::bytes::<u32>(0, u64::from(band::MAX_OBJECT)))]
     pub min_size: Option<u32>,
     /// Largest logical size shown
-    #[arg(long, value_name = "BYTES", value_parser = values::bytes::<u32>(1, u64::from(band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", value_parser = flag_values::bytes::<u32>(1, u64::from(band::MAX_OBJECT)))]
     pub max_size: Option<u32>,
     #[command(flatten)]
     pub pool: ConfigFlags,

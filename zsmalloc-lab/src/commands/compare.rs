@@ -3,12 +3,12 @@
 use clap::Args;
 
 use super::output::{emit, OutputFlags};
-use crate::cli::values;
 use crate::compare::{self, Comparison};
 use crate::config::assemble::{self, assemble, Defaults};
 use crate::config::flags::{ConfigFlags, ConfigList};
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::progress::ProgressSink;
 use crate::report::Render;
 use crate::workload::Workload;
@@ -18,7 +18,7 @@ use crate::{plot, report, timeline};
 pub struct CompareArgs {
     /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
     /// time [default: every core]
-    #[arg(long, global = true, value_name = "N", value_parser = values::whole::<usize>(1, values::MAX_JOBS))]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::whole::<usize>(1, flag_values::MAX_JOBS))]
     pub jobs: Option<usize>,
     #[command(flatten)]
     pub pool: ConfigFlags,

@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::callgrind;
 use super::output::emit;
-use crate::cli::values;
 use crate::config::assemble::{assemble, Defaults};
 use crate::config::flags::{ConfigFlags, ConfigList};
 use crate::config::ConfigSpec;
@@ -15,6 +14,7 @@ use crate::cost::corpus::MAX_SYNTHETIC_PAGES;
 use crate::cost::MIN_BATCH;
 use crate::cost::{self, codec::Algo, corpus::Source};
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::progress::ProgressSink;
 use crate::report::{Format, Render};
 use crate::{codec, plot, report};
@@ -43,36 +43,36 @@ pub struct CostArgs {
     /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
     pub paths: Vec<PathBuf>,
     /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
-    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = values::whole::<u32>(1, u64::from(u32::MAX)))]
+    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = flag_values::whole::<u32>(1, u64::from(u32::MAX)))]
     pub pid: Option<u32>,
     /// lz4, zstd or both, comma-separated [default: lz4,zstd]
     #[arg(long, value_name = "LIST")]
     pub compressor: Option<String>,
     /// zstd level, 1..=22 (lz4 takes none) [default: 3, zram's]
-    #[arg(long, value_name = "N", value_parser = values::signed(1, 22))]
+    #[arg(long, value_name = "N", value_parser = flag_values::signed(1, 22))]
     pub level: Option<i32>,
     /// Read modes, comma-separated: copy, map, contiguous, sg [default: all four; --read-mode
     /// gives one]
     #[arg(long, value_name = "LIST")]
     pub modes: Option<String>,
     /// Interleaved rounds; figures are min/median/max over them [default: 3]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, 1000))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, 1000))]
     pub repeat: Option<usize>,
     /// Seed of the built-in corpus and of the visiting order [default: 1]
-    #[arg(long, value_name = "N", value_parser = values::any_whole::<u64>())]
+    #[arg(long, value_name = "N", value_parser = flag_values::any_whole::<u64>())]
     pub seed: Option<u64>,
     /// Pages of the built-in corpus [default: 4096]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, MAX_SYNTHETIC_PAGES as u64))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, MAX_SYNTHETIC_PAGES as u64))]
     pub synthetic_pages: Option<usize>,
     /// Input pages read at most from files or a process [default: 16384]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub max_pages: Option<usize>,
     /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level
     /// cache, at most 256 MiB]
-    #[arg(long, value_name = "MIB", value_parser = values::whole::<u64>(1, u64::MAX))]
+    #[arg(long, value_name = "MIB", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub pool_mib: Option<u64>,
     /// Operations per clock read, at least 10000 [default: 10000]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(MIN_BATCH as u64, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(MIN_BATCH as u64, u64::MAX))]
     pub batch: Option<usize>,
     /// Refuse to run when the memory plan (printed before the run) needs more at its peak,
     /// e.g. 6G [default: what the machine has available]

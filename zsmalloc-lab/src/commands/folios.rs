@@ -7,12 +7,12 @@ use clap::Args;
 
 use super::output::emit;
 use crate::atomic_file::CreatedDir;
-use crate::cli::values;
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::cost::corpus::Source;
 use crate::cost::corpus::MAX_SYNTHETIC_PAGES;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::folios::compressor::Compressor;
 use crate::folios::options::{self as opt, FoliosOptions};
 use crate::progress::ProgressSink;
@@ -47,7 +47,7 @@ pub struct FoliosArgs {
     /// Files or directories to take pages from (walked recursively) [default: the built-in corpus]
     pub paths: Vec<PathBuf>,
     /// Take pages from the anonymous memory of a live process (resident or swapped pages only)
-    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = values::whole::<u32>(1, u64::from(u32::MAX)))]
+    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = flag_values::whole::<u32>(1, u64::from(u32::MAX)))]
     pub pid: Option<u32>,
     /// Folio sizes, comma-separated: the page size shifted left by 0..=4, at most 64K
     /// [default: 4K,16K,64K]
@@ -57,32 +57,32 @@ pub struct FoliosArgs {
     #[arg(long, value_name = "LIST")]
     pub compressor: Option<String>,
     /// zstd level, 1..=22 (lz4 and lzo take none) [default: 3, zram's]
-    #[arg(long, value_name = "N", value_parser = values::signed(1, 22))]
+    #[arg(long, value_name = "N", value_parser = flag_values::signed(1, 22))]
     pub level: Option<i32>,
     /// Share of the folios swapped in and replaced, 0..=1 [default: 0.5]
-    #[arg(long, value_name = "SHARE", value_parser = values::share)]
+    #[arg(long, value_name = "SHARE", value_parser = flag_values::share)]
     pub churn_share: Option<f64>,
     /// Folios stored anew after the swap-ins, as a share of them, 0..=1 [default: 1, as many]
-    #[arg(long, value_name = "SHARE", value_parser = values::share)]
+    #[arg(long, value_name = "SHARE", value_parser = flag_values::share)]
     pub refill_share: Option<f64>,
     /// Share of swap-ins that find no large folio, for the mixed figures, 0..=1 [default: 0.1,
     /// an assumption]
-    #[arg(long, value_name = "SHARE", value_parser = values::share)]
+    #[arg(long, value_name = "SHARE", value_parser = flag_values::share)]
     pub fallback_share: Option<f64>,
     /// Timed rounds, interleaved; times are min/median/max over them [default: 3]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, 1000))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, 1000))]
     pub repeat: Option<usize>,
     /// Folio bytes timed per round and path, MiB (a seeded sample) [default: 16]
-    #[arg(long, value_name = "MIB", value_parser = values::whole::<u64>(1, u64::MAX))]
+    #[arg(long, value_name = "MIB", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub sample_mib: Option<u64>,
     /// Seed of the built-in corpus, the churn and the sample [default: 1]
-    #[arg(long, value_name = "N", value_parser = values::any_whole::<u64>())]
+    #[arg(long, value_name = "N", value_parser = flag_values::any_whole::<u64>())]
     pub seed: Option<u64>,
     /// Pages of the built-in corpus [default: 16384]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, MAX_SYNTHETIC_PAGES as u64))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, MAX_SYNTHETIC_PAGES as u64))]
     pub synthetic_pages: Option<usize>,
     /// Input pages read at most from files or a process [default: 16384]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub max_pages: Option<usize>,
     /// Refuse to run when the memory plan needs more, e.g. 6G [default: what the machine has
     /// available]

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::emit;
-use crate::cli::values::{self, MAX_JOBS};
 use crate::error::{LabError, LabResult};
+use crate::flag_values::{self, MAX_JOBS};
 use crate::inspect::machine::Machine;
 use crate::inspect::snapshot_report::{self, SnapshotOptions};
 use crate::inspect::watch::{self, Shape};
@@ -20,10 +20,10 @@ pub struct InspectArgs {
     pub format: Format,
     /// Report again every SECONDS until Ctrl-C: redrawn in place on a terminal, one report
     /// after another otherwise (JSON: one line each)
-    #[arg(long, value_name = "SECONDS", conflicts_with = "snapshot", value_parser = values::real(watch::MIN_SECONDS, watch::MAX_SECONDS))]
+    #[arg(long, value_name = "SECONDS", conflicts_with = "snapshot", value_parser = flag_values::real(watch::MIN_SECONDS, watch::MAX_SECONDS))]
     pub watch: Option<f64>,
     /// With --watch: stop after N reports
-    #[arg(long, value_name = "N", requires = "watch", value_parser = values::whole::<u64>(1, u64::MAX))]
+    #[arg(long, value_name = "N", requires = "watch", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub count: Option<u64>,
     /// (root) Read this device's stored pages (read-only; marks them accessed), store each
     /// again on a private device for the kernel's exact lengths, and replay them: the pool
@@ -34,7 +34,7 @@ pub struct InspectArgs {
     #[arg(long, requires = "snapshot")]
     pub yes: bool,
     /// With --snapshot: read at most N stored pages
-    #[arg(long, value_name = "N", requires = "snapshot", value_parser = values::whole::<u64>(1, u64::MAX))]
+    #[arg(long, value_name = "N", requires = "snapshot", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub max_pages: Option<u64>,
     #[command(flatten)]
     pub codec: CompressorArgs,
@@ -46,7 +46,7 @@ pub struct InspectArgs {
     #[arg(long, value_name = "FILE", requires = "snapshot")]
     pub trace: Option<PathBuf>,
     /// With --optimize: runs at a time [default: every core]
-    #[arg(long, value_name = "N", requires = "optimize", value_parser = values::whole::<usize>(1, MAX_JOBS))]
+    #[arg(long, value_name = "N", requires = "optimize", value_parser = flag_values::whole::<usize>(1, MAX_JOBS))]
     pub jobs: Option<usize>,
     /// With --snapshot: refuse when the planned memory is above this, e.g. 2G
     #[arg(long, value_name = "BYTES", requires = "snapshot", value_parser = crate::memory::parse_memory)]

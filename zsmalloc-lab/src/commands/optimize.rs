@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use clap::{Args, Parser};
 
 use super::output::emit;
-use crate::cli::values;
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::optimize::report::Objective;
 use crate::optimize::report::OptimizeReport;
 use crate::optimize::search::SearchOptions;
@@ -29,21 +29,21 @@ pub struct OptimizeArgs {
     pub objective: Option<String>,
     /// Extra nanoseconds of a spanning read over an in-place one (`zsmalloc cost`'s figures),
     /// for --objective ns
-    #[arg(long, global = true, value_name = "NS", value_parser = values::real(0.0, f64::MAX))]
+    #[arg(long, global = true, value_name = "NS", value_parser = flag_values::real(0.0, f64::MAX))]
     pub spanning_extra_ns: Option<f64>,
     /// Also search the class sizes: merge adjacent classes or split one, greedily, while the
     /// cheapest read cost within classic's pages falls (a heuristic; 48 runs a round)
     #[arg(long, global = true)]
     pub boundaries: bool,
     /// Frontier points to report, each run again to check it; 0 = every point [default: 12]
-    #[arg(long, global = true, value_name = "N", value_parser = values::any_whole::<usize>())]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::any_whole::<usize>())]
     pub points: Option<usize>,
     /// Write a point's table in the class-table file format (load it with --class-table or
     /// ZSMALLOC_CLASS_TABLE) [default point: the cheapest with no more pages than classic]
     #[arg(long, global = true, value_name = "FILE")]
     pub export_table: Option<PathBuf>,
     /// The frontier point to export (its number in the report)
-    #[arg(long, global = true, value_name = "K", requires = "export_table", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, global = true, value_name = "K", requires = "export_table", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub point: Option<usize>,
     /// Output format: table, json or csv
     #[arg(long, global = true, value_name = "FORMAT", value_enum, default_value_t = Format::Table, hide_possible_values = true)]
@@ -53,14 +53,14 @@ pub struct OptimizeArgs {
     #[arg(long, global = true, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
     /// Runs at a time [default: every core]
-    #[arg(long, global = true, value_name = "N", value_parser = values::whole::<usize>(1, values::MAX_JOBS))]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::whole::<usize>(1, flag_values::MAX_JOBS))]
     pub jobs: Option<usize>,
     /// A second workload the chosen tables (and classic and the heuristic) are run on, as
     /// `run` takes it: `--test "pages /usr/share --compressor zstd"`
     #[arg(long, global = true, value_name = "WORKLOAD")]
     pub test: Option<String>,
     /// Seed of the workloads [default: 1]
-    #[arg(long, global = true, value_name = "N", value_parser = values::any_whole::<u64>())]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::any_whole::<u64>())]
     pub seed: Option<u64>,
     /// Refuse to run when the memory of --jobs runs at once is planned above this, e.g. 6G
     /// [default: what the machine has available]

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli::values;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::report::{self, Format};
 use crate::runner::RunOptions;
 use crate::workload::Workload;
@@ -35,14 +35,14 @@ pub struct OutputFlags {
     #[arg(long, global = true, value_name = "FILE.csv")]
     pub timeline: Option<PathBuf>,
     /// Timeline sample interval in operations [default: about 500 samples per run]
-    #[arg(long, global = true, value_name = "OPS", value_parser = values::whole::<u64>(1, u64::MAX))]
+    #[arg(long, global = true, value_name = "OPS", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub timeline_every: Option<u64>,
     /// Timed runs of each configuration, interleaved (A B A B); CPU times are reported as
     /// min/median/max over them [default: 1]
-    #[arg(long, global = true, value_name = "N", value_parser = values::whole::<usize>(1, 1000))]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::whole::<usize>(1, 1000))]
     pub repeat: Option<usize>,
     /// Seed of the workload (contents, sizes, synthetic pages) [default: 1]
-    #[arg(long, global = true, value_name = "N", value_parser = values::any_whole::<u64>())]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::any_whole::<u64>())]
     pub seed: Option<u64>,
     /// Refuse to run when the memory the run is planned to take (its pools at once) is above
     /// this, e.g. 6G [default: what the machine has available]

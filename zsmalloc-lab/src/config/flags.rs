@@ -5,8 +5,8 @@
 use clap::Args;
 
 use super::{parse_backend, ConfigSpec};
-use crate::cli::values;
 use crate::error::LabResult;
+use crate::flag_values;
 use zsmalloc_core::BackendKind;
 
 /// Configuration flags, kept as given and parsed once into a [`ConfigSpec`] (so that every
@@ -15,10 +15,10 @@ use zsmalloc_core::BackendKind;
 #[command(next_help_heading = "Configuration")]
 pub struct ConfigFlags {
     /// Simulated page size: a power of two in 4096..=65536 (4K, 16K, 64K accepted) [default: 4096]
-    #[arg(long, global = true, value_name = "BYTES", value_parser = values::checked(values::bytes::<u32>(4096, 65536)))]
+    #[arg(long, global = true, value_name = "BYTES", value_parser = flag_values::checked(flag_values::bytes::<u32>(4096, 65536)))]
     pub page_size: Option<String>,
     /// Maximum pages per zspage, 1..=16 [default: 8; 10 for the default `compare`]
-    #[arg(long, global = true, value_name = "N", value_parser = values::checked(values::whole::<u32>(1, 16)))]
+    #[arg(long, global = true, value_name = "N", value_parser = flag_values::checked(flag_values::whole::<u32>(1, 16)))]
     pub chain_size: Option<String>,
     /// Class spacing: 0 = page_size >> 8 (mainline), else a multiple of 8 [default: 0]
     #[arg(long, global = true, value_name = "BYTES")]
@@ -31,7 +31,7 @@ pub struct ConfigFlags {
     #[arg(long, global = true, value_name = "MODE")]
     pub read_mode: Option<String>,
     /// Cap on the pool's pages; 0 = none [default: 0]
-    #[arg(long, global = true, value_name = "PAGES", value_parser = values::checked(values::any_whole::<u64>()))]
+    #[arg(long, global = true, value_name = "PAGES", value_parser = flag_values::checked(flag_values::any_whole::<u64>()))]
     pub mem_limit_pages: Option<String>,
     /// Class merging, on (mainline since 2014) or off [default: on]
     #[arg(long, global = true, value_name = "on|off")]

@@ -14,8 +14,8 @@ use super::corpus::CompressorArgs;
 use super::corpus::{CorpusArgs, CorpusFacts};
 use super::host::Host;
 use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Op, Stored};
-use crate::cli::values;
 use crate::error::LabResult;
+use crate::flag_values;
 use crate::trace_format::{TraceOp, TraceWriter};
 
 #[derive(clap::Args, Debug, Clone)]
@@ -28,10 +28,10 @@ pub struct Capture {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
     /// Also discard this share of the pages after the fill, then compact (0: the fill only)
-    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = values::share)]
+    #[arg(long, value_name = "F", default_value_t = 0.0, value_parser = flag_values::share)]
     pub free_share: f64,
     /// Seeds the built-in corpus and the discards
-    #[arg(long, value_name = "S", default_value_t = 1, value_parser = values::any_whole::<u64>())]
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = flag_values::any_whole::<u64>())]
     pub seed: u64,
 }
 

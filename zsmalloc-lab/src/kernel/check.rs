@@ -8,9 +8,9 @@ use super::corpus::{CorpusArgs, CorpusFacts};
 use super::host::Host;
 use super::replay::{self, Disagreement, PhaseTally, Replay};
 use super::steps::{self, DevicePhase, FillPlan, KernelSteps, Stored};
-use crate::cli::values;
 use crate::config::ConfigSpec;
 use crate::error::LabResult;
+use crate::flag_values;
 
 /// The kernel's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
 pub const KERNEL_DEFAULT_CHAIN: u32 = 8;
@@ -29,7 +29,7 @@ impl ChainSize {
     pub fn parse(s: &str) -> Result<ChainSize, String> {
         match s {
             "auto" => Ok(ChainSize::Auto),
-            n => values::whole::<u32>(1, 16)(n)
+            n => flag_values::whole::<u32>(1, 16)(n)
                 .map(ChainSize::Pages)
                 .map_err(|_| "a chain size in 1..=16 or auto is accepted".to_string()),
         }
@@ -43,10 +43,10 @@ pub struct Check {
     #[command(flatten)]
     pub codec: CompressorArgs,
     /// Share of the written pages discarded after the fill, 0..=1
-    #[arg(long, value_name = "F", default_value_t = 0.5, value_parser = values::share)]
+    #[arg(long, value_name = "F", default_value_t = 0.5, value_parser = flag_values::share)]
     pub free_share: f64,
     /// Seeds the built-in corpus and which pages are discarded, in which order
-    #[arg(long, value_name = "S", default_value_t = 1, value_parser = values::any_whole::<u64>())]
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = flag_values::any_whole::<u64>())]
     pub seed: u64,
     /// The project's chain size, 1..=16, or `auto`: every chain size is tried and the ones
     /// that agree at every step are named

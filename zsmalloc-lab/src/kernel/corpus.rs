@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::host;
-use crate::cli::values;
 use crate::cost::corpus::Source;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 
 /// Pages of the built-in corpus by default.
 pub const DEFAULT_SYNTHETIC_PAGES: usize = 16384;
@@ -22,13 +22,13 @@ pub struct CorpusArgs {
     /// corpus]
     pub paths: Vec<PathBuf>,
     /// Take pages from the anonymous memory of a live process (resident or swapped pages)
-    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = values::whole::<u32>(1, u64::from(u32::MAX)))]
+    #[arg(long, value_name = "PID", conflicts_with = "paths", value_parser = flag_values::whole::<u32>(1, u64::from(u32::MAX)))]
     pub pid: Option<u32>,
     /// Pages of the built-in corpus [default: 16384]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, crate::cost::corpus::MAX_SYNTHETIC_PAGES as u64))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, crate::cost::corpus::MAX_SYNTHETIC_PAGES as u64))]
     pub synthetic_pages: Option<usize>,
     /// Pages read at most (from files or a process: 65536 unless given)
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub max_pages: Option<usize>,
 }
 
@@ -43,7 +43,7 @@ pub struct CompressorArgs {
     #[arg(long, value_name = "ALG")]
     pub compressor: Option<String>,
     /// Compression level, through algorithm_params
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = values::signed(ZSTD_MIN_LEVEL, 22))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = flag_values::signed(ZSTD_MIN_LEVEL, 22))]
     pub level: Option<i32>,
 }
 

@@ -22,9 +22,9 @@ use super::cost_report::{self, Group, PageCost, ReadCostReport};
 use super::device::{Device, DeviceSpec};
 use super::host::{self, Host};
 use super::replay::project_pool;
-use crate::cli::values;
 use crate::cost::hw::last_level_cache_bytes;
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct ReadCost {
@@ -33,10 +33,10 @@ pub struct ReadCost {
     #[command(flatten)]
     pub codec: CompressorArgs,
     /// Read rounds per condition, interleaved over the pages; a page's time is its median
-    #[arg(long, value_name = "N", default_value_t = 5, value_parser = values::whole::<usize>(1, 100))]
+    #[arg(long, value_name = "N", default_value_t = 5, value_parser = flag_values::whole::<usize>(1, 100))]
     pub rounds: usize,
     /// Seeds the built-in corpus, the read order and the confidence intervals
-    #[arg(long, value_name = "S", default_value_t = 1, value_parser = values::any_whole::<u64>())]
+    #[arg(long, value_name = "S", default_value_t = 1, value_parser = flag_values::any_whole::<u64>())]
     pub seed: u64,
     /// Conditions, comma-separated: warm, cold
     #[arg(long, value_name = "LIST", default_value = "warm,cold")]

@@ -13,29 +13,29 @@ use rand_distr::{Distribution, Normal};
 use serde_json::json;
 
 use super::{Extra, SameFilled, WorkloadKind};
-use crate::cli::values;
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::memory::{Limit, Plan};
 
 /// The parameters, as `zsmalloc run dist` takes them.
 #[derive(Debug, Clone, PartialEq, clap::Args)]
 pub struct Dist {
     /// Pages (objects and same-filled pages) written in the fill phase
-    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = values::whole::<usize>(1, MAX_OBJECTS as u64))]
+    #[arg(long, value_name = "N", default_value_t = 100_000, value_parser = flag_values::whole::<usize>(1, MAX_OBJECTS as u64))]
     pub objects: usize,
     /// Mean object length in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 694.0, value_parser = values::real(1.0, MAX_PAGE))]
+    #[arg(long, value_name = "BYTES", default_value_t = 694.0, value_parser = flag_values::real(1.0, MAX_PAGE))]
     pub mean: f64,
     /// Standard deviation of the object lengths in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 474.0, value_parser = values::real(0.0, MAX_PAGE))]
+    #[arg(long, value_name = "BYTES", default_value_t = 474.0, value_parser = flag_values::real(0.0, MAX_PAGE))]
     pub sd: f64,
     /// Shortest object: smaller draws are stored at this length and counted (the default is
     /// the shortest liblz4 output of a 4K page that is not same-filled)
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MIN_LEN, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_MIN_LEN, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub min_len: usize,
     /// Share of same-filled pages, 0..=1
-    #[arg(long, value_name = "SHARE", default_value_t = 0.11, value_parser = values::share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.11, value_parser = flag_values::share)]
     pub same_share: f64,
     /// skip (kept outside the pool, as modern zram does) or store (at --same-size bytes, as
     /// in 2012)
@@ -43,20 +43,20 @@ pub struct Dist {
     pub same_filled: SameFilled,
     /// Bytes a same-filled page takes in the pool with `--same-filled store` (28 in the 2012
     /// measurement)
-    #[arg(long, value_name = "BYTES", default_value_t = 28, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = 28, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub same_size: usize,
     /// Random free + re-store steps after the fill phase [default: --objects]
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(0, MAX_OBJECTS as u64 * 10))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(0, MAX_OBJECTS as u64 * 10))]
     pub churn: Option<usize>,
     /// Share of the pages freed at random after the churn phase (the live set shrinks, as
     /// when swapped-out pages come back in), 0..=1
-    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = values::share)]
+    #[arg(long, value_name = "SHARE", default_value_t = 0.0, value_parser = flag_values::share)]
     pub shrink: f64,
     /// Compact once after the churn (and shrink) phase
     #[arg(long)]
     pub compact: bool,
     /// Compact every N churn steps
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub compact_every: Option<usize>,
     /// Seeds sizes and contents (`--seed`).
     #[arg(skip = 1u64)]

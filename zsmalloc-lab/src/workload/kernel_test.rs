@@ -7,9 +7,9 @@ use serde_json::json;
 use zsmalloc_core::Backend;
 
 use super::{Extra, WorkloadKind};
-use crate::cli::values;
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::memory::{Limit, Plan};
 use crate::result::{utilization_permille, KernelTestLines};
 
@@ -17,16 +17,16 @@ use crate::result::{utilization_permille, KernelTestLines};
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct KernelTest {
     /// Smallest object length in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 32, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = 32, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub lo: usize,
     /// Largest object length in bytes (at most the page size)
-    #[arg(long, value_name = "BYTES", default_value_t = 4080, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = 4080, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub hi: usize,
     /// Length step in bytes
-    #[arg(long, value_name = "BYTES", default_value_t = 16, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = 16, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub step: usize,
     /// Objects per size
-    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1337, value_parser = values::whole::<usize>(1, MAX_OBJECTS))]
+    #[arg(short = 'n', long = "count", value_name = "N", default_value_t = 1337, value_parser = flag_values::whole::<usize>(1, MAX_OBJECTS))]
     pub n: usize,
     /// Seeds object contents only; placement does not depend on it (`--seed`).
     #[arg(skip = 1u64)]

@@ -17,11 +17,11 @@ use zsmalloc_core::Backend;
 
 use super::files::{self, FilePages, Walk};
 use super::{corpus, Extra, SameFilled, WorkloadKind};
-use crate::cli::values;
 pub use crate::codec::Algo as Compressor;
 use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
+use crate::flag_values;
 use crate::memory::{Limit, Plan};
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
@@ -36,19 +36,19 @@ pub struct Pages {
     #[arg(long, value_name = "NAME", default_value = "lz4", value_parser = parse_compressor)]
     pub compressor: Compressor,
     /// zstd level, 1..=22 (refused with lz4, which takes none) [default: 3, zram's]
-    #[arg(long, value_name = "N", value_parser = values::signed(1, 22))]
+    #[arg(long, value_name = "N", value_parser = flag_values::signed(1, 22))]
     pub level: Option<i32>,
     /// Pages of the synthetic corpus (without a path)
-    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = values::whole::<usize>(1, MAX_PAGES as u64))]
+    #[arg(long, value_name = "N", default_value_t = 16384, value_parser = flag_values::whole::<usize>(1, MAX_PAGES as u64))]
     pub synthetic_pages: usize,
     /// Stop after this many pages
-    #[arg(long, value_name = "N", value_parser = values::whole::<usize>(1, u64::MAX))]
+    #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub max_pages: Option<usize>,
     /// skip (kept outside the pool, as modern zram does) or store (at --same-size bytes)
     #[arg(long, value_name = "MODE", value_enum, hide_possible_values = true, default_value_t = SameFilled::Skip)]
     pub same_filled: SameFilled,
     /// Bytes a same-filled page takes in the pool with `--same-filled store`
-    #[arg(long, value_name = "BYTES", default_value_t = 28, value_parser = values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
+    #[arg(long, value_name = "BYTES", default_value_t = 28, value_parser = flag_values::whole::<usize>(1, u64::from(zsmalloc_core::band::MAX_OBJECT)))]
     pub same_size: usize,
     /// Seeds the synthetic corpus (`--seed`).
     #[arg(skip = 1u64)]
