@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::values;
+use crate::commands::run::Record;
 use crate::error::{LabError, LabResult};
 use crate::report::{self, Format};
 use crate::runner::RunOptions;
@@ -67,9 +68,9 @@ impl OutputFlags {
     }
 
     /// How to run `w`; outputs written after the run are checked before it.
-    pub fn run_options(&self, w: &Workload, record: Option<PathBuf>) -> LabResult<RunOptions> {
+    pub fn run_options(&self, w: &Workload, record: Record) -> LabResult<RunOptions> {
         for (flag, path) in
-            [("--plot", &self.plot), ("--timeline", &self.timeline), ("--record", &record)]
+            [("--plot", &self.plot), ("--timeline", &self.timeline), ("--record", &record.path)]
         {
             if let Some(p) = path {
                 report::check_writable(flag, p)?;
@@ -95,7 +96,8 @@ impl OutputFlags {
         Ok(RunOptions {
             per_class: self.per_class,
             timing: !self.no_time,
-            record,
+            record: record.path,
+            record_format: record.format,
             timeline_every,
             repeat,
             max_memory: self.max_memory,

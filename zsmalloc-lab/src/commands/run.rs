@@ -10,6 +10,7 @@ use crate::config::flags::ConfigFlags;
 use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
 use crate::report::Render;
+use crate::trace_format::TraceFormat;
 use crate::workload::Workload;
 use crate::{plot, report, runner};
 
@@ -22,13 +23,33 @@ pub struct RunArgs {
     /// Record the run's operations as a trace file (replay it with `zsmalloc replay`)
     #[arg(long, global = true, value_name = "FILE", help_heading = "Output")]
     pub record: Option<PathBuf>,
+    /// The form of the --record trace: text (the default) or binary (docs/TRACE_FORMAT.md)
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", help_heading = "Output")]
+    pub trace_format: Option<TraceFormat>,
     #[command(subcommand)]
     pub workload: Option<Workload>,
 }
 
 pub fn run(a: RunArgs) -> LabResult<()> {
     let w = a.out.workload(a.workload);
-    run_workload("run", &a.pool, &a.out, w, a.record)
+    run_workload("run", &a.pool, &a.out, w, Record::new(a.record, a.trace_format)?)
+}
+
+/// `--record FILE` and the form it is written in (`--trace-format`).
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    pub path: Option<PathBuf>,
+    pub format: TraceFormat,
+}
+
+impl Record {
+    /// `--trace-format` is refused without `--record`.
+    pub fn new(path: Option<PathBuf>, format: Option<TraceFormat>) -> LabResult<Record> {
+        if path.is_none() && format.is_some() {
+            return Err(LabError::usage("--trace-format is the form of --record FILE: give both"));
+        }
+        Ok(Record { path, format: format.unwrap_or_default() })
+    }
 }
 
 /// Runs `w` on the one configuration of `pool` and prints the report (`run`, `replay`).
@@ -37,7 +58,7 @@ pub fn run_workload(
     pool: &ConfigFlags,
     out: &OutputFlags,
     w: Workload,
-    record: Option<PathBuf>,
+    record: Record,
 ) -> LabResult<()> {
     let format = out.format()?;
     let spec = assemble_one(pool, command)?;
