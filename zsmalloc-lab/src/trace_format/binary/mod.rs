@@ -105,6 +105,71 @@ pub(crate) fn get_varint(b: &[u8]) -> Result<(u64, usize), VarintError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::trace_format::TraceOp;
+    use proptest::prelude::*;
+
+    fn encode(ops: &[TraceOp], zstd: bool) -> Vec<u8> {
+        let header =
+            BinaryHeader { zstd, page_size: 4096, command: "zsmalloc x".into(), notes: "n".into() };
+        let mut e = BinaryEncoder::new(Vec::new(), &header).unwrap();
+        for op in ops {
+            e.op(op).unwrap();
+        }
+        e.finish().unwrap()
+    }
+
+    fn decode(bytes: &[u8]) -> Result<Vec<TraceOp>, String> {
+        let mut r = BinaryReader::new(bytes, "t").map_err(|e| e.to_string())?;
+        let mut ops = Vec::new();
+        while let Some(op) = r.next_op().map_err(|e| e.to_string())? {
+            ops.push(op);
+        }
+        Ok(ops)
+    }
+
+    fn any_op() -> impl Strategy<Value = TraceOp> {
+        let id = prop_oneof![0u64..64, any::<u64>()];
+        let len = prop_oneof![0usize..5000, any::<usize>()];
+        prop_oneof![
+            (id.clone(), len.clone()).prop_map(|(id, len)| TraceOp::Store { id, len }),
+            id.clone().prop_map(|id| TraceOp::Free { id }),
+            (id.clone(), len.clone()).prop_map(|(id, len)| TraceOp::Read { id, len }),
+            Just(TraceOp::Compact),
+            (id.clone(), len.clone()).prop_map(|(id, len)| TraceOp::Malloc { id, len }),
+            (id.clone(), len.clone()).prop_map(|(id, len)| TraceOp::Write { id, len }),
+            (id.clone(), len).prop_map(|(id, len)| TraceOp::ReadSg { id, len }),
+            (id.clone(), id).prop_map(|(from, to)| TraceOp::Move { from, to }),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn operations_round_trip_and_every_cut_is_refused(
+            ops in proptest::collection::vec(any_op(), 0..300),
+            zstd in any::<bool>(),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let bytes = encode(&ops, zstd);
+            prop_assert_eq!(decode(&bytes).unwrap(), ops);
+            let at = cut.index(bytes.len());
+            prop_assert!(decode(&bytes[..at]).is_err(), "cut at {} of {}", at, bytes.len());
+        }
+    }
+
+    #[test]
+    fn a_long_stream_crosses_the_reader_buffer_and_the_writer_batch() {
+        let ops: Vec<TraceOp> = (0..200_000u64)
+            .map(|i| match i % 4 {
+                0 => TraceOp::Store { id: i, len: (i % 4000) as usize },
+                1 => TraceOp::Read { id: i - 1, len: 7 },
+                2 => TraceOp::Move { from: i - 2, to: u64::MAX - i },
+                _ => TraceOp::Free { id: u64::MAX - i + 1 },
+            })
+            .collect();
+        for zstd in [false, true] {
+            assert_eq!(decode(&encode(&ops, zstd)).unwrap(), ops);
+        }
+    }
 
     #[test]
     fn varints_and_zigzag_round_trip() {
