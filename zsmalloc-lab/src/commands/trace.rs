@@ -42,6 +42,7 @@ pub struct ConvertArgs {
 pub struct InfoArgs {
     /// The trace to read, text or binary (`-`: standard input)
     pub file: PathBuf,
+    /// The report's form
     #[arg(long, value_enum, default_value_t, value_name = "FORMAT")]
     pub format: InfoFormat,
 }

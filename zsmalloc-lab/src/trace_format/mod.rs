@@ -29,13 +29,13 @@ use zsmalloc_core::text_input::escape;
 pub use reader::TraceReader;
 pub use writer::{TraceEncoding, TraceWriter};
 
-/// The two forms of a trace.
+/// The two forms of a trace: one operation a line (docs/LAB.md, "Trace format"), or the
+/// compact binary form (docs/TRACE_FORMAT.md). The variants carry no doc comment, so a flag's
+/// help lists them on one line.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum TraceFormat {
-    /// One operation a line (docs/LAB.md, "Trace format")
     #[default]
     Text,
-    /// The compact binary form (docs/TRACE_FORMAT.md)
     Binary,
 }
 
