@@ -331,3 +331,45 @@ fn trace_flags_are_refused_where_they_mean_nothing() {
     let err = usage_error(&["trace", "info", "/nonexistent/t.bin"]);
     assert!(err.contains("no such file or directory"), "{err}");
 }
+
+#[test]
+fn a_binary_trace_over_the_budget_is_refused_naming_the_operation_where_the_plan_stopped() {
+    // 2 million stores of 1000 bytes, ids 0, 1, 2, ...: far over a 256 MiB plan.
+    let mut ops = Vec::with_capacity(8 << 20);
+    for i in 0..2_000_000u32 {
+        ops.extend_from_slice(&[1, if i == 0 { 0 } else { 2 }, 0xe8, 0x07]);
+    }
+    ops.push(0);
+    let mut n = 2_000_000u64;
+    while n >= 0x80 {
+        ops.push((n as u8 & 0x7f) | 0x80);
+        n >>= 7;
+    }
+    ops.push(n as u8);
+    let path = hand_made("long.bin", 1, 0, &ops);
+    for input in [s(&path), "-"] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+        cmd.args(["replay", input, "--no-time", "--max-memory", "256M"]);
+        let bytes = std::fs::read(&path).unwrap();
+        let out = if input == "-" {
+            let mut child = cmd
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            // The replay stops reading where the plan does: a broken pipe is expected.
+            let _ = child.stdin.take().unwrap().write_all(&bytes);
+            child.wait_with_output().unwrap()
+        } else {
+            cmd.output().unwrap()
+        };
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("by its operation") && err.contains("where the reading stopped"),
+            "{err}"
+        );
+    }
+    std::fs::remove_file(&path).unwrap();
+}
