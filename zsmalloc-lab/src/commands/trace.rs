@@ -90,7 +90,7 @@ fn convert(a: &ConvertArgs) -> LabResult<()> {
     }
     let (notes, page_size) = match &from {
         Some(h) => {
-            let mut notes: Vec<String> = h.notes.lines().map(str::to_string).collect();
+            let mut notes: Vec<String> = h.notes.lines().map(|l| escape(l).into_owned()).collect();
             if !h.command.is_empty() {
                 notes.push(format!("recorded by: {}", escape(&h.command)));
             }

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use std::io::Read;
 
 use serde_json::json;
+use zsmalloc_core::text_input::escape;
 
 use crate::error::{LabError, LabResult};
 use crate::trace_format::{TraceOp, TraceReader};
@@ -199,7 +200,7 @@ impl TraceFigures {
             let _ = writeln!(s, "{:<20}{}", "page size", self.page_size);
         }
         if self.binary && !self.command.is_empty() {
-            let _ = writeln!(s, "{:<20}{}", "recorded by", self.command);
+            let _ = writeln!(s, "{:<20}{}", "recorded by", escape(&self.command));
         }
         let _ = writeln!(s, "{:<20}{}", "operations", self.operations());
         for (name, n) in KINDS.iter().zip(self.by_kind).filter(|(_, n)| *n > 0) {

@@ -28,7 +28,8 @@ use crate::error::{LabError, LabResult};
 use crate::trace_format::binary::{BinaryEncoder, BinaryHeader};
 use crate::trace_format::{TraceOp, TraceReader};
 
-/// The largest copy of a trace read from a pipe: a 10^9-operation trace fits.
+/// The largest copy of a trace read from a pipe (a binary trace, a few bytes an operation):
+/// a 10^9-operation trace fits.
 pub const MAX_SPOOL_BYTES: u64 = 32 << 30;
 
 /// What the replay's own map costs per handle id met (the id and its slot, in a hash map).
@@ -161,11 +162,12 @@ impl TraceInput {
         let mut reader = TraceReader::new(pipe, &self.name)?;
         let mut pass = PlanPass::new(budget, longest);
         while let Some(op) = reader.next_op()? {
-            if reader.bytes_read() > MAX_SPOOL_BYTES {
+            if out.bytes() > MAX_SPOOL_BYTES {
                 return Err(LabError::usage(format!(
-                    "{}:{}: a trace read from a pipe is copied to a temporary file, and this \
-                     one is larger than {} GiB: write it to a file and replay that",
+                    "{}, {} {}: a trace read from a pipe is copied to a temporary file, and \
+                     this one is larger than {} GiB: write it to a file and replay that",
                     self.name,
+                    reader.unit(),
                     reader.line_no(),
                     MAX_SPOOL_BYTES >> 30
                 )));

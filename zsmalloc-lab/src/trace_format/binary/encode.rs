@@ -24,6 +24,8 @@ pub struct BinaryEncoder<W: Write> {
     batch: Vec<u8>,
     prev: u64,
     ops: u64,
+    /// Bytes handed to the output (before zstd, if any).
+    written: u64,
 }
 
 /// `s` cut to at most [`MAX_HEADER_STRING`] bytes, on a character boundary.
@@ -54,7 +56,8 @@ impl<W: Write> BinaryEncoder<W> {
         } else {
             Sink::Plain(out)
         };
-        Ok(BinaryEncoder { sink, batch: Vec::with_capacity(BATCH + 32), prev: 0, ops: 0 })
+        let written = head.len() as u64;
+        Ok(BinaryEncoder { sink, batch: Vec::with_capacity(BATCH + 32), prev: 0, ops: 0, written })
     }
 
     #[inline]
@@ -101,7 +104,13 @@ impl<W: Write> BinaryEncoder<W> {
         Ok(())
     }
 
+    /// The trace's length so far, in bytes before any compression.
+    pub fn bytes(&self) -> u64 {
+        self.written + self.batch.len() as u64
+    }
+
     fn drain(&mut self) -> io::Result<()> {
+        self.written += self.batch.len() as u64;
         match &mut self.sink {
             Sink::Plain(w) => w.write_all(&self.batch)?,
             Sink::Zstd(z) => z.write_all(&self.batch)?,
