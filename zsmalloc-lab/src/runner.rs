@@ -13,7 +13,7 @@ use crate::memory::Limit;
 use crate::progress::{Progress, ProgressSink};
 use crate::result::{density, utilization_permille, ClassRow, ClassRows, RunResult};
 use crate::timing::{interleave, Samples};
-use crate::trace_format::TraceWriter;
+use crate::trace_format::{TraceEncoding, TraceFormat, TraceWriter};
 use crate::workload::Workload;
 use zsmalloc_core::{AnyPool, Backend};
 
@@ -27,6 +27,8 @@ pub struct RunOptions {
     pub timing: bool,
     /// Write the operations to this trace file (`--record`; first repeat only).
     pub record: Option<PathBuf>,
+    /// The form `record` is written in (`--trace-format`).
+    pub record_format: TraceFormat,
     /// Sample the timeline every N operations (0 = no timeline).
     pub timeline_every: u64,
     /// Runs of each configuration (`--repeat`, at least 1); only timed runs are repeated.
@@ -71,9 +73,10 @@ fn run_labelled(
     let pool = AnyPool::with_name(&spec.label, cfg)?;
     let desc = workload.desc();
     let recorder = match &opts.record {
-        Some(path) => Some(TraceWriter::create(
+        Some(path) => Some(TraceWriter::create_as(
             path,
             &[format!("workload: {}", desc.summary), format!("config: {}", spec.describe())],
+            TraceEncoding { format: opts.record_format, zstd: false, page_size: page as u32 },
         )?),
         None => None,
     };

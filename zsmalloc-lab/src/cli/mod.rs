@@ -10,7 +10,9 @@
 use clap::error::{ContextValue, ErrorKind};
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use crate::commands::{classes, compare, cost, folios, inspect, kernel, optimize, replay, run};
+use crate::commands::{
+    classes, compare, cost, folios, inspect, kernel, optimize, replay, run, trace,
+};
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::text_input::escape;
 
@@ -26,6 +28,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc compare --sweep chain-size=4..16 --plot sweep.svg
   zsmalloc compare --repeat 5 dist                   # CPU times as min/median/max, deltas with their spread
   zsmalloc replay app.trace --format mm_stat
+  zsmalloc trace convert app.trace app.bin --zstd      # the compact binary form; `trace info` describes either
   zsmalloc cost --page-size 16K --format json        # CPU time of reads per mode, decompression included
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
   zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
@@ -74,6 +77,9 @@ pub enum Cmd {
     /// allocator's overhead (no root needed); --snapshot zramN (root): the fragmentation its
     /// history holds and what other class tables would save on its data.
     Inspect(inspect::InspectArgs),
+    /// Traces: convert between the text and the binary form, describe one (info)
+    #[command(subcommand)]
+    Trace(trace::TraceCmd),
 }
 
 /// Runs the command line `args` (the program's name first) and gives the exit code; a refusal
@@ -168,5 +174,6 @@ pub fn dispatch(cmd: Cmd) -> LabResult<()> {
         Cmd::Kernel(k) => kernel::run(k),
         Cmd::Optimize(a) => optimize::run(a),
         Cmd::Inspect(a) => inspect::run(a),
+        Cmd::Trace(t) => trace::run(t),
     }
 }

@@ -55,7 +55,7 @@ pub fn run(a: CompareArgs) -> LabResult<()> {
         in_list: &|base| Ok(vec![assemble::zsmalloc(base)]),
     };
     let assembly = assemble(&a.pool, &a.list, &defaults)?;
-    let opts = a.out.run_options(&w, None)?;
+    let opts = a.out.run_options(&w, Default::default())?;
     if a.jobs == Some(0) {
         return Err(LabError::usage("--jobs must be at least 1"));
     }

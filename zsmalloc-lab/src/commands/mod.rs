@@ -9,7 +9,8 @@
 //! - [`folios`]: large folios compressed whole, one object each, against 4K pages;
 //! - [`kernel`]: the running kernel's zram beside the project;
 //! - [`inspect`]: the machine's own zram devices and zswap;
-//! - [`optimize`]: the best class tables for a workload.
+//! - [`optimize`]: the best class tables for a workload;
+//! - [`trace`]: traces converted between their forms, and described ([`trace_info`]).
 
 pub mod callgrind;
 pub mod classes;
@@ -22,3 +23,5 @@ pub mod optimize;
 pub mod output;
 pub mod replay;
 pub mod run;
+pub mod trace;
+pub mod trace_info;

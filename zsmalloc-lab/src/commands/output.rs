@@ -10,7 +10,25 @@ use crate::error::{LabError, LabResult};
 use crate::flag_values;
 use crate::report::{self, Format};
 use crate::runner::RunOptions;
+use crate::trace_format::TraceFormat;
 use crate::workload::Workload;
+
+/// `--record FILE` and the form it is written in (`--trace-format`).
+#[derive(Debug, Clone, Default)]
+pub struct Record {
+    pub path: Option<PathBuf>,
+    pub format: TraceFormat,
+}
+
+impl Record {
+    /// `--trace-format` is refused without `--record`.
+    pub fn new(path: Option<PathBuf>, format: Option<TraceFormat>) -> LabResult<Record> {
+        if path.is_none() && format.is_some() {
+            return Err(LabError::usage("--trace-format is the form of --record FILE: give both"));
+        }
+        Ok(Record { path, format: format.unwrap_or_default() })
+    }
+}
 
 /// Output flags of the run commands.
 #[derive(Args, Debug, Clone, Default)]
@@ -67,9 +85,9 @@ impl OutputFlags {
     }
 
     /// How to run `w`; outputs written after the run are checked before it.
-    pub fn run_options(&self, w: &Workload, record: Option<PathBuf>) -> LabResult<RunOptions> {
+    pub fn run_options(&self, w: &Workload, record: Record) -> LabResult<RunOptions> {
         for (flag, path) in
-            [("--plot", &self.plot), ("--timeline", &self.timeline), ("--record", &record)]
+            [("--plot", &self.plot), ("--timeline", &self.timeline), ("--record", &record.path)]
         {
             if let Some(p) = path {
                 report::check_writable(flag, p)?;
@@ -95,7 +113,8 @@ impl OutputFlags {
         Ok(RunOptions {
             per_class: self.per_class,
             timing: !self.no_time,
-            record,
+            record: record.path,
+            record_format: record.format,
             timeline_every,
             repeat,
             max_memory: self.max_memory,

@@ -4,12 +4,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::output::{emit, OutputFlags};
+use super::output::{emit, OutputFlags, Record};
 use crate::config::assemble::assemble_one;
 use crate::config::flags::ConfigFlags;
 use crate::error::{LabError, LabResult};
 use crate::progress::ProgressSink;
 use crate::report::Render;
+use crate::trace_format::TraceFormat;
 use crate::workload::Workload;
 use crate::{plot, report, runner};
 
@@ -22,13 +23,16 @@ pub struct RunArgs {
     /// Record the run's operations as a trace file (replay it with `zsmalloc replay`)
     #[arg(long, global = true, value_name = "FILE", help_heading = "Output")]
     pub record: Option<PathBuf>,
+    /// The form of the --record trace: text (the default) or binary (docs/TRACE_FORMAT.md)
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", help_heading = "Output")]
+    pub trace_format: Option<TraceFormat>,
     #[command(subcommand)]
     pub workload: Option<Workload>,
 }
 
 pub fn run(a: RunArgs) -> LabResult<()> {
     let w = a.out.workload(a.workload);
-    run_workload("run", &a.pool, &a.out, w, a.record)
+    run_workload("run", &a.pool, &a.out, w, Record::new(a.record, a.trace_format)?)
 }
 
 /// Runs `w` on the one configuration of `pool` and prints the report (`run`, `replay`).
@@ -37,7 +41,7 @@ pub fn run_workload(
     pool: &ConfigFlags,
     out: &OutputFlags,
     w: Workload,
-    record: Option<PathBuf>,
+    record: Record,
 ) -> LabResult<()> {
     let format = out.format()?;
     let spec = assemble_one(pool, command)?;

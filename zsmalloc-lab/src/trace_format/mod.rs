@@ -15,14 +15,29 @@
 //! `<id>` names a handle: any unsigned 64-bit number, decimal or `0x` hexadecimal (the C shim
 //! writes the address of the `struct zs_handle`). `<len>` is decimal. Fields are separated by
 //! spaces or tabs. Only the first four operations are needed to describe a zram-like workload.
+//!
+//! The same operations have a compact binary form ([`binary`], docs/TRACE_FORMAT.md), told
+//! apart by its magic bytes wherever a trace is read.
 
+pub mod binary;
+mod peeked;
 mod reader;
 mod writer;
 
 use zsmalloc_core::text_input::escape;
 
 pub use reader::TraceReader;
-pub use writer::TraceWriter;
+pub use writer::{TraceEncoding, TraceWriter};
+
+/// The two forms of a trace: one operation a line (docs/LAB.md, "Trace format"), or the
+/// compact binary form (docs/TRACE_FORMAT.md). The variants carry no doc comment, so a flag's
+/// help lists them on one line.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum TraceFormat {
+    #[default]
+    Text,
+    Binary,
+}
 
 /// One operation of a trace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

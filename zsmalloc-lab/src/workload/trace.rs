@@ -101,10 +101,11 @@ impl WorkloadKind for Trace {
         let name = self.input()?.name().to_string();
         let from = match plan.stopped_at {
             0 => format!("the trace {name}"),
-            line => format!(
-                "the trace {name} (at least: past {} by its line {line}, where the reading \
+            at => format!(
+                "the trace {name} (at least: past {} by its {} {at}, where the reading \
                  stopped)",
-                human(limit.budget())
+                human(limit.budget()),
+                plan.stopped_unit
             ),
         };
         Ok(Plan::new(plan.bytes, from))

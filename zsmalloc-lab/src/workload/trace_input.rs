@@ -3,9 +3,11 @@
 //! A trace is opened once, however many configurations replay it. A regular file is then read
 //! by position (`pread`), so runs side by side (`--jobs`) each have their own cursor over the
 //! one descriptor. A pipe, a FIFO, standard input (`-`) or a character device can be read only
-//! once: its lines are copied, as they are checked, to an unnamed temporary file (in
-//! `$TMPDIR`, at most [`MAX_SPOOL_BYTES`]; it disappears with the process, however it ends),
-//! and every run reads that copy.
+//! once: its operations are copied, as they are checked, to an unnamed temporary file (in
+//! `$TMPDIR`, at most [`MAX_SPOOL_BYTES`] read; it disappears with the process, however it
+//! ends), and every run reads that copy. The copy is a binary trace whatever the input's
+//! form (text or binary, told apart by the first bytes): a few bytes an operation, and read
+//! without parsing text.
 //!
 //! The memory plan is made in one streaming pass before any run — the pass that copies a pipe,
 //! or a pass of its own over a regular file — and it stops at the first line where the plan
@@ -13,7 +15,7 @@
 //! objects live at that line, however long the trace is.
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Read};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -23,9 +25,11 @@ use zsmalloc_core::text_input::{escape, io_reason};
 
 use super::id_map::IdMap;
 use crate::error::{LabError, LabResult};
+use crate::trace_format::binary::{BinaryEncoder, BinaryHeader};
 use crate::trace_format::{TraceOp, TraceReader};
 
-/// The largest copy of a trace read from a pipe: a 10^9-operation trace fits.
+/// The largest copy of a trace read from a pipe (a binary trace, a few bytes an operation):
+/// a 10^9-operation trace fits.
 pub const MAX_SPOOL_BYTES: u64 = 32 << 30;
 
 /// What the replay's own map costs per handle id met (the id and its slot, in a hash map).
@@ -41,6 +45,8 @@ pub struct TracePlan {
     pub bytes: u64,
     /// The line the pass stopped at because the plan went over the budget (0: read to the end).
     pub stopped_at: u64,
+    /// What `stopped_at` counts: "line" (a text trace) or "operation" (a binary one).
+    pub stopped_unit: &'static str,
 }
 
 /// An opened trace (module documentation).
@@ -111,7 +117,7 @@ impl TraceInput {
                 let mut pass = PlanPass::new(budget, longest);
                 while let Some(op) = reader.next_op()? {
                     if !pass.add(&op) {
-                        pass.stop(reader.line_no());
+                        pass.stop(reader.line_no(), reader.unit());
                         break;
                     }
                 }
@@ -136,10 +142,11 @@ impl TraceInput {
             LabError::usage(format!("cannot read '{}': {}", self.name, io_reason(&e)))
         })?);
         let cursor = Cursor { file, pos: 0 };
-        Ok(TraceReader::new(cursor, &self.name))
+        TraceReader::new(cursor, &self.name)
     }
 
-    /// Copies `pipe`, checked line by line, to an unnamed temporary file, planning as it goes.
+    /// Copies `pipe`, checked operation by operation, to an unnamed temporary file as a binary
+    /// trace, planning as it goes.
     fn copy(&self, pipe: File, budget: u64, longest: u64) -> LabResult<(File, TracePlan)> {
         let spool = unnamed_temporary()?;
         let failed = |e: std::io::Error| {
@@ -150,27 +157,28 @@ impl TraceInput {
                 io_reason(&e)
             ))
         };
-        let mut out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
-        let mut reader = TraceReader::new(pipe, &self.name);
+        let out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
+        let mut out = BinaryEncoder::new(out, &BinaryHeader::default()).map_err(failed)?;
+        let mut reader = TraceReader::new(pipe, &self.name)?;
         let mut pass = PlanPass::new(budget, longest);
         while let Some(op) = reader.next_op()? {
-            if reader.bytes_read() > MAX_SPOOL_BYTES {
+            if out.bytes() > MAX_SPOOL_BYTES {
                 return Err(LabError::usage(format!(
-                    "{}:{}: a trace read from a pipe is copied to a temporary file, and this \
-                     one is larger than {} GiB: write it to a file and replay that",
+                    "{}, {} {}: a trace read from a pipe is copied to a temporary file, and \
+                     this one is larger than {} GiB: write it to a file and replay that",
                     self.name,
+                    reader.unit(),
                     reader.line_no(),
                     MAX_SPOOL_BYTES >> 30
                 )));
             }
-            writeln!(out, "{}", op.to_line()).map_err(failed)?;
+            out.op(&op).map_err(failed)?;
             if !pass.add(&op) {
-                pass.stop(reader.line_no());
+                pass.stop(reader.line_no(), reader.unit());
                 break;
             }
         }
-        out.flush().map_err(failed)?;
-        drop(out);
+        drop(out.finish().map_err(failed)?);
         Ok((spool, pass.plan))
     }
 }
@@ -267,8 +275,9 @@ impl PlanPass {
         self.plan.bytes <= self.budget
     }
 
-    fn stop(&mut self, line: u64) {
-        self.plan.stopped_at = line;
+    fn stop(&mut self, at: u64, unit: &'static str) {
+        self.plan.stopped_at = at;
+        self.plan.stopped_unit = unit;
     }
 }
 

@@ -1,0 +1,142 @@
+//! `zsmalloc trace convert|info`: a trace turned into its other form, or described, read once
+//! front to back (a pipe or `-` works) without holding anything per operation.
+
+use std::fs::File;
+use std::os::fd::AsFd;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use zsmalloc_core::text_input::{escape, io_reason};
+
+use super::output::emit;
+use super::trace_info::{self, InfoFormat};
+use crate::error::{LabError, LabResult};
+use crate::progress::{Progress, ProgressSink};
+use crate::trace_format::{TraceEncoding, TraceFormat, TraceReader, TraceWriter};
+
+/// `zsmalloc trace <command>`.
+#[derive(Subcommand, Debug, Clone)]
+pub enum TraceCmd {
+    /// Write a trace in its other form (text to binary, binary to text), or as --to says
+    Convert(ConvertArgs),
+    /// Operations by kind, handles, the live objects and bytes at their peaks, and a histogram
+    /// of object lengths (store and malloc) in power-of-two buckets
+    Info(InfoArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ConvertArgs {
+    /// The trace to read, text or binary (`-`: standard input)
+    pub input: PathBuf,
+    /// The trace to write (replaced only once complete)
+    pub output: PathBuf,
+    /// The form to write [default: the other form than the input's]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub to: Option<TraceFormat>,
+    /// Compress the binary trace's operations with zstd
+    #[arg(long)]
+    pub zstd: bool,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct InfoArgs {
+    /// The trace to read, text or binary (`-`: standard input)
+    pub file: PathBuf,
+    /// The report's form
+    #[arg(long, value_enum, default_value_t, value_name = "FORMAT")]
+    pub format: InfoFormat,
+}
+
+pub fn run(cmd: TraceCmd) -> LabResult<()> {
+    match cmd {
+        TraceCmd::Convert(a) => convert(&a),
+        TraceCmd::Info(a) => {
+            let (reader, size, name) = open(&a.file)?;
+            let mut bar = ByteProgress::new(size, "trace info");
+            let figures = trace_info::figures(reader, name, &mut |n| bar.tick(n))?;
+            bar.finish();
+            emit(&figures.render(a.format)?)
+        }
+    }
+}
+
+/// Opens `path` (`-`: standard input): its reader, its length when it is a regular file, and
+/// its name for messages.
+pub fn open(path: &Path) -> LabResult<(TraceReader<File>, u64, String)> {
+    let (file, name) = if path.as_os_str() == "-" {
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| {
+            LabError::usage(format!("cannot read standard input: {}", io_reason(&e)))
+        })?;
+        (File::from(fd), "standard input".to_string())
+    } else {
+        let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
+        (file, escape(&path.display().to_string()).into_owned())
+    };
+    let meta = file.metadata().map_err(|e| LabError::io("read", path, &e))?;
+    if meta.is_dir() {
+        return Err(LabError::usage(format!("cannot read '{name}': is a directory")));
+    }
+    let size = if meta.is_file() { meta.len() } else { 0 };
+    Ok((TraceReader::new(file, &name)?, size, name))
+}
+
+fn convert(a: &ConvertArgs) -> LabResult<()> {
+    crate::report::check_writable("OUT", &a.output)?;
+    let (mut reader, size, name) = open(&a.input)?;
+    let from = reader.binary_header().cloned();
+    let to = a.to.unwrap_or(if from.is_some() { TraceFormat::Text } else { TraceFormat::Binary });
+    if a.zstd && to == TraceFormat::Text {
+        return Err(LabError::usage("--zstd compresses a binary trace: not with --to text"));
+    }
+    let (notes, page_size) = match &from {
+        Some(h) => {
+            let mut notes: Vec<String> = h.notes.lines().map(|l| escape(l).into_owned()).collect();
+            if !h.command.is_empty() {
+                notes.push(format!("recorded by: {}", escape(&h.command)));
+            }
+            (notes, h.page_size)
+        }
+        None => (vec![format!("converted from the text trace {name}")], 0),
+    };
+    let encoding = TraceEncoding { format: to, zstd: a.zstd, page_size };
+    let mut out = TraceWriter::create_as(&a.output, &notes, encoding)?;
+    let mut bar = ByteProgress::new(size, "trace convert");
+    while let Some(op) = reader.next_op()? {
+        out.op(&op)?;
+        bar.tick(reader.bytes_read());
+    }
+    bar.finish();
+    out.finish()
+}
+
+/// A bar by bytes read, for a regular file of known length (drawn as the project's bars
+/// are: on a terminal, after a second).
+struct ByteProgress {
+    bar: Option<Progress>,
+    _sink: ProgressSink,
+}
+
+impl ByteProgress {
+    fn new(size: u64, label: &str) -> Self {
+        let sink = ProgressSink::auto();
+        let bar = (size > 0 && sink.is_active()).then(|| {
+            let mut p = Progress::new(&sink, label);
+            p.set_total(size);
+            p
+        });
+        ByteProgress { bar, _sink: sink }
+    }
+
+    #[inline]
+    fn tick(&mut self, bytes: u64) {
+        if let Some(b) = &mut self.bar {
+            b.tick(bytes);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(b) = &mut self.bar {
+            b.finish();
+        }
+    }
+}
