@@ -2,11 +2,10 @@
 //! front to back (a pipe or `-` works) without holding anything per operation.
 
 use std::fs::File;
-use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
-use zsmalloc_core::text_input::{escape, io_reason};
+use zsmalloc_core::text_input::escape;
 
 use super::output::emit;
 use super::trace_info::{self, InfoFormat};
@@ -63,19 +62,7 @@ pub fn run(cmd: TraceCmd) -> LabResult<()> {
 /// Opens `path` (`-`: standard input): its reader, its length when it is a regular file, and
 /// its name for messages.
 pub fn open(path: &Path) -> LabResult<(TraceReader<File>, u64, String)> {
-    let (file, name) = if path.as_os_str() == "-" {
-        let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| {
-            LabError::usage(format!("cannot read standard input: {}", io_reason(&e)))
-        })?;
-        (File::from(fd), "standard input".to_string())
-    } else {
-        let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
-        (file, escape(&path.display().to_string()).into_owned())
-    };
-    let meta = file.metadata().map_err(|e| LabError::io("read", path, &e))?;
-    if meta.is_dir() {
-        return Err(LabError::usage(format!("cannot read '{name}': is a directory")));
-    }
+    let (file, meta, name) = crate::workload::trace_input::open_input(path)?;
     let size = if meta.is_file() { meta.len() } else { 0 };
     Ok((TraceReader::new(file, &name)?, size, name))
 }

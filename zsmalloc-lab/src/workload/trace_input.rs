@@ -64,19 +64,7 @@ pub struct TraceInput {
 impl TraceInput {
     /// Opens `path` (`-`: standard input). Nothing is read yet.
     pub fn open(path: &Path) -> LabResult<TraceInput> {
-        let (file, name) = if path.as_os_str() == "-" {
-            let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| {
-                LabError::usage(format!("cannot read standard input: {}", io_reason(&e)))
-            })?;
-            (File::from(fd), "standard input".to_string())
-        } else {
-            let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
-            (file, escape(&path.display().to_string()).into_owned())
-        };
-        let meta = file.metadata().map_err(|e| LabError::io("read", path, &e))?;
-        if meta.is_dir() {
-            return Err(LabError::usage(format!("cannot read '{name}': is a directory")));
-        }
+        let (file, meta, name) = open_input(path)?;
         let (regular, stream) =
             if meta.is_file() { (Some(file), None) } else { (None, Some(file)) };
         Ok(TraceInput {
@@ -181,6 +169,25 @@ impl TraceInput {
         drop(out.finish().map_err(failed)?);
         Ok((spool, pass.plan))
     }
+}
+
+/// Opens the trace at `path` (`-`: standard input): the file, what it is, and its name as
+/// messages give it. A directory is refused; nothing is read.
+pub fn open_input(path: &Path) -> LabResult<(File, std::fs::Metadata, String)> {
+    let (file, name) = if path.as_os_str() == "-" {
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().map_err(|e| {
+            LabError::usage(format!("cannot read standard input: {}", io_reason(&e)))
+        })?;
+        (File::from(fd), "standard input".to_string())
+    } else {
+        let file = File::open(path).map_err(|e| LabError::io("read", path, &e))?;
+        (file, escape(&path.display().to_string()).into_owned())
+    };
+    let meta = file.metadata().map_err(|e| LabError::io("read", path, &e))?;
+    if meta.is_dir() {
+        return Err(LabError::usage(format!("cannot read '{name}': is a directory")));
+    }
+    Ok((file, meta, name))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
