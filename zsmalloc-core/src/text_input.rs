@@ -167,18 +167,17 @@ impl<R: Read> TextLines<R> {
     /// the end of the input.
     #[inline]
     pub fn next_line(&mut self) -> Result<Option<(u64, &str)>, TextError> {
-        let (from, to, ended) = loop {
+        // The line is buf[from..to]: up to a line end, or all that is left at the end of the
+        // input, or (refused below) more than a line may hold without an end in sight.
+        let (from, to) = loop {
             if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
-                break (self.start, self.start + i, true);
+                break (self.start, self.start + i);
             }
-            if self.end - self.start > self.limits.max_line {
-                break (self.start, self.end, false);
-            }
-            if self.eof {
+            if self.end - self.start > self.limits.max_line || self.eof {
                 if self.start == self.end {
                     return Ok(None);
                 }
-                break (self.start, self.end, true);
+                break (self.start, self.end);
             }
             self.refill()?;
         };
@@ -198,7 +197,6 @@ impl<R: Read> TextLines<R> {
                 shown(self.limits.max_bytes)
             )));
         }
-        debug_assert!(ended);
         let mut line = &self.buf[from..to];
         if let [rest @ .., b'\r'] = line {
             line = rest;

@@ -19,7 +19,7 @@ use std::io::{BufWriter, Read};
 use std::os::fd::AsFd;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use zsmalloc_core::text_input::{escape, io_reason};
 
@@ -100,17 +100,7 @@ impl TraceInput {
                 *lock(&self.file) = Some(copy);
                 p
             }
-            None => {
-                let mut reader = self.reader()?;
-                let mut pass = PlanPass::new(budget, longest);
-                while let Some(op) = reader.next_op()? {
-                    if !pass.add(&op) {
-                        pass.stop(reader.line_no(), reader.unit());
-                        break;
-                    }
-                }
-                pass.plan
-            }
+            None => PlanPass::new(budget, longest).read(&mut self.reader()?, |_, _| Ok(()))?,
         };
         *plan = Some(made);
         Ok(made)
@@ -126,9 +116,9 @@ impl TraceInput {
                 self.name
             )));
         };
-        let file = Arc::new(file.try_clone().map_err(|e| {
+        let file = file.try_clone().map_err(|e| {
             LabError::usage(format!("cannot read '{}': {}", self.name, io_reason(&e)))
-        })?);
+        })?;
         let cursor = Cursor { file, pos: 0 };
         TraceReader::new(cursor, &self.name)
     }
@@ -148,8 +138,7 @@ impl TraceInput {
         let out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
         let mut out = BinaryEncoder::new(out, &BinaryHeader::default()).map_err(failed)?;
         let mut reader = TraceReader::new(pipe, &self.name)?;
-        let mut pass = PlanPass::new(budget, longest);
-        while let Some(op) = reader.next_op()? {
+        let plan = PlanPass::new(budget, longest).read(&mut reader, |op, reader| {
             if out.bytes() > MAX_SPOOL_BYTES {
                 return Err(LabError::usage(format!(
                     "{}, {} {}: a trace read from a pipe is copied to a temporary file, and \
@@ -160,14 +149,10 @@ impl TraceInput {
                     MAX_SPOOL_BYTES >> 30
                 )));
             }
-            out.op(&op).map_err(failed)?;
-            if !pass.add(&op) {
-                pass.stop(reader.line_no(), reader.unit());
-                break;
-            }
-        }
+            out.op(op).map_err(failed)
+        })?;
         drop(out.finish().map_err(failed)?);
-        Ok((spool, pass.plan))
+        Ok((spool, plan))
     }
 }
 
@@ -229,7 +214,8 @@ fn unnamed_temporary() -> LabResult<File> {
 /// A read cursor over a shared descriptor, by position: cursors do not move each other.
 #[derive(Debug)]
 pub struct Cursor {
-    file: Arc<File>,
+    /// A descriptor of its own on the one open file description (position-free reads).
+    file: File,
     pos: u64,
 }
 
@@ -285,6 +271,23 @@ impl PlanPass {
     fn stop(&mut self, at: u64, unit: &'static str) {
         self.plan.stopped_at = at;
         self.plan.stopped_unit = unit;
+    }
+
+    /// The plan of `reader`'s operations, each handed to `each` first, read to the end or to
+    /// the operation that takes the plan over the budget.
+    fn read<R: Read>(
+        mut self,
+        reader: &mut TraceReader<R>,
+        mut each: impl FnMut(&TraceOp, &TraceReader<R>) -> LabResult<()>,
+    ) -> LabResult<TracePlan> {
+        while let Some(op) = reader.next_op()? {
+            each(&op, reader)?;
+            if !self.add(&op) {
+                self.stop(reader.line_no(), reader.unit());
+                break;
+            }
+        }
+        Ok(self.plan)
     }
 }
 
