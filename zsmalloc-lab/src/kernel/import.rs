@@ -18,7 +18,7 @@
 //! cannot be read (truncated, a bad number) is an error naming its line.
 
 use std::collections::{HashMap, HashSet};
-use std::io::BufRead;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -203,7 +203,7 @@ fn store(
 }
 
 /// Imports `input` (lines) into a trace at `output`.
-pub fn import(input: impl BufRead, output: &Path, pool: Option<&str>) -> LabResult<ImportReport> {
+pub fn import(input: impl Read, output: &Path, pool: Option<&str>) -> LabResult<ImportReport> {
     let want = match pool {
         Some(p) => Some(
             number(p).ok_or_else(|| LabError::usage(format!("--pool '{p}' is not an address")))?,
@@ -296,7 +296,7 @@ pub fn run(a: &Import) -> LabResult<ImportReport> {
         import(std::io::stdin().lock(), &a.output, a.pool.as_deref())
     } else {
         let f = std::fs::File::open(&a.input).map_err(|e| LabError::io("read", &a.input, &e))?;
-        import(std::io::BufReader::new(f), &a.output, a.pool.as_deref())
+        import(f, &a.output, a.pool.as_deref())
     };
     // Errors of the input's lines name the input.
     let mut r = imported.map_err(|e| match e {
