@@ -6,11 +6,13 @@
 
 use std::sync::atomic::AtomicUsize;
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ReadPlacement};
+use crate::class_table::ClassTable;
 use crate::config::{BackendKind, PoolConfig};
 use crate::error::Result;
+use crate::handle_word::ObjectLocation;
 use crate::malloc_pool::MallocPool;
-use crate::pool::Pool;
+use crate::pool::{PlacementPool, Pool};
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
 use crate::zblock::ZblockPool;
@@ -26,6 +28,9 @@ pub enum AnyPool {
     Zsmalloc(Pool),
     Zblock(ZblockPool),
     Malloc(MallocPool),
+    /// zsmalloc keeping lengths and placement only (`PoolConfig::payload` false). A zblock pool
+    /// without bytes is a `Zblock` (it keeps nothing in its pages but the bytes).
+    Placement(PlacementPool),
 }
 
 /// Calls the `Backend` method in `$call` on whichever backend `$pool` is: the one dispatch on
@@ -36,6 +41,7 @@ macro_rules! on_backend {
             AnyPool::Zsmalloc($b) => $call,
             AnyPool::Zblock($b) => $call,
             AnyPool::Malloc($b) => $call,
+            AnyPool::Placement($b) => $call,
         }
     };
 }
@@ -44,6 +50,9 @@ impl AnyPool {
     /// A pool of the backend `config.backend` names.
     pub fn with_name(name: &str, config: PoolConfig) -> Result<AnyPool> {
         Ok(match config.backend {
+            BackendKind::Zsmalloc if !config.payload => {
+                AnyPool::Placement(PlacementPool::without_payload(name, config)?)
+            }
             BackendKind::Zsmalloc => AnyPool::Zsmalloc(Pool::with_name(name, config)?),
             BackendKind::Zblock => AnyPool::Zblock(ZblockPool::with_name(name, config)?),
             BackendKind::Malloc => AnyPool::Malloc(MallocPool::with_name(name, config)?),
@@ -57,7 +66,7 @@ impl AnyPool {
 
     pub fn kind(&self) -> BackendKind {
         match self {
-            AnyPool::Zsmalloc(_) => BackendKind::Zsmalloc,
+            AnyPool::Zsmalloc(_) | AnyPool::Placement(_) => BackendKind::Zsmalloc,
             AnyPool::Zblock(_) => BackendKind::Zblock,
             AnyPool::Malloc(_) => BackendKind::Malloc,
         }
@@ -68,6 +77,39 @@ impl AnyPool {
     pub fn as_zsmalloc(&self) -> Option<&Pool> {
         match self {
             AnyPool::Zsmalloc(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// The class table, for zsmalloc with or without bytes (zblock and malloc have none).
+    pub fn class_table(&self) -> Option<&ClassTable> {
+        match self {
+            AnyPool::Zsmalloc(p) => Some(p.class_table()),
+            AnyPool::Placement(p) => Some(p.class_table()),
+            _ => None,
+        }
+    }
+
+    /// `huge_class_size` of one band (as [`Pool::huge_class_size_of_band`]), for zsmalloc with
+    /// or without bytes.
+    pub fn huge_class_size_of_band(&self, band: u32) -> Option<usize> {
+        match self {
+            AnyPool::Zsmalloc(p) => p.huge_class_size_of_band(band),
+            AnyPool::Placement(p) => p.huge_class_size_of_band(band),
+            _ => None,
+        }
+    }
+
+    /// Where the object of `h` is (zsmalloc with or without bytes; `None` for the others).
+    ///
+    /// # Safety
+    /// As [`Backend::store_raw`].
+    pub unsafe fn location_raw(&self, h: &AtomicUsize) -> Option<Result<ObjectLocation>> {
+        match self {
+            // SAFETY: forwarded contract.
+            AnyPool::Zsmalloc(p) => Some(unsafe { p.location_raw(h) }),
+            // SAFETY: forwarded contract.
+            AnyPool::Placement(p) => Some(unsafe { p.location_raw(h) }),
             _ => None,
         }
     }
@@ -121,6 +163,10 @@ impl Backend for AnyPool {
     }
     fn metadata_bytes(&self) -> (usize, usize) {
         on_backend!(self, b => Backend::metadata_bytes(b))
+    }
+    #[inline]
+    fn keeps_bytes(&self) -> bool {
+        on_backend!(self, b => Backend::keeps_bytes(b))
     }
     #[inline]
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
@@ -183,6 +229,15 @@ impl Backend for AnyPool {
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         // SAFETY: forwarded contract.
         on_backend!(self, b => unsafe { Backend::object_len_raw(b, h) })
+    }
+    #[inline]
+    unsafe fn read_placement_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<ReadPlacement> {
+        // SAFETY: forwarded contract.
+        on_backend!(self, b => unsafe { Backend::read_placement_raw(b, h, mem_len) })
     }
 }
 

@@ -155,6 +155,13 @@ impl PageArena {
                 format!("read mode '{mode}' on the memfd backing: {what} failed: {e}"),
             )
         };
+        if !cfg.payload {
+            // Placement only: pages are numbered, never touched (no memfd, no map slots, and
+            // nothing to give back to the kernel).
+            let mut arena = Self::build(page_size, max_unit, Reservation::new(None), runs, None);
+            arena.can_release = false;
+            return Ok(arena);
+        }
         if cfg.effective_backing() == Backing::Anonymous {
             return Ok(Self::build(page_size, max_unit, Reservation::new(None), runs, None));
         }
@@ -196,9 +203,14 @@ impl PageArena {
         }
     }
 
+    #[inline]
+    pub fn page_shift(&self) -> u32 {
+        self.page_shift
+    }
+
     /// `map` mode's map slots (`None` in the other modes).
     #[inline]
-    pub fn window(&self) -> Option<&MapWindow> {
+    pub(crate) fn window(&self) -> Option<&MapWindow> {
         self.window.as_ref()
     }
 

@@ -16,6 +16,17 @@ use crate::pool::Pool;
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
 
+/// Where a read finds an object: what a read section would do with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadPlacement {
+    /// The object's length.
+    pub len: usize,
+    /// It crosses a unit (page) boundary.
+    pub spanning: bool,
+    /// Bytes the pool's read mode copies to read it (`copy` mode: a spanning object's length).
+    pub copied: u64,
+}
+
 /// An allocator of objects behind raw handle words. Every method is safe to call from several
 /// threads at once; the `unsafe` ones share the raw layer's contract, stated on each.
 pub trait Backend: Send + Sync {
@@ -37,6 +48,11 @@ pub trait Backend: Send + Sync {
     fn lookup_class_index(&self, size: usize) -> u32;
     /// Heap bytes of metadata outside the pages: (allocator metadata, handle tables).
     fn metadata_bytes(&self) -> (usize, usize);
+    /// Whether the pool keeps objects' bytes (`false`: placement only, `payload.rs`; every read
+    /// of bytes is refused with [`crate::Error::NoPayload`]).
+    fn keeps_bytes(&self) -> bool {
+        true
+    }
 
     /// Stores `data` into the empty handle word `h`.
     ///
@@ -102,66 +118,77 @@ pub trait Backend: Send + Sync {
     /// # Safety
     /// As [`Backend::store_raw`].
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize>;
+    /// Where a read finds the object `h` holds (`mem_len`, if given, its length), counted as a
+    /// read: spanning or not and the bytes the read mode copies, nothing handed out. zblock and
+    /// malloc read every object in place (never spanning, nothing copied).
+    ///
+    /// # Safety
+    /// As [`Backend::store_raw`].
+    unsafe fn read_placement_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<ReadPlacement>;
 }
 
 /// zsmalloc through the interface: each method is the pool's own.
 impl Backend for Pool {
     #[inline]
     fn name(&self) -> &str {
-        Pool::name(self)
+        <Pool>::name(self)
     }
     #[inline]
     fn config(&self) -> &PoolConfig {
-        Pool::config(self)
+        <Pool>::config(self)
     }
     #[inline]
     fn total_pages(&self) -> u64 {
-        Pool::total_pages(self)
+        <Pool>::total_pages(self)
     }
     fn stats(&self) -> PoolStats {
-        Pool::stats(self)
+        <Pool>::stats(self)
     }
     fn class_stats(&self) -> Vec<ClassStats> {
-        Pool::class_stats(self)
+        <Pool>::class_stats(self)
     }
     fn compact(&self) -> u64 {
-        Pool::compact(self)
+        <Pool>::compact(self)
     }
     #[inline]
     fn huge_class_size(&self) -> usize {
-        Pool::huge_class_size(self)
+        <Pool>::huge_class_size(self)
     }
     #[inline]
     fn lookup_class_index(&self, size: usize) -> u32 {
-        Pool::lookup_class_index(self, size)
+        <Pool>::lookup_class_index(self, size)
     }
     fn metadata_bytes(&self) -> (usize, usize) {
-        Pool::metadata_bytes(self)
+        <Pool>::metadata_bytes(self)
     }
     #[inline]
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::store_raw(self, h, data) }
+        unsafe { <Pool>::store_raw(self, h, data) }
     }
     #[inline]
     unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::malloc_raw(self, h, len) }
+        unsafe { <Pool>::malloc_raw(self, h, len) }
     }
     #[inline]
     unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::write_raw(self, h, data) }
+        unsafe { <Pool>::write_raw(self, h, data) }
     }
     #[inline]
     unsafe fn free_raw(&self, h: &AtomicUsize) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::free_raw(self, h) }
+        unsafe { <Pool>::free_raw(self, h) }
     }
     #[inline]
     unsafe fn handle_move_raw(&self, from: &AtomicUsize, to: &AtomicUsize) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::handle_move_raw(self, from, to) }
+        unsafe { <Pool>::handle_move_raw(self, from, to) }
     }
     /// [`Pool::read_begin_raw`]: a NULL `local_copy` in `copy` mode serves only objects that
     /// lie in one page (a spanning one is refused with `EINVAL`, counting nothing).
@@ -173,7 +200,7 @@ impl Backend for Pool {
         local_copy: *mut u8,
     ) -> Result<*const u8> {
         // SAFETY: forwarded contract (the same as the trait's).
-        unsafe { Pool::read_begin_raw(self, h, mem_len, local_copy) }
+        unsafe { <Pool>::read_begin_raw(self, h, mem_len, local_copy) }
     }
     #[inline]
     unsafe fn read_end_at_raw(
@@ -183,21 +210,30 @@ impl Backend for Pool {
         handle_mem: *const u8,
     ) -> Result<()> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::read_end_at_raw(self, h, mem_len, handle_mem) }
+        unsafe { <Pool>::read_end_at_raw(self, h, mem_len, handle_mem) }
     }
     #[inline]
     unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::read_sg_begin_raw(self, h, mem_len) }
+        unsafe { <Pool>::read_sg_begin_raw(self, h, mem_len) }
     }
     #[inline]
     unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::read_into_raw(self, h, out) }
+        unsafe { <Pool>::read_into_raw(self, h, out) }
     }
     #[inline]
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::object_len_raw(self, h) }
+        unsafe { <Pool>::object_len_raw(self, h) }
+    }
+    #[inline]
+    unsafe fn read_placement_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<ReadPlacement> {
+        // SAFETY: forwarded contract.
+        unsafe { <Pool>::read_placement_raw(self, h, mem_len) }
     }
 }

@@ -7,11 +7,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crate::announce;
 use crate::class_table::ClassInfo;
 use crate::header;
+use crate::payload::Payload;
 use crate::pool::Pool;
 use crate::size_class;
 use crate::zspage::{Zspage, GROUP_FULL};
 
-impl Pool {
+impl<P: Payload> Pool<P> {
     /// Moves objects out of sparse zspages into fuller ones and releases emptied zspages
     /// (mainline `zs_compact`). Zspages pinned by readers are skipped. Returns pages freed.
     pub fn compact(&self) -> u64 {

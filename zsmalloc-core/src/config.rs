@@ -174,6 +174,9 @@ pub struct PoolConfig {
     /// mainline's classes; `page_size << K` (K in 1..=4, at most 65536) adds the band of classes
     /// from a page to it, made of order-K units, and objects up to that size.
     pub multi_page_size: u32,
+    /// Whether objects' bytes are kept (the default). `false`: placement only (`payload.rs`):
+    /// lengths and order decide every figure but reads of bytes are refused; not for malloc.
+    pub payload: bool,
 }
 
 impl Default for PoolConfig {
@@ -190,6 +193,7 @@ impl Default for PoolConfig {
             backend: BackendKind::Zsmalloc,
             class_table: None,
             multi_page_size: 0,
+            payload: true,
         }
     }
 }
@@ -308,6 +312,9 @@ impl PoolConfig {
         }
         if self.multi_page_size != 0 {
             return refuse("multi_page_size", format!("multi-page size {}", self.multi_page_size));
+        }
+        if backend == BackendKind::Malloc && !self.payload {
+            return refuse("payload", "placement only".to_string());
         }
         if backend == BackendKind::Malloc && self.backing != Backing::Anonymous {
             return refuse("backing", format!("backing '{}'", self.backing.name()));

@@ -26,6 +26,9 @@ pub enum Error {
     MapFailed { errno: i32 },
     /// 65,535 read sections of the object are open already; end one first.
     TooManyReaders,
+    /// The pool keeps no bytes (placement only, docs/DESIGN.md, Placement without payload):
+    /// a read or copy of an object's bytes is refused; its placement can be read.
+    NoPayload,
 }
 
 /// Shorthand for results of this crate.
@@ -45,6 +48,7 @@ impl Error {
             Error::Again(_) => libc::EAGAIN,
             Error::MapFailed { errno } => *errno,
             Error::TooManyReaders => libc::EAGAIN,
+            Error::NoPayload => libc::EOPNOTSUPP,
         }
     }
 
@@ -77,6 +81,11 @@ impl fmt::Display for Error {
             Error::TooManyReaders => {
                 write!(f, "65,535 read sections of this object are open; end one first")
             }
+            Error::NoPayload => write!(
+                f,
+                "the pool keeps no object bytes (placement only): reads of bytes are refused; \
+                 read the object's placement instead"
+            ),
         }
     }
 }

@@ -10,12 +10,13 @@ use crate::class_table::ClassInfo;
 use crate::config::MAX_CHAIN_SIZE;
 use crate::error::{Error, Result};
 use crate::header;
+use crate::payload::Payload;
 use crate::placement::{Place, WORD, ZSPAGE};
 use crate::pool::Pool;
 use crate::size_class::{self, ClassState, SizeClass};
 use crate::zspage::{Zspage, GROUP_EMPTY};
 
-impl Pool {
+impl<P: Payload> Pool<P> {
     /// Frees the object of `h` and empties `h` (an empty handle: no-op).
     ///
     /// # Safety

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicU64;
 use crate::arena::{self, Pfn};
 use crate::class_table::{ClassInfo, HDR};
 use crate::handle_word::Location;
+use crate::payload::Payload;
 use crate::pool::Pool;
 use crate::zspage::Zspage;
 
@@ -38,7 +39,7 @@ pub(crate) fn payload_of(header: &AtomicU64) -> *const u8 {
     (header as *const AtomicU64 as *const u8).wrapping_add(HDR as usize)
 }
 
-impl Pool {
+impl<P: Payload> Pool<P> {
     /// The shift of a unit of class `info`'s zspages: a page's, or a compound page's.
     #[inline(always)]
     pub(crate) fn unit_shift(&self, info: &ClassInfo) -> u32 {
@@ -108,7 +109,8 @@ impl Pool {
             return &z.huge_header;
         }
         let start = obj as usize * info.size as usize;
-        self.arena.word(z.page(start >> info.unit_shift), start & info.unit_mask as usize)
+        let (pfn, in_unit) = (z.page(start >> info.unit_shift), start & info.unit_mask as usize);
+        self.payload.header(&self.arena, pfn, in_unit, info)
     }
 
     /// The header word of the object at `loc` (checked by `place::<ZSPAGE>`).
@@ -122,7 +124,7 @@ impl Pool {
         if info.huge {
             &z.huge_header
         } else {
-            self.arena.word_at(loc.offset())
+            self.payload.header_at_offset(&self.arena, loc.offset(), info)
         }
     }
 
@@ -131,7 +133,7 @@ impl Pool {
         for p in layout.pieces.iter().filter(|p| p.len > 0) {
             // SAFETY: callers hold the object (pinned with a header reader, or under migration),
             // so nobody writes these bytes meanwhile; pieces lie within their pages.
-            unsafe { self.arena.read(p.pfn, p.offset, &mut out[at..at + p.len]) };
+            unsafe { self.payload.read(&self.arena, p.pfn, p.offset, &mut out[at..at + p.len]) };
             at += p.len;
         }
     }
@@ -141,7 +143,9 @@ impl Pool {
     pub(crate) unsafe fn copy_pieces_in(&self, layout: &Layout, data: &[u8]) {
         let mut at = 0;
         for p in layout.pieces.iter().filter(|p| p.len > 0) {
-            self.arena.write(p.pfn, p.offset, &data[at..at + p.len]);
+            // SAFETY: forwarded contract (the caller owns the object); pieces lie within their
+            // units.
+            unsafe { self.payload.write(&self.arena, p.pfn, p.offset, &data[at..at + p.len]) };
             at += p.len;
         }
     }

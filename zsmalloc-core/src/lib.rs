@@ -72,9 +72,11 @@ mod limits;
 pub mod malloc_pool;
 mod map_window;
 mod open_section;
+mod payload;
 #[doc(hidden)]
 pub mod pin;
 mod placement;
+mod placement_only;
 pub mod pool;
 mod read;
 mod size_class;
@@ -88,7 +90,7 @@ pub mod zblock;
 mod zspage;
 
 pub use any_pool::AnyPool;
-pub use backend::Backend;
+pub use backend::{Backend, ReadPlacement};
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
 pub use class_spec::{ClassSpec, ClassTableSpec};
 pub use class_table::{ClassInfo, ClassTable, HDR};
@@ -96,7 +98,8 @@ pub use config::{BackendKind, Backing, PoolConfig, ReadMode};
 pub use error::{Error, Result};
 pub use handle::{Handle, ObjectLocation};
 pub use handle_words::HandleWords;
-pub use pool::Pool;
+pub use payload::{InPages, Payload, PlacementOnly};
+pub use pool::{PlacementPool, Pool};
 pub use read::{ReadSection, SgSection, SgSegments};
 pub use stats::{ClassStats, PoolStats};
 

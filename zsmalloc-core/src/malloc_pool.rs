@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ReadPlacement};
 use crate::chunked::ChunkedTable;
 use crate::config::{BackendKind, PoolConfig};
 use crate::counters::AccessCounters;
@@ -410,5 +410,18 @@ impl Backend for MallocPool {
     }
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         Ok(self.find_live(h)?.1.state.len())
+    }
+    /// In place: never spanning, nothing copied; counted as a read section.
+    unsafe fn read_placement_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<ReadPlacement> {
+        let len = self.find_live(h)?.1.state.len();
+        if mem_len.is_some_and(|m| m != len) {
+            return Err(wrong_len("read", mem_len.unwrap_or(0), len));
+        }
+        self.access.record_read(0, false, 0);
+        Ok(ReadPlacement { len, spanning: false, copied: 0 })
     }
 }

@@ -22,6 +22,7 @@
 
 use crate::arena::Pfn;
 use crate::handle_word::Location;
+use crate::payload::Payload;
 use crate::pool::Pool;
 use crate::size_class::{self, SizeClass};
 use crate::zspage::Zspage;
@@ -51,7 +52,7 @@ pub(crate) struct Place<'a> {
     pub obj: u32,
 }
 
-impl Pool {
+impl<P: Payload> Pool<P> {
     /// The placement check of handle word `word` at level `LEVEL` (see the module
     /// documentation); `z` is the zspage the word names, needed at `ZSPAGE` only. The error says
     /// what failed; callers that fall back to a slower path drop it.

@@ -36,11 +36,13 @@ use crate::counters::AccessCounters;
 use crate::error::{Error, Result};
 use crate::handle_slots::HandleSlots;
 use crate::handle_word::TAG_MAX;
+use crate::payload::{InPages, Payload};
 use crate::size_class::SizeClass;
 use crate::zspage::{Zspage, ZspageTable};
 
-/// A zsmalloc pool.
-pub struct Pool {
+/// A zsmalloc pool. `P` says how it keeps its objects (`payload.rs`): [`InPages`], the kernel's
+/// layout with every byte (the default), or [`crate::payload::PlacementOnly`] (lengths only).
+pub struct Pool<P: Payload = InPages> {
     pub(crate) name: String,
     pub(crate) tag: u8,
     /// Unique among all pools ever created (the open-section records name pools by it).
@@ -57,7 +59,11 @@ pub struct Pool {
     pub(crate) objs_moved: AtomicU64,
     pub(crate) bytes_moved: AtomicU64,
     pub(crate) access: AccessCounters,
+    pub(crate) payload: P,
 }
+
+/// A pool that keeps lengths and placement only, never bytes (`payload.rs`).
+pub type PlacementPool = Pool<crate::payload::PlacementOnly>;
 
 static NEXT_TAG: AtomicU8 = AtomicU8::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -68,14 +74,43 @@ impl Pool {
         Self::with_name("pool", config)
     }
 
-    /// A named pool (the name shows in reports).
+    /// A named pool (the name shows in reports). A placement-only configuration
+    /// (`config.payload` false) is refused: it makes a [`PlacementPool`] (or an `AnyPool`).
     pub fn with_name(name: &str, config: PoolConfig) -> Result<Pool> {
+        Self::build(name, config)
+    }
+
+    /// A pool configured by the `ZSMALLOC_*` environment variables.
+    pub fn from_env(name: &str) -> Result<Pool> {
+        Self::with_name(name, PoolConfig::from_env()?)
+    }
+}
+
+impl PlacementPool {
+    /// A named pool that keeps no bytes (`config.payload` must be false).
+    pub fn without_payload(name: &str, config: PoolConfig) -> Result<PlacementPool> {
+        Self::build(name, config)
+    }
+}
+
+impl<P: Payload> Pool<P> {
+    fn build(name: &str, config: PoolConfig) -> Result<Self> {
         if config.backend != crate::config::BackendKind::Zsmalloc {
             return Err(crate::error::Error::Config {
                 setting: "backend",
                 message: format!(
                     "a zsmalloc Pool cannot be a {} pool; make it with AnyPool::with_name",
                     config.backend.name()
+                ),
+            });
+        }
+        if config.payload != P::KEEPS_BYTES {
+            return Err(crate::error::Error::Config {
+                setting: "payload",
+                message: format!(
+                    "a pool of {} cannot have payload = {}; make it with AnyPool::with_name",
+                    P::NAME,
+                    config.payload
                 ),
             });
         }
@@ -99,12 +134,8 @@ impl Pool {
             pages_compacted: AtomicU64::new(0),
             objs_moved: AtomicU64::new(0),
             bytes_moved: AtomicU64::new(0),
+            payload: P::new(),
         })
-    }
-
-    /// A pool configured by the `ZSMALLOC_*` environment variables.
-    pub fn from_env(name: &str) -> Result<Pool> {
-        Self::with_name(name, PoolConfig::from_env()?)
     }
 
     pub fn name(&self) -> &str {
@@ -165,7 +196,7 @@ impl Pool {
 
     /// Refuses a safe handle of another pool.
     #[inline]
-    pub(crate) fn same_pool(&self, other: &Pool) -> Result<()> {
+    pub(crate) fn same_pool(&self, other: &Self) -> Result<()> {
         if std::ptr::eq(self, other) {
             Ok(())
         } else {
@@ -174,11 +205,12 @@ impl Pool {
     }
 }
 
-impl std::fmt::Debug for Pool {
+impl<P: Payload> std::fmt::Debug for Pool<P> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Pool")
             .field("name", &self.name)
             .field("config", &self.config)
+            .field("payload", &P::NAME)
             .field("total_pages", &self.total_pages())
             .finish()
     }

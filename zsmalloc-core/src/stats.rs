@@ -4,6 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
+use crate::payload::Payload;
 use crate::pool::Pool;
 use crate::size_class::SizeClass;
 
@@ -73,7 +74,7 @@ pub struct ClassStats {
     pub read_copy_bytes: u64,
 }
 
-impl Pool {
+impl<P: Payload> Pool<P> {
     /// Pool-wide counters, summed now.
     pub fn stats(&self) -> PoolStats {
         let (reads, reads_spanning, read_copy_bytes, writes_spanning) = self.access.sum();
@@ -135,10 +136,12 @@ impl Pool {
             .collect()
     }
 
-    /// Heap bytes of the pool's metadata outside its pages: (zspage metadata and classes,
-    /// safe-layer handle slots).
+    /// Heap bytes of the pool's metadata outside its pages: (zspage metadata, classes and, for
+    /// a placement-only pool, its header words; safe-layer handle slots).
     pub fn metadata_bytes(&self) -> (usize, usize) {
         let classes = self.classes.len() * std::mem::size_of::<SizeClass>();
-        (self.zspages.heap_bytes() + self.arena.heap_bytes() + classes, self.slots.heap_bytes())
+        let tables =
+            self.zspages.heap_bytes() + self.arena.heap_bytes() + self.payload.heap_bytes();
+        (tables + classes, self.slots.heap_bytes())
     }
 }

@@ -10,6 +10,7 @@ use crate::config::MAX_CHAIN_SIZE;
 use crate::error::{Error, Result};
 use crate::handle::Handle;
 use crate::header;
+use crate::payload::Payload;
 use crate::pool::Pool;
 use crate::size_class::{self, ClassState};
 use crate::zspage::GROUP_FULL;
@@ -23,39 +24,7 @@ enum Word {
     Caller,
 }
 
-impl Pool {
-    /// Stores `data` (1..=[`Pool::max_object_size`] bytes) and returns the handle that owns it.
-    pub fn store(&self, data: &[u8]) -> Result<Handle<&Pool>> {
-        Self::new_handle(self, data.len(), Some(data))
-    }
-
-    /// Allocates an object of `len` bytes to be filled by [`Pool::write`].
-    pub fn malloc(&self, len: usize) -> Result<Handle<&Pool>> {
-        Self::new_handle(self, len, None)
-    }
-
-    /// `store` (with `data`) or `malloc` (without) into a handle slot taken for the new handle.
-    fn new_handle<P: Deref<Target = Pool>>(
-        pool: P,
-        len: usize,
-        data: Option<&[u8]>,
-    ) -> Result<Handle<P>> {
-        let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
-        match pool.alloc_publish(pool.slots.word(slot), len, data, Word::Slot) {
-            Ok(()) => Ok(Handle::new(pool, slot, len)),
-            Err(e) => {
-                pool.slots.give_back(slot);
-                Err(e)
-            }
-        }
-    }
-
-    /// Writes the whole object of a handle from `malloc` (`data.len()` must equal its length).
-    pub fn write<P: Deref<Target = Pool>>(&self, h: &mut Handle<P>, data: &[u8]) -> Result<()> {
-        self.same_pool(h.pool())?;
-        self.write_word(h.slot_word_for_bytes(), data)
-    }
-
+impl<P: Payload> Pool<P> {
     /// Stores `data` into a new object owned by the caller's handle word `h` (which must be 0).
     ///
     /// # Safety
@@ -72,14 +41,6 @@ impl Pool {
     /// As [`Pool::store_raw`].
     pub unsafe fn malloc_raw(&self, h: &AtomicUsize, len: usize) -> Result<()> {
         self.alloc_publish(h, len, None, Word::Caller)
-    }
-
-    /// Writes the whole object of `h`.
-    ///
-    /// # Safety
-    /// No read section of this object runs on another thread meanwhile (the bytes would race).
-    pub unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        self.write_word(h, data)
     }
 
     fn check_len(&self, len: usize) -> Result<()> {
@@ -157,17 +118,6 @@ impl Pool {
         Ok(())
     }
 
-    fn write_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
-        let p = self.pin_object(h, Some(data.len()))?;
-        let layout = self.pinned_layout(&p);
-        // SAFETY: the object is pinned (not migrated, not freed); the caller guarantees no
-        // concurrent read of it (`&mut Handle` in the safe layer, `write_raw`'s contract).
-        unsafe { self.copy_pieces_in(&layout, data) };
-        self.access.record_write(layout.spanning);
-        p.release();
-        Ok(())
-    }
-
     fn create_zspage(&self, st: &mut ClassState, pos: usize) -> Result<u32> {
         let info = &self.classes[pos].info;
         // Pages counted: units << order (the multi-page band's zspages are compound pages).
@@ -184,8 +134,11 @@ impl Pool {
         let pages = &mut pages[..info.pages_per_zspage as usize];
         let entry = if self.arena.alloc_zspage(pages, pos, info.order) {
             match self.zspages.take() {
-                Some(entry) => Some(entry),
-                None => {
+                Some(entry) if self.payload.units_taken(pages, info) => Some(entry),
+                taken => {
+                    if let Some(entry) = taken {
+                        self.zspages.give_back(entry);
+                    }
                     self.arena.free_zspage(pages, info.order);
                     None
                 }
@@ -214,5 +167,59 @@ impl Pool {
         let z = self.zspage(entry);
         let obj = size_class::free_head(z).unwrap_or_else(|| z.fresh.load(Ordering::Relaxed));
         self.locate(entry, z, info, obj).offset()
+    }
+}
+
+/// The safe layer's stores and every write of bytes: a pool that keeps them.
+impl Pool {
+    /// Stores `data` (1..=[`Pool::max_object_size`] bytes) and returns the handle that owns it.
+    pub fn store(&self, data: &[u8]) -> Result<Handle<&Pool>> {
+        Self::new_handle(self, data.len(), Some(data))
+    }
+
+    /// Allocates an object of `len` bytes to be filled by [`Pool::write`].
+    pub fn malloc(&self, len: usize) -> Result<Handle<&Pool>> {
+        Self::new_handle(self, len, None)
+    }
+
+    /// `store` (with `data`) or `malloc` (without) into a handle slot taken for the new handle.
+    fn new_handle<Q: Deref<Target = Pool>>(
+        pool: Q,
+        len: usize,
+        data: Option<&[u8]>,
+    ) -> Result<Handle<Q>> {
+        let slot = pool.slots.take().ok_or(Error::OutOfMemory)?;
+        match pool.alloc_publish(pool.slots.word(slot), len, data, Word::Slot) {
+            Ok(()) => Ok(Handle::new(pool, slot, len)),
+            Err(e) => {
+                pool.slots.give_back(slot);
+                Err(e)
+            }
+        }
+    }
+
+    /// Writes the whole object of a handle from `malloc` (`data.len()` must equal its length).
+    pub fn write<Q: Deref<Target = Pool>>(&self, h: &mut Handle<Q>, data: &[u8]) -> Result<()> {
+        self.same_pool(h.pool())?;
+        self.write_word(h.slot_word_for_bytes(), data)
+    }
+
+    /// Writes the whole object of `h`.
+    ///
+    /// # Safety
+    /// No read section of this object runs on another thread meanwhile (the bytes would race).
+    pub unsafe fn write_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
+        self.write_word(h, data)
+    }
+
+    fn write_word(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
+        let p = self.pin_object(h, Some(data.len()))?;
+        let layout = self.pinned_layout(&p);
+        // SAFETY: the object is pinned (not migrated, not freed); the caller guarantees no
+        // concurrent read of it (`&mut Handle` in the safe layer, `write_raw`'s contract).
+        unsafe { self.copy_pieces_in(&layout, data) };
+        self.access.record_write(layout.spanning);
+        p.release();
+        Ok(())
     }
 }

@@ -24,9 +24,10 @@ pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
     let err = match e {
         Error::OutOfMemory => PyMemoryError::new_err(msg),
-        Error::Config { .. } | Error::InvalidArgument(_) | Error::TooLarge { .. } => {
-            PyValueError::new_err(msg)
-        }
+        Error::Config { .. }
+        | Error::InvalidArgument(_)
+        | Error::TooLarge { .. }
+        | Error::NoPayload => PyValueError::new_err(msg),
         Error::InvalidHandle(_)
         | Error::HandleInUse
         | Error::Busy

@@ -34,6 +34,7 @@ use crate::pool::Pool;
 
 pub use sg::{SgSection, SgSegments};
 
+pub(crate) use register::wrong_read_len;
 use register::Registration;
 
 /// The handle layer a section is begun through, and what it knows of the object.

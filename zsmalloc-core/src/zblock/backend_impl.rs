@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ReadPlacement};
 use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::read::SgSegments;
@@ -111,6 +111,9 @@ impl Backend for ZblockPool {
         if data.len() != len {
             return Err(wrong_len("write", data.len(), len));
         }
+        if !self.config.payload {
+            return Ok(()); // placement only: nothing is kept
+        }
         let dst = self.slot_addr(f.blk.base.load(Ordering::Acquire), f.w.ty, f.w.slot);
         // SAFETY: the slot is validated (taken, live, owned by `h`) and the type is locked, so
         // the block stays; its `len` bytes lie in the block's committed pages. The caller
@@ -152,6 +155,7 @@ impl Backend for ZblockPool {
         mem_len: usize,
         _local_copy: *mut u8,
     ) -> Result<*const u8> {
+        self.bytes_kept()?;
         self.begin(h, mem_len).map(|p| p as *const u8)
     }
     #[inline]
@@ -166,10 +170,12 @@ impl Backend for ZblockPool {
     /// One segment: the slot, in place (a block's pages are adjacent).
     #[inline]
     unsafe fn read_sg_begin_raw(&self, h: &AtomicUsize, mem_len: usize) -> Result<SgSegments> {
+        self.bytes_kept()?;
         let p = self.begin(h, mem_len)?;
         Ok(([(p as *const u8, mem_len), (std::ptr::null(), 0)], 1))
     }
     unsafe fn read_into_raw(&self, h: &AtomicUsize, out: &mut [u8]) -> Result<usize> {
+        self.bytes_kept()?;
         let len = self.see(h)?.state.len();
         if out.len() < len {
             return Err(Error::InvalidArgument(format!(
@@ -187,5 +193,34 @@ impl Backend for ZblockPool {
     #[inline]
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize> {
         Ok(self.see(h)?.state.len())
+    }
+    fn keeps_bytes(&self) -> bool {
+        self.config.payload
+    }
+    /// In place: never spanning, nothing copied; counted as a read section.
+    unsafe fn read_placement_raw(
+        &self,
+        h: &AtomicUsize,
+        mem_len: Option<usize>,
+    ) -> Result<ReadPlacement> {
+        let seen = self.see(h)?;
+        let len = seen.state.len();
+        if mem_len.is_some_and(|m| m != len) {
+            return Err(wrong_len("read", mem_len.unwrap_or(0), len));
+        }
+        self.access.record_read(seen.w.ty as usize, false, 0);
+        Ok(ReadPlacement { len, spanning: false, copied: 0 })
+    }
+}
+
+impl ZblockPool {
+    /// Refuses a read of bytes in a placement-only pool (`PoolConfig::payload`).
+    #[inline]
+    fn bytes_kept(&self) -> Result<()> {
+        if self.config.payload {
+            Ok(())
+        } else {
+            Err(Error::NoPayload)
+        }
     }
 }

@@ -206,7 +206,7 @@ impl ZblockPool {
         let seq = rec.load().next_seq();
         rec.owner.store(h as *const AtomicUsize as usize, Ordering::Relaxed);
         let base = blk.base.load(Ordering::Relaxed);
-        if let Some(data) = data {
+        if let Some(data) = data.filter(|_| self.config.payload) {
             let dst = self.slot_addr(base, ty as u32, slot);
             // SAFETY: the slot was just taken under the type's lock: no handle names it yet (its
             // state is dead, so no reader counts on it), and it lies inside the block's pages
