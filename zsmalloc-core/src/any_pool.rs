@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicUsize;
 
-use crate::backend::{Backend, ReadPlacement};
+use crate::backend::{Backend, ReadKind, ReadPlacement};
 use crate::class_table::ClassTable;
 use crate::config::{BackendKind, PoolConfig};
 use crate::error::Result;
@@ -235,9 +235,10 @@ impl Backend for AnyPool {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        kind: ReadKind,
     ) -> Result<ReadPlacement> {
         // SAFETY: forwarded contract.
-        on_backend!(self, b => unsafe { Backend::read_placement_raw(b, h, mem_len) })
+        on_backend!(self, b => unsafe { Backend::read_placement_raw(b, h, mem_len, kind) })
     }
 }
 

@@ -16,6 +16,14 @@ use crate::pool::Pool;
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
 
+/// The read a placement read stands for: a section that hands out one address (in `copy` mode,
+/// a spanning object is copied for it), or a scatter-gather section (never copies).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadKind {
+    Section,
+    ScatterGather,
+}
+
 /// Where a read finds an object: what a read section would do with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadPlacement {
@@ -118,8 +126,8 @@ pub trait Backend: Send + Sync {
     /// # Safety
     /// As [`Backend::store_raw`].
     unsafe fn object_len_raw(&self, h: &AtomicUsize) -> Result<usize>;
-    /// Where a read finds the object `h` holds (`mem_len`, if given, its length), counted as a
-    /// read: spanning or not and the bytes the read mode copies, nothing handed out. zblock and
+    /// Where a read of `kind` finds the object `h` holds (`mem_len`, if given, its length),
+    /// counted as that read: spanning or not and the bytes it copies, nothing handed out. zblock and
     /// malloc read every object in place (never spanning, nothing copied).
     ///
     /// # Safety
@@ -128,6 +136,7 @@ pub trait Backend: Send + Sync {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        kind: ReadKind,
     ) -> Result<ReadPlacement>;
 }
 
@@ -232,8 +241,9 @@ impl Backend for Pool {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        kind: ReadKind,
     ) -> Result<ReadPlacement> {
         // SAFETY: forwarded contract.
-        unsafe { <Pool>::read_placement_raw(self, h, mem_len) }
+        unsafe { <Pool>::read_placement_raw(self, h, mem_len, kind) }
     }
 }

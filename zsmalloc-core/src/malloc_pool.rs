@@ -21,7 +21,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use crate::backend::{Backend, ReadPlacement};
+use crate::backend::{Backend, ReadKind, ReadPlacement};
 use crate::chunked::ChunkedTable;
 use crate::config::{BackendKind, PoolConfig};
 use crate::counters::AccessCounters;
@@ -416,6 +416,7 @@ impl Backend for MallocPool {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        _kind: ReadKind,
     ) -> Result<ReadPlacement> {
         let len = self.find_live(h)?.1.state.len();
         if mem_len.is_some_and(|m| m != len) {

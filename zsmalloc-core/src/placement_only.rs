@@ -8,7 +8,7 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crate::backend::{Backend, ReadPlacement};
+use crate::backend::{Backend, ReadKind, ReadPlacement};
 use crate::config::{PoolConfig, ReadMode};
 use crate::error::{Error, Result};
 use crate::handle_word::ObjectLocation;
@@ -23,7 +23,7 @@ use crate::zspage::Zspage;
 
 impl<P: Payload> Pool<P> {
     /// The placement of the object of `h` (`mem_len`, if given, must be its length), counted as
-    /// one read in the pool's read mode.
+    /// one read of `kind` in the pool's read mode.
     ///
     /// # Safety
     /// As [`Pool::free_raw`].
@@ -31,6 +31,7 @@ impl<P: Payload> Pool<P> {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        kind: ReadKind,
     ) -> Result<ReadPlacement> {
         self.with_object(h, |p, z, hw| {
             let len = header::len(hw.load(Ordering::Acquire));
@@ -39,8 +40,8 @@ impl<P: Payload> Pool<P> {
             }
             let info = &p.class.info;
             let spanning = self.layout_at(z, info, p.obj, p.loc.offset(), len).spanning;
-            let copied =
-                if spanning && self.config.read_mode == ReadMode::Copy { len as u64 } else { 0 };
+            let copies = kind == ReadKind::Section && self.config.read_mode == ReadMode::Copy;
+            let copied = if spanning && copies { len as u64 } else { 0 };
             self.access.record_read(p.pos, spanning, copied);
             Ok(ReadPlacement { len, spanning, copied })
         })
@@ -194,8 +195,9 @@ impl Backend for PlacementPool {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        kind: ReadKind,
     ) -> Result<ReadPlacement> {
         // SAFETY: forwarded contract.
-        unsafe { Pool::read_placement_raw(self, h, mem_len) }
+        unsafe { Pool::read_placement_raw(self, h, mem_len, kind) }
     }
 }

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{
     AnyPool, Backend, BackendKind, Backing, ClassTableSpec, Error, Fixed, Heuristic, PolicyRef,
-    PoolConfig, ReadMode,
+    PoolConfig, ReadKind, ReadMode,
 };
 
 /// One operation of a sequence; indices pick among the live objects.
@@ -23,6 +23,7 @@ enum Op {
     MallocWrite(usize),
     Free(usize),
     Read(usize),
+    ReadSg(usize),
     Move(usize),
     Compact,
 }
@@ -144,10 +145,24 @@ impl Twins {
                 unsafe {
                     self.full.read_begin_raw(&w[0], len, self.buf.as_mut_ptr()).unwrap();
                     self.full.read_end_raw(&w[0], Some(len)).unwrap();
-                    let placed = self.bare.read_placement_raw(&w[1], Some(len)).unwrap();
+                    let placed =
+                        self.bare.read_placement_raw(&w[1], Some(len), ReadKind::Section).unwrap();
                     assert_eq!(placed.len, len);
                     let refused = self.bare.read_begin_raw(&w[1], len, self.buf.as_mut_ptr());
                     assert_eq!(refused.unwrap_err(), Error::NoPayload);
+                }
+            }
+            Op::ReadSg(i) if n > 0 => {
+                let (w, len) = (&self.words[i % n], self.lens[i % n]);
+                // SAFETY: the words hold objects of `len` bytes; the section is ended at once.
+                unsafe {
+                    let (_, segments) = self.full.read_sg_begin_raw(&w[0], len).unwrap();
+                    self.full.read_end_raw(&w[0], Some(len)).unwrap();
+                    let placed =
+                        self.bare.read_placement_raw(&w[1], None, ReadKind::ScatterGather).unwrap();
+                    assert_eq!((placed.len, placed.copied), (len, 0));
+                    let contiguous = self.full.config().read_mode == ReadMode::Contiguous;
+                    assert_eq!(segments == 2, placed.spanning && !contiguous, "{what}: segments");
                 }
             }
             Op::Move(i) if n > 0 => {
@@ -217,7 +232,8 @@ fn churn_with_compaction_places_every_object_the_same() {
                 0..=7 => Op::Store(length(&mut rng, max)),
                 8 => Op::MallocWrite(length(&mut rng, max)),
                 9..=14 => Op::Free(rng.gen()),
-                15..=17 => Op::Read(rng.gen()),
+                15..=16 => Op::Read(rng.gen()),
+                17 => Op::ReadSg(rng.gen()),
                 18 => Op::Move(rng.gen()),
                 _ if step % 500 == 0 => Op::Compact,
                 _ => Op::Free(rng.gen()),
@@ -238,6 +254,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => (1usize..=65536).prop_map(Op::MallocWrite),
         4 => any::<usize>().prop_map(Op::Free),
         2 => any::<usize>().prop_map(Op::Read),
+        1 => any::<usize>().prop_map(Op::ReadSg),
         1 => any::<usize>().prop_map(Op::Move),
         1 => Just(Op::Compact),
     ]
@@ -276,7 +293,7 @@ fn a_placement_only_pool_refuses_reads_of_bytes_and_malloc_has_none() {
         assert_eq!(bare.read_into_raw(&w, &mut out).unwrap_err(), Error::NoPayload);
         assert_eq!(bare.read_sg_begin_raw(&w, 3000).unwrap_err(), Error::NoPayload);
         assert_eq!(bare.object_len_raw(&w).unwrap(), 3000);
-        let wrong = bare.read_placement_raw(&w, Some(2999)).unwrap_err();
+        let wrong = bare.read_placement_raw(&w, Some(2999), ReadKind::Section).unwrap_err();
         assert!(wrong.to_string().contains("differs from the stored length 3000"), "{wrong}");
         bare.free_raw(&w).unwrap();
     }

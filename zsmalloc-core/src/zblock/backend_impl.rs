@@ -2,7 +2,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::backend::{Backend, ReadPlacement};
+use crate::backend::{Backend, ReadKind, ReadPlacement};
 use crate::config::PoolConfig;
 use crate::error::{Error, Result};
 use crate::read::SgSegments;
@@ -202,6 +202,7 @@ impl Backend for ZblockPool {
         &self,
         h: &AtomicUsize,
         mem_len: Option<usize>,
+        _kind: ReadKind,
     ) -> Result<ReadPlacement> {
         let seen = self.see(h)?;
         let len = seen.state.len();
