@@ -87,6 +87,7 @@ impl ClassState {
     }
 
     /// Links zspage `entry` at the head of `group`.
+    #[inline]
     pub fn insert(&mut self, t: &ZspageTable, entry: u32, group: usize) {
         let z = zs(t, entry);
         let old = self.head(group);
@@ -102,6 +103,7 @@ impl ClassState {
     }
 
     /// Unlinks zspage `entry` from its group.
+    #[inline]
     pub fn remove(&mut self, t: &ZspageTable, entry: u32) {
         let z = zs(t, entry);
         let group = z.group.load(Relaxed) as usize;
@@ -131,6 +133,7 @@ impl ClassState {
     }
 
     /// Relinks zspage `entry` at the head of `group`.
+    #[inline]
     fn move_to(&mut self, t: &ZspageTable, entry: u32, group: usize) {
         self.remove(t, entry);
         self.insert(t, entry, group);
@@ -202,12 +205,14 @@ pub fn obj_malloc<'a>(z: &'a Zspage, hdr: u64, word: impl Fn(u32) -> &'a AtomicU
 
 /// Pushes freed object `obj` onto `z`'s freelist; its header word already holds the link to the
 /// previous head (written by `header::try_free` or by migration). Caller holds the class lock.
+#[inline]
 pub fn obj_freed(z: &Zspage, obj: u32) {
     z.free_head.store(obj + 1, Relaxed);
     z.inuse.store(z.inuse.load(Relaxed) - 1, Relaxed);
 }
 
 /// The current freelist head (for building the link of an object about to be freed).
+#[inline]
 pub fn free_head(z: &Zspage) -> Option<u32> {
     z.free_head.load(Relaxed).checked_sub(1)
 }

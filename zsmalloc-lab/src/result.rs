@@ -293,6 +293,10 @@ pub struct RunResult {
     /// length and reader count per slot; zsmalloc's safe-layer handle slots, unused here).
     pub metadata_bytes: u64,
     pub safety_bytes: u64,
+    /// Whether the pool kept the objects' bytes; written only when it did not (a
+    /// placement-only run: `--placement-only`, `optimize`), whose reads were not verified.
+    #[serde(skip_serializing_if = "is_true")]
+    pub payload: bool,
     /// Timed runs of this configuration (`--repeat`; omitted with `--no-time`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repeat: Option<usize>,
@@ -398,4 +402,9 @@ mod tests {
         assert_eq!(permille_str(utilization_permille(698213488, 175920, 4096)), "96.8");
         assert_eq!(utilization_permille(5, 0, 4096), 0);
     }
+}
+
+/// serde's `skip_serializing_if` for a flag written only when false.
+fn is_true(v: &bool) -> bool {
+    *v
 }

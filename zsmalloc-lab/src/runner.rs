@@ -36,6 +36,9 @@ pub struct RunOptions {
     /// `--max-memory`: refuse a run whose memory plan is above it (what the machine has
     /// available is always a limit).
     pub max_memory: Option<u64>,
+    /// Pools without payload (`--placement-only`; `optimize` always): lengths and placement
+    /// only, reads report where objects lie, nothing is verified or timed.
+    pub placement_only: bool,
 }
 
 impl RunOptions {
@@ -67,7 +70,8 @@ fn run_labelled(
     sink: &ProgressSink,
     bar_label: &str,
 ) -> LabResult<RunResult> {
-    let cfg = spec.pool_config()?;
+    let mut cfg = spec.pool_config()?;
+    cfg.payload = !opts.placement_only;
     let page = u64::from(cfg.page_size);
     workload.check(cfg.page_size as usize)?;
     let pool = AnyPool::with_name(&spec.label, cfg)?;
@@ -133,6 +137,7 @@ fn run_labelled(
         huge_stores: c.huge_stores,
         metadata_bytes: pool.metadata_bytes().0 as u64,
         safety_bytes: pool.metadata_bytes().1 as u64,
+        payload: pool.keeps_bytes(),
         repeat: opts.timing.then_some(1),
         cpu_time_s: opts.timing.then(|| Samples::of(&[outcome.cpu.seconds()])).flatten(),
         wall_time_s: opts.timing.then(|| (wall.as_secs_f64() * 1e3).round() / 1e3),
@@ -183,7 +188,7 @@ pub fn run_all(
     if !opts.timing {
         return run_parallel(workload, specs, opts, jobs, sink);
     }
-    check_memory(workload, specs, 1, opts.max_memory)?;
+    check_memory(workload, specs, 1, opts)?;
     let rounds = opts.rounds();
     let mut later = opts.clone();
     later.record = None;
@@ -233,19 +238,20 @@ fn merge_repeats(mut rounds: Vec<RunResult>) -> LabResult<RunResult> {
 }
 
 /// Refuses to start when `jobs` runs of `workload` at once, on the largest page of `specs`,
-/// do not fit in memory (exit 2; [`crate::memory`]).
+/// do not fit in memory (exit 2; [`crate::memory`]): `opts.max_memory` and whether the pools
+/// keep bytes decide.
 pub fn check_memory(
     workload: &Workload,
     specs: &[ConfigSpec],
     jobs: usize,
-    max_memory: Option<u64>,
+    opts: &RunOptions,
 ) -> LabResult<()> {
     let Some(page) = specs.iter().map(|s| s.config.page_size as usize).max() else {
         return Ok(());
     };
     workload.check(page)?;
-    let limit = Limit::new(max_memory);
-    let plan = workload.memory_plan(page, &limit)?.times(jobs);
+    let limit = Limit::new(opts.max_memory);
+    let plan = workload.memory_plan(page, !opts.placement_only, &limit)?.times(jobs);
     limit.check(workload.name(), &plan)
 }
 
@@ -257,7 +263,7 @@ pub fn run_parallel(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<Vec<RunResult>> {
-    check_memory(workload, specs, jobs.clamp(1, specs.len().max(1)), opts.max_memory)?;
+    check_memory(workload, specs, jobs.clamp(1, specs.len().max(1)), opts)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
     let slots: Mutex<Vec<Option<LabResult<RunResult>>>> = Mutex::new(vec![None; specs.len()]);

@@ -241,6 +241,7 @@ pub fn config_dict<'py>(py: Python<'py>, c: &PoolConfig) -> PyResult<Bound<'py, 
         .map(|t| t.classes().iter().map(|c| (c.size, c.chain)).collect::<Vec<(u32, u32)>>());
     d.set_item("class_table", table)?;
     d.set_item("multi_page_size", c.multi_page_size)?;
+    d.set_item("payload", c.payload)?;
     Ok(d)
 }
 

@@ -24,10 +24,10 @@ impl Pool {
     #[new]
     #[pyo3(signature = (name = "pool", *, page_size = 4096, chain_size = 8, class_delta = 0,
         chain_policy = None, read_mode = "copy", mem_limit_pages = 0, backing = "anonymous",
-        backend = "zsmalloc", class_table = None, multi_page_size = 0),
+        backend = "zsmalloc", class_table = None, multi_page_size = 0, payload = true),
         text_signature = "(name='pool', *, page_size=4096, chain_size=8, class_delta=0, \
             chain_policy='classic', read_mode='copy', mem_limit_pages=0, backing='anonymous', \
-            backend='zsmalloc', class_table=None, multi_page_size=0)")]
+            backend='zsmalloc', class_table=None, multi_page_size=0, payload=True)")]
     // One argument per keyword of the Python signature.
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -42,6 +42,7 @@ impl Pool {
         backend: &str,
         class_table: Option<&Bound<'_, PyAny>>,
         #[pyo3(from_py_with = "int_keywords::multi_page_size")] multi_page_size: u32,
+        payload: bool,
     ) -> PyResult<Self> {
         let (mut cfg, failed) = config::build(
             page_size,
@@ -55,6 +56,7 @@ impl Pool {
             multi_page_size,
         )?;
         cfg.backend = zsmalloc_core::BackendKind::parse(backend).py()?;
+        cfg.payload = payload;
         let pool = Pool::create(name, cfg);
         config::take_policy_error(&failed)?;
         pool
@@ -166,6 +168,31 @@ impl Pool {
         self.check_same(handle.pool_ref())?;
         let bytes = BytesArg::get(data)?;
         handle.write(py, bytes.as_slice())
+    }
+
+    /// Where a read finds the object, counted as one read section: `{"len", "spanning",
+    /// "copied"}` (bytes the read mode copies). The read of a pool without payload.
+    fn read_placement<'py>(
+        &self,
+        py: Python<'py>,
+        handle: &Handle,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        self.check_same(handle.pool_ref())?;
+        let kind = zsmalloc_core::ReadKind::Section;
+        // SAFETY: the handle's word lives in its box as long as `handle`; a freed or moved
+        // word is refused by the core, never dereferenced.
+        let p = unsafe { self.core().read_placement_raw(&handle.word, None, kind) }.py()?;
+        let d = PyDict::new_bound(py);
+        d.set_item("len", p.len)?;
+        d.set_item("spanning", p.spanning)?;
+        d.set_item("copied", p.copied)?;
+        Ok(d)
+    }
+
+    /// Whether the pool keeps the objects' bytes (`Pool(payload=False)`: placement only).
+    #[getter]
+    fn payload(&self) -> bool {
+        self.core().keeps_bytes()
     }
 
     /// The object's bytes.

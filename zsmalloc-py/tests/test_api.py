@@ -117,6 +117,7 @@ def test_configuration_keywords():
         "backend": "zsmalloc",
         "class_table": None,
         "multi_page_size": 0,
+        "payload": True,
     }
     assert pool.name == "cfg" and pool.page_size == 16384
     assert "heuristic" in repr(pool)
@@ -135,6 +136,7 @@ def test_defaults_are_mainline():
         "backend": "zsmalloc",
         "class_table": None,
         "multi_page_size": 0,
+        "payload": True,
     }
 
 
@@ -145,6 +147,7 @@ def test_help_shows_the_defaults_a_pool_gets(function):
     expected = {**zsmalloc.Pool().config, "class_delta": 0}  # 0: page_size >> 8
     if function is zsmalloc.class_table:
         del expected["backend"]  # class tables are zsmalloc's
+        del expected["payload"]  # a table is placement's, whatever a pool keeps
     assert shown == expected
     assert zsmalloc.Pool(**shown).config == zsmalloc.Pool().config
     if function is zsmalloc.Pool:

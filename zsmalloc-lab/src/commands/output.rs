@@ -66,6 +66,11 @@ pub struct OutputFlags {
     /// this, e.g. 6G [default: what the machine has available]
     #[arg(long, global = true, value_name = "BYTES", help_heading = "Run", value_parser = crate::memory::parse_memory)]
     pub max_memory: Option<u64>,
+    /// Pools keep lengths and placement only, never the objects' bytes (docs/LAB.md, Placement
+    /// only): the same pages, classes, spanning reads and compaction, for a few dozen bytes a
+    /// live object; nothing is verified or timed, so no time rows
+    #[arg(long, global = true, help_heading = "Run")]
+    pub placement_only: bool,
 }
 
 impl OutputFlags {
@@ -102,7 +107,8 @@ impl OutputFlags {
             (Some(_), Some(n)) => n,
             (Some(_), None) => {
                 // A trace knows its length once planned (the plan is made once, and kept).
-                w.memory_plan(4096, &crate::memory::Limit::new(self.max_memory))?;
+                let limit = crate::memory::Limit::new(self.max_memory);
+                w.memory_plan(4096, !self.placement_only, &limit)?;
                 (w.estimated_ops() / 500).max(1)
             }
         };
@@ -112,7 +118,8 @@ impl OutputFlags {
         }
         Ok(RunOptions {
             per_class: self.per_class,
-            timing: !self.no_time,
+            timing: !self.no_time && !self.placement_only,
+            placement_only: self.placement_only,
             record: record.path,
             record_format: record.format,
             timeline_every,

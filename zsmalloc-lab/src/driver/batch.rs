@@ -7,7 +7,7 @@ use super::{Driver, Peak, Slot, Visitor, BATCH_BYTES, BATCH_OPS};
 use crate::error::{LabError, LabResult};
 use crate::timing::Clock;
 use zsmalloc_core::HandleWords;
-use zsmalloc_core::{AnyPool, Backend, HANDLE_SIZE};
+use zsmalloc_core::{AnyPool, Backend, ReadKind, HANDLE_SIZE};
 
 /// A queued operation. Lengths and arena offsets are fixed when it is queued.
 pub(super) enum Op {
@@ -111,6 +111,7 @@ impl<'p> Driver<'p> {
         answers.clear();
         refusals.clear();
         let (pool, words, content) = (self.pool, &self.objects.words, &self.content);
+        let bytes_kept = self.bytes;
         let local = self.batch.local.as_mut_ptr();
         let mut peak_pages = self.telemetry.peak.pages;
         let mut peak_at = None;
@@ -146,6 +147,19 @@ impl<'p> Driver<'p> {
                     Ok(()) => Answer::Done,
                     Err(e) => Answer::Refused(refuse(e)),
                 },
+                Op::Read { slot, len, .. } if !bytes_kept => {
+                    let word = super::word(words, slot);
+                    // SAFETY: the word holds an object (checked when queued).
+                    match unsafe { pool.read_placement_raw(word, Some(len), ReadKind::Section) } {
+                        // The kernel's test, as the section would have told it: copied out.
+                        Ok(placed) => Answer::Read {
+                            spanning: placed.copied > 0,
+                            verified: true,
+                            end_refused: None,
+                        },
+                        Err(e) => Answer::Refused(refuse(e)),
+                    }
+                }
                 Op::Read { slot, len, reader } => {
                     let word = super::word(words, slot);
                     // SAFETY: `local` holds page + HDR bytes; the word holds an object.

@@ -56,6 +56,9 @@ pub struct Driver<'p> {
     /// Any refusal other than a full pool is an error (generated workloads); otherwise
     /// refusals are counted (traces).
     strict: bool,
+    /// The pool keeps the objects' bytes; without them (placement only) reads report where
+    /// objects lie, writes carry no content and nothing is verified.
+    bytes: bool,
     content: Content,
     /// A buffer of the longest object for the rare operations run one by one (write,
     /// scatter-gather read).
@@ -81,18 +84,17 @@ impl<'p> Driver<'p> {
     ) -> Self {
         let page = pool.config().page_size as usize;
         let limited = pool.config().mem_limit_pages != 0;
-        let zsmalloc = pool.as_zsmalloc();
-        let longest = zsmalloc.map_or(page, |z| z.max_object_size());
+        let table = pool.class_table();
+        let longest = table.map_or(page, |t| t.max_size() as usize);
         Driver {
             pool,
-            table: zsmalloc.map(|z| z.class_table()),
+            table,
             page,
             longest,
             huge_len: pool.huge_class_size(),
-            huge_len_multi: zsmalloc
-                .and_then(|z| z.huge_class_size_of_band(1))
-                .unwrap_or(longest + 1),
+            huge_len_multi: pool.huge_class_size_of_band(1).unwrap_or(longest + 1),
             strict,
+            bytes: pool.keeps_bytes(),
             content: Content::new(seed, longest),
             scratch: Vec::with_capacity(longest),
             objects: Objects::new(),

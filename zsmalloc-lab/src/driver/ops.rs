@@ -5,7 +5,7 @@ use super::batch::{Op, Payload, Reader};
 use super::{Driver, Slot, State, BATCH_BYTES};
 use crate::error::{LabError, LabResult};
 use crate::trace_format::TraceOp;
-use zsmalloc_core::Backend;
+use zsmalloc_core::{Backend, ReadKind, ReadMode};
 
 impl<'p> Driver<'p> {
     pub(super) fn store_failed(&mut self, slot: usize, e: zsmalloc_core::Error) -> LabResult<bool> {
@@ -156,7 +156,11 @@ impl<'p> Driver<'p> {
         } else {
             let key = self.objects.next_key;
             self.objects.next_key += 1;
-            self.content.fill(key, len, &mut self.scratch);
+            if self.bytes {
+                self.content.fill(key, len, &mut self.scratch);
+            } else {
+                self.scratch.resize(len, 0); // a placement-only pool keeps no content
+            }
             let data = std::mem::take(&mut self.scratch);
             // SAFETY: single-threaded: no read section of this object is open.
             let r =
@@ -193,9 +197,15 @@ impl<'p> Driver<'p> {
         self.op_done()
     }
 
+    /// Queues a read (`visit`: for [`Self::read_each`]'s visitor, which a pool without bytes
+    /// never calls: there is nothing to look at).
     fn queue_read(&mut self, slot: usize, visit: bool) {
         let Slot { key, len, state } = self.objects.slots[slot];
         let len = len as usize;
+        if !self.bytes {
+            self.batch.queue.push(Op::Read { slot, len, reader: Reader::Verify(key) });
+            return;
+        }
         let key = (state == State::Pattern).then_some(key);
         let reader = match key {
             Some(key) if !visit => Reader::Verify(key),
@@ -268,8 +278,17 @@ impl<'p> Driver<'p> {
         } else {
             let mut buf = std::mem::take(&mut self.scratch);
             buf.clear();
+            let bytes_kept = self.bytes;
             let answer = self.timed_now(|pool, w| {
                 let word = super::word(w, slot);
+                if !bytes_kept {
+                    let kind = ReadKind::ScatterGather;
+                    // SAFETY: the word holds an object of this pool.
+                    return unsafe { pool.read_placement_raw(word, Some(len), kind) }.map(|p| {
+                        let contiguous = pool.config().read_mode == ReadMode::Contiguous;
+                        (if p.spanning && !contiguous { 2 } else { 1 }, Ok(()))
+                    });
+                }
                 // SAFETY: the word holds an object of this pool; segments are read before
                 // the section ends.
                 match unsafe { pool.read_sg_begin_raw(word, len) } {
@@ -289,7 +308,8 @@ impl<'p> Driver<'p> {
                 Err(e) => self.refused("read_sg", slot, &e).map(|_| false),
                 Ok((n, ended)) => {
                     self.telemetry.counters.reads += 1;
-                    if self.objects.slots[slot].state == State::Pattern
+                    if self.bytes
+                        && self.objects.slots[slot].state == State::Pattern
                         && !self.content.verify(self.objects.slots[slot].key, &self.scratch)
                     {
                         return Err(LabError::Verify(format!(

@@ -118,7 +118,7 @@ pub fn optimize(
     let mut opts = SearchOptions::new(kernel_spec(page, KERNEL_CHAIN, "classic")?.config);
     opts.jobs = jobs.max(1);
     let limit = crate::memory::Limit::new(max_memory);
-    let plan = w.memory_plan(page, &limit)?.times(opts.jobs);
+    let plan = w.memory_plan(page, true, &limit)?.times(opts.jobs);
     limit.check("inspect --optimize", &plan)?;
     let sink = ProgressSink::auto();
     let report = search(&w, &opts, &sink)?;

@@ -97,7 +97,8 @@ pub fn evaluate_all(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<Vec<Evaluation>> {
-    let opts = RunOptions { per_class: false, timing: false, ..RunOptions::default() };
+    // Placement decides every figure the search compares: its pools keep no bytes.
+    let opts = RunOptions { timing: false, placement_only: true, ..RunOptions::default() };
     let runs = run_parallel(workload, specs, &opts, jobs, sink)?;
     runs.iter().zip(specs).map(|(run, spec)| Evaluation::from_run(run, &spec.config)).collect()
 }

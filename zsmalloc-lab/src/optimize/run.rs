@@ -44,7 +44,8 @@ pub fn run(
     for w in std::iter::once(workload).chain(test) {
         w.check(page)?;
         let limit = crate::memory::Limit::new(opts.max_memory);
-        let plan = w.memory_plan(page, &limit)?.times(search_opts.jobs);
+        // The search's pools keep no bytes (its figures are placement's).
+        let plan = w.memory_plan(page, false, &limit)?.times(search_opts.jobs);
         limit.check(&format!("optimize {}", w.name()), &plan)?;
     }
     let mut report = search(workload, search_opts, sink)?;

@@ -176,12 +176,12 @@ impl WorkloadKind for Dist {
         Ok(())
     }
 
-    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, payload: bool, _limit: &Limit) -> LabResult<Plan> {
         // Live pages never outnumber the fill phase's; a length is at most a page.
         let len = (self.mean + self.sd).clamp(self.min_len as f64, page as f64) as u64;
         let objects = self.objects as u64;
         let from = format!("--objects {}", self.objects);
-        Ok(Plan::new(super::pool_plan_bytes(objects, objects.saturating_mul(len)), from))
+        Ok(Plan::new(super::pool_plan_bytes(objects, objects.saturating_mul(len), payload), from))
     }
 
     fn estimated_ops(&self) -> u64 {

@@ -92,12 +92,12 @@ impl WorkloadKind for KernelTest {
         2 * self.count()
     }
 
-    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, payload: bool, _limit: &Limit) -> LabResult<Plan> {
         let sizes = (self.lo..=self.hi.min(page)).step_by(self.step.max(1));
         let bytes: u64 = sizes.map(|s| s as u64).sum::<u64>().saturating_mul(self.n as u64);
         let from =
             format!("-n {} ({} objects of {}..={} bytes)", self.n, self.count(), self.lo, self.hi);
-        Ok(Plan::new(super::pool_plan_bytes(self.count(), bytes), from))
+        Ok(Plan::new(super::pool_plan_bytes(self.count(), bytes, payload), from))
     }
 
     fn seed(&self) -> u64 {

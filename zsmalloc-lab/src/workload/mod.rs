@@ -66,7 +66,8 @@ pub trait WorkloadKind {
     /// The most memory one run on pages of `page` bytes takes (its pool, the driver's records
     /// and the workload's own), from the parameters alone: nothing is stored to find it. A
     /// plan made by reading an input (a trace) stops once it is over `limit`'s budget.
-    fn memory_plan(&self, page: usize, limit: &Limit) -> LabResult<Plan>;
+    /// `payload`: the pool keeps the objects' bytes (else placement only).
+    fn memory_plan(&self, page: usize, payload: bool, limit: &Limit) -> LabResult<Plan>;
     /// The seed contents (and sizes, where drawn) are derived from.
     fn seed(&self) -> u64;
     fn set_seed(&mut self, seed: u64);
@@ -101,11 +102,23 @@ impl Default for Workload {
     }
 }
 
-/// Pool memory for `objects` objects of `bytes` in all: the bytes over a utilization floor of
-/// 85% (below any class table's on a spread of sizes) and each object's records.
-pub(crate) fn pool_plan_bytes(objects: u64, bytes: u64) -> u64 {
-    (bytes / 85).saturating_mul(100).saturating_add(objects.saturating_mul(PER_OBJECT_BYTES))
+/// Pool memory for `objects` objects of `bytes` in all, and each object's records: with
+/// `payload`, the bytes over a utilization floor of 85% (below any class table's on a spread of
+/// sizes); without, the pool's header word, zspage and page-table shares
+/// ([`PLACEMENT_BYTES_PER_OBJECT`]).
+pub(crate) fn pool_plan_bytes(objects: u64, bytes: u64, payload: bool) -> u64 {
+    let held = if payload {
+        (bytes / 85).saturating_mul(100)
+    } else {
+        objects.saturating_mul(PLACEMENT_BYTES_PER_OBJECT)
+    };
+    held.saturating_add(objects.saturating_mul(PER_OBJECT_BYTES))
 }
+
+/// A placement-only pool's memory per live object, at most (its header word, its share of a
+/// 128-byte zspage entry and of the page tables: measured about 34 bytes on 200-3500-byte
+/// objects, `zsmalloc-core/tests/payload_free.rs`).
+pub const PLACEMENT_BYTES_PER_OBJECT: u64 = 48;
 
 /// A workload's parameters with every flag at its default, as clap parses an empty command
 /// line: so each default is written once, on its flag.
@@ -168,8 +181,8 @@ impl Workload {
     }
 
     /// The most memory one run on pages of `page` bytes takes ([`WorkloadKind::memory_plan`]).
-    pub fn memory_plan(&self, page: usize, limit: &Limit) -> LabResult<Plan> {
-        self.kind().memory_plan(page, limit)
+    pub fn memory_plan(&self, page: usize, payload: bool, limit: &Limit) -> LabResult<Plan> {
+        self.kind().memory_plan(page, payload, limit)
     }
 
     /// Generated workloads treat any refusal but a full pool as a bug; a trace replays what a

@@ -189,7 +189,7 @@ impl WorkloadKind for Pages {
         2 * pages
     }
 
-    fn memory_plan(&self, page: usize, _limit: &Limit) -> LabResult<Plan> {
+    fn memory_plan(&self, page: usize, payload: bool, _limit: &Limit) -> LabResult<Plan> {
         // Each page at most whole in the pool (a compressed page is smaller, a raw one is a page),
         // and the workload's record of it.
         let max = self.max_pages.map(|m| m as u64);
@@ -201,7 +201,7 @@ impl WorkloadKind for Pages {
             (n, format!("{n} pages of input (--max-pages)"))
         };
         let per_page = std::mem::size_of::<Stored>() as u64;
-        let bytes = super::pool_plan_bytes(pages, pages.saturating_mul(page as u64))
+        let bytes = super::pool_plan_bytes(pages, pages.saturating_mul(page as u64), payload)
             .saturating_add(pages.saturating_mul(per_page));
         Ok(Plan::new(bytes, from))
     }

@@ -51,9 +51,9 @@ impl Trace {
     }
 
     /// The plan of the trace (made by the first call, against `limit`'s budget).
-    fn plan(&self, limit: &Limit) -> LabResult<TracePlan> {
+    fn plan(&self, payload: bool, limit: &Limit) -> LabResult<TracePlan> {
         let input = self.input()?;
-        let plan = input.plan(limit.budget(), zsmalloc_core::band::MAX_OBJECT as u64)?;
+        let plan = input.plan(limit.budget(), zsmalloc_core::band::MAX_OBJECT as u64, payload)?;
         if plan.ops == 0 {
             return Err(LabError::usage(format!(
                 "trace: no input: {} has no operation",
@@ -96,8 +96,8 @@ impl WorkloadKind for Trace {
     /// A pass over the trace: the most bytes and objects live at once, each object at most the
     /// longest a pool stores (a page, or with the multi-page band up to 64 KiB), and the
     /// replay's map of handle ids. The pass stops once the plan is over the budget.
-    fn memory_plan(&self, _page: usize, limit: &Limit) -> LabResult<Plan> {
-        let plan = self.plan(limit)?;
+    fn memory_plan(&self, _page: usize, payload: bool, limit: &Limit) -> LabResult<Plan> {
+        let plan = self.plan(payload, limit)?;
         let name = self.input()?.name().to_string();
         let from = match plan.stopped_at {
             0 => format!("the trace {name}"),
@@ -121,7 +121,7 @@ impl WorkloadKind for Trace {
 
     fn run(&self, d: &mut Driver<'_>, _timing: bool) -> LabResult<Extra> {
         // A run whose command planned nothing (no limit was checked) plans without one.
-        self.plan(&Limit::new(None))?;
+        self.plan(zsmalloc_core::Backend::keeps_bytes(d.pool()), &Limit::new(None))?;
         let mut reader = self.input()?.reader()?;
         let mut slots = IdMap::new();
         let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {

@@ -87,8 +87,8 @@ impl TraceInput {
 
     /// The plan, made on the first call by one pass that stops once the plan is over
     /// `budget` bytes (a pipe is copied in that pass); later calls return it. `longest`
-    /// clips each length to the most a pool stores.
-    pub fn plan(&self, budget: u64, longest: u64) -> LabResult<TracePlan> {
+    /// clips each length to the most a pool stores; `payload`: the pools keep the bytes.
+    pub fn plan(&self, budget: u64, longest: u64, payload: bool) -> LabResult<TracePlan> {
         let mut plan = lock(&self.plan);
         if let Some(p) = *plan {
             return Ok(p);
@@ -96,11 +96,13 @@ impl TraceInput {
         let stream = lock(&self.stream).take();
         let made = match stream {
             Some(pipe) => {
-                let (copy, p) = self.copy(pipe, budget, longest)?;
+                let (copy, p) = self.copy(pipe, PlanPass::new(budget, longest, payload))?;
                 *lock(&self.file) = Some(copy);
                 p
             }
-            None => PlanPass::new(budget, longest).read(&mut self.reader()?, |_, _| Ok(()))?,
+            None => {
+                PlanPass::new(budget, longest, payload).read(&mut self.reader()?, |_, _| Ok(()))?
+            }
         };
         *plan = Some(made);
         Ok(made)
@@ -125,7 +127,7 @@ impl TraceInput {
 
     /// Copies `pipe`, checked operation by operation, to an unnamed temporary file as a binary
     /// trace, planning as it goes.
-    fn copy(&self, pipe: File, budget: u64, longest: u64) -> LabResult<(File, TracePlan)> {
+    fn copy(&self, pipe: File, pass: PlanPass) -> LabResult<(File, TracePlan)> {
         let spool = unnamed_temporary()?;
         let failed = |e: std::io::Error| {
             LabError::usage(format!(
@@ -138,7 +140,7 @@ impl TraceInput {
         let out = BufWriter::with_capacity(1 << 16, spool.try_clone().map_err(failed)?);
         let mut out = BinaryEncoder::new(out, &BinaryHeader::default()).map_err(failed)?;
         let mut reader = TraceReader::new(pipe, &self.name)?;
-        let plan = PlanPass::new(budget, longest).read(&mut reader, |op, reader| {
+        let plan = pass.read(&mut reader, |op, reader| {
             if out.bytes() > MAX_SPOOL_BYTES {
                 return Err(LabError::usage(format!(
                     "{}, {} {}: a trace read from a pipe is copied to a temporary file, and \
@@ -234,12 +236,14 @@ struct PlanPass {
     bytes: u64,
     budget: u64,
     longest: u64,
+    payload: bool,
     plan: TracePlan,
 }
 
 impl PlanPass {
-    fn new(budget: u64, longest: u64) -> Self {
-        PlanPass { live: IdMap::new(), bytes: 0, budget, longest, plan: TracePlan::default() }
+    fn new(budget: u64, longest: u64, payload: bool) -> Self {
+        let plan = TracePlan::default();
+        PlanPass { live: IdMap::new(), bytes: 0, budget, longest, payload, plan }
     }
 
     /// Adds one operation; false once the plan is over the budget.
@@ -262,7 +266,7 @@ impl PlanPass {
             TraceOp::Read { .. } | TraceOp::ReadSg { .. } | TraceOp::Write { .. } => {}
             TraceOp::Compact => {}
         }
-        let now = super::pool_plan_bytes(self.live.len(), self.bytes)
+        let now = super::pool_plan_bytes(self.live.len(), self.bytes, self.payload)
             .saturating_add(self.plan.ids.saturating_mul(PER_ID_BYTES));
         self.plan.bytes = self.plan.bytes.max(now);
         self.plan.bytes <= self.budget
@@ -297,14 +301,14 @@ mod tests {
 
     #[test]
     fn a_pass_stops_at_the_first_line_over_the_budget() {
-        let mut pass = PlanPass::new(10_000, 65536);
+        let mut pass = PlanPass::new(10_000, 65536, true);
         let mut n = 0;
         while pass.add(&TraceOp::Store { id: n, len: 1000 }) {
             n += 1;
         }
         assert!(n > 0 && n < 20, "{n}");
         assert!(pass.plan.bytes > 10_000);
-        let mut all = PlanPass::new(u64::MAX, 65536);
+        let mut all = PlanPass::new(u64::MAX, 65536, true);
         for op in [TraceOp::Store { id: 1, len: 100 }, TraceOp::Free { id: 1 }] {
             assert!(all.add(&op));
         }

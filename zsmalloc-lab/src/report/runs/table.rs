@@ -137,8 +137,16 @@ pub fn classes(r: &RunResult) -> String {
     format!("classes of {} (those holding zspages):\n{}", r.label, grid(&head, &rows, 0))
 }
 
+/// The line that says a run's pools kept no bytes.
+const PLACEMENT_ONLY_LINE: &str =
+    "payload   none: placement only (lengths and order; nothing verified or timed)\n";
+
 pub fn run(r: &RunResult) -> String {
-    let mut out = format!("workload  {}\nconfig    {}\n\n", r.workload.summary, config_line(r));
+    let mut out = format!("workload  {}\nconfig    {}\n", r.workload.summary, config_line(r));
+    if !r.payload {
+        out += PLACEMENT_ONLY_LINE;
+    }
+    out += "\n";
     if r.kernel_test.is_some() {
         kernel_block(r, &mut out);
         out += "\n";
@@ -156,7 +164,11 @@ pub fn run(r: &RunResult) -> String {
 }
 
 pub fn comparison(c: &Comparison) -> String {
-    let mut out = format!("workload  {}\n\n", c.workload.summary);
+    let mut out = format!("workload  {}\n", c.workload.summary);
+    if c.runs.iter().any(|r| !r.payload) {
+        out += PLACEMENT_ONLY_LINE;
+    }
+    out += "\n";
     // The zsmalloc_test blocks, as the RFC "zsmalloc: size-classes chain-length tunings"
     // (January 2026) prints them; not for sweeps, where the table says it all.
     if c.sweep_keys.is_empty() && c.runs.iter().any(|r| r.kernel_test.is_some()) {
