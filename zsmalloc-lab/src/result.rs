@@ -381,6 +381,11 @@ pub struct DistFacts {
     pub clipped_page: u64,
 }
 
+/// serde's `skip_serializing_if` for a flag written only when false.
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,9 +407,4 @@ mod tests {
         assert_eq!(permille_str(utilization_permille(698213488, 175920, 4096)), "96.8");
         assert_eq!(utilization_permille(5, 0, 4096), 0);
     }
-}
-
-/// serde's `skip_serializing_if` for a flag written only when false.
-fn is_true(v: &bool) -> bool {
-    *v
 }
