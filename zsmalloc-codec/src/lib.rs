@@ -4,13 +4,16 @@
 //! and so placement in a pool, are the ones zram sees.
 //!
 //! **The allocation contract.** [`Codec::new`] allocates everything a codec will ever need:
-//! lz4's state lives on the stack, LZO1X-1's dictionary and zstd's contexts live in buffers
+//! lz4's state lives on the caller's stack (16 KiB: a handler thread's stack must hold it),
+//! LZO1X-1's dictionary and zstd's contexts live in buffers
 //! made by `new` (zstd's are *static* contexts, `ZSTD_initStatic*`, sized for the largest
 //! input the codec accepts, so libzstd never calls `malloc` for them). After `new`,
 //! [`Codec::compress`] and [`Codec::decompress`] allocate nothing, neither on success nor on
 //! failure ([`Error`]'s runtime variants hold no heap data), whatever the input; so a
 //! userfaultfd fault handler, or code timed in a batch, may call them. `tests/no_allocation.rs`
-//! counts every `malloc` of the process around the calls to keep this true.
+//! keeps this true: around the calls it counts every Rust allocation and every `malloc`,
+//! `calloc` and `realloc` of the process (the C libraries'). A codec may move to another
+//! thread (`Send`) but serves one at a time (`&mut self`): one codec per thread.
 //!
 //! - [`compressor`]: [`Compressor`], the algorithm; its names parse among those a command
 //!   offers ([`Compressor::parse`]) and its output is bounded ([`Compressor::bound`], [`bound`]);
