@@ -45,9 +45,17 @@ fn error_of(code: usize) -> Option<(sys::ZSTD_ErrorCode, &'static str)> {
     Some((unsafe { sys::ZSTD_getErrorCode(code) }, zstd_safe::get_error_name(code)))
 }
 
-/// 8-byte aligned zeroed space of at least `bytes` (ZSTD_initStatic* needs that alignment).
-fn space(bytes: usize) -> Box<[u64]> {
-    vec![0u64; bytes.div_ceil(8)].into_boxed_slice()
+/// 8-byte aligned zeroed space of at least `bytes` (ZSTD_initStatic* needs that alignment);
+/// refused, not aborted, when the memory is not there (a huge `max_input` at a high level).
+fn space(bytes: usize) -> Result<Box<[u64]>, Error> {
+    let words = bytes.div_ceil(8);
+    let mut v = Vec::new();
+    v.try_reserve_exact(words).map_err(|_| Error::Zstd {
+        compressing: false,
+        reason: "no memory for the context's workspace (a lower level or a shorter input)",
+    })?;
+    v.resize(words, 0u64);
+    Ok(v.into_boxed_slice())
 }
 
 /// Bytes a static compression context needs at `level` for any input up to `max_input`.
@@ -73,7 +81,7 @@ impl Zstd {
     /// Contexts for inputs up to `max_input` bytes at `level` (checked by the caller).
     pub fn new(level: i32, max_input: usize) -> Result<Zstd, Error> {
         let placing = |reason| Error::Zstd { compressing: false, reason };
-        let mut compress_space = space(compress_space_bytes(level, max_input));
+        let mut compress_space = space(compress_space_bytes(level, max_input))?;
         // SAFETY: the workspace is live, 8-byte aligned and as long as stated; the context
         // placed in it is used only while the box lives (it is a field beside it).
         let cctx = unsafe {
@@ -81,7 +89,7 @@ impl Zstd {
         };
         let cctx = NonNull::new(cctx).ok_or(placing("cannot place a compression context"))?;
         // SAFETY: DCtx size is a pure function.
-        let mut decompress_space = space(unsafe { sys::ZSTD_estimateDCtxSize() });
+        let mut decompress_space = space(unsafe { sys::ZSTD_estimateDCtxSize() })?;
         // SAFETY: as for the compression context.
         let dctx = unsafe {
             sys::ZSTD_initStaticDCtx(

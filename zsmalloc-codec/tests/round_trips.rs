@@ -101,7 +101,10 @@ fn corrupt_input_and_short_outputs_are_refused_not_a_panic() {
 
 #[test]
 fn zstd_static_contexts_take_every_level_and_size_and_give_an_ordinary_contexts_bytes() {
-    let sizes = [0usize, 1, 100, 4096, 16384, 16385, 65536];
+    // libzstd's size classes change at 16K, 128K and 256K: both sides of the first, and a
+    // sweep of odd sizes up to the longest input.
+    let mut sizes = vec![0usize, 1, 100, 4096, 16384, 16385, 65536];
+    sizes.extend((1..65536).step_by(6151));
     for level in ZSTD_LEVELS {
         let mut k = Codec::new(Compressor::Zstd, level, 65536).unwrap();
         let mut plain = zstd_safe::CCtx::create();
@@ -113,6 +116,18 @@ fn zstd_static_contexts_take_every_level_and_size_and_give_an_ordinary_contexts_
             let mut expected = vec![0u8; bound(len)];
             let m = plain.compress2(&mut expected[..], &data).unwrap();
             assert_eq!(out[..n], expected[..m], "level {level}, {len} bytes");
+        }
+    }
+    // The larger size classes, on a codec made for longer inputs.
+    for level in [1, 3, 19] {
+        let mut k = Codec::new(Compressor::Zstd, level, 300_000).unwrap();
+        for len in [131_072usize, 131_073, 262_144, 262_145, 300_000] {
+            let data = mixed(len, 5);
+            let mut out = vec![0u8; bound(len)];
+            let n = k.compress(&data, &mut out).unwrap_or_else(|e| panic!("{level} {len}: {e}"));
+            let mut back = vec![0u8; len];
+            assert_eq!(k.decompress(&out[..n], &mut back), Ok(len));
+            assert_eq!(back, data);
         }
     }
     for level in [0, 23, -1] {
