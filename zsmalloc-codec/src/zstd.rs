@@ -39,10 +39,8 @@ unsafe impl Send for Zstd {}
 /// An error code of libzstd, if `code` is one.
 fn error_of(code: usize) -> Option<(sys::ZSTD_ErrorCode, &'static str)> {
     // SAFETY: ZSTD_isError and ZSTD_getErrorCode are pure functions of a return code.
-    if unsafe { sys::ZSTD_isError(code) } == 0 {
-        return None;
-    }
-    Some((unsafe { sys::ZSTD_getErrorCode(code) }, zstd_safe::get_error_name(code)))
+    let (is_error, kind) = unsafe { (sys::ZSTD_isError(code), sys::ZSTD_getErrorCode(code)) };
+    (is_error != 0).then(|| (kind, zstd_safe::get_error_name(code)))
 }
 
 /// 8-byte aligned zeroed space of at least `bytes` (ZSTD_initStatic* needs that alignment);
