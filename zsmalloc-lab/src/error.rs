@@ -61,6 +61,18 @@ impl From<zsmalloc_core::Error> for LabError {
     }
 }
 
+/// A compressor that cannot be named or loaded is the user's to fix (exit 2); a call that
+/// fails is the run's.
+impl From<zsmalloc_codec::Error> for LabError {
+    fn from(e: zsmalloc_codec::Error) -> Self {
+        if e.is_usage() {
+            LabError::Usage(e.to_string())
+        } else {
+            LabError::Runtime(e.to_string())
+        }
+    }
+}
+
 /// Shorthand for results of the lab.
 pub type LabResult<T> = std::result::Result<T, LabError>;
 

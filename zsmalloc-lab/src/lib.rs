@@ -16,7 +16,8 @@
 //!   (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
 //!   writes per configuration and read mode, on pages compressed with liblz4 and libzstd;
-//! - [`codec`]: liblz4 and libzstd, the one compressor of `pages`, `dist`'s floor and `cost`;
+//! - [`page_compressors`]: the compressors `pages`, `dist`'s floor and `cost` measure (those of
+//!   every command come from the `zsmalloc-codec` crate, as the tier's do);
 //! - [`memory`]: every command's memory plan, refused before anything is allocated;
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
@@ -45,7 +46,6 @@ pub mod atomic_file;
 pub mod block_table;
 pub mod classes;
 pub mod cli;
-pub mod codec;
 pub mod commands;
 pub mod compare;
 pub mod config;
@@ -59,6 +59,7 @@ pub mod interrupt;
 pub mod kernel;
 pub mod memory;
 pub mod optimize;
+pub mod page_compressors;
 pub mod plot;
 pub mod progress;
 pub mod report;

@@ -251,20 +251,21 @@ fn mm_stat_huge_pages_follow_zram() {
 #[test]
 fn pages_compress_with_liblz4() {
     use rand::SeedableRng;
-    use zsmalloc_lab::cost::codec::{lz4_compress, Codec};
+    use zsmalloc_codec::{bound, Codec, Compressor};
     let v =
         ok_json(&["run", "--no-time", "--format", "json", "pages", "--synthetic-pages", "2000"]);
     let huge = v["huge_class_size"].as_u64().unwrap() as usize;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
     let mut page = vec![0u8; 4096];
-    let mut out = vec![0u8; Codec::bound(4096)];
+    let mut out = vec![0u8; bound(4096)];
+    let mut lz4 = Codec::new(Compressor::Lz4, 0, 4096).unwrap();
     let mut bytes = 0u64;
     for _ in 0..2000 {
         zsmalloc_lab::workload::corpus::synth_page(&mut rng, &mut page);
         if page.iter().all(|&b| b == page[0]) {
             continue; // same-filled: kept outside the pool
         }
-        let n = lz4_compress(&page, &mut out).unwrap();
+        let n = lz4.compress(&page, &mut out).unwrap();
         bytes += if n >= huge { 4096 } else { n as u64 };
     }
     assert_eq!(v["bytes_stored"].as_u64().unwrap(), bytes);

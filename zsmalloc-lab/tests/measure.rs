@@ -223,7 +223,7 @@ fn pictures_have_their_panels() {
 
 #[test]
 fn the_default_minimum_is_the_shortest_lz4_page() {
-    let (corpus, one_byte) = zsmalloc_lab::workload::pages::shortest_lz4(4096, 16384);
+    let (corpus, one_byte) = zsmalloc_lab::workload::pages::shortest_lz4(4096, 16384).unwrap();
     eprintln!("shortest lz4: corpus {corpus}, one-byte pages {one_byte}");
     assert_eq!(zsmalloc_lab::workload::dist::DEFAULT_MIN_LEN, one_byte, "the floor");
     assert!(corpus >= one_byte, "no page of the corpus compresses below the floor");

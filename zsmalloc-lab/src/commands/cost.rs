@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use zsmalloc_codec::Compressor;
 
 use super::callgrind;
 use super::output::emit;
@@ -12,12 +13,13 @@ use crate::config::flags::{ConfigFlags, ConfigList};
 use crate::config::ConfigSpec;
 use crate::cost::corpus::MAX_SYNTHETIC_PAGES;
 use crate::cost::MIN_BATCH;
-use crate::cost::{self, codec::Algo, corpus::Source};
+use crate::cost::{self, corpus::Source};
 use crate::error::{LabError, LabResult};
 use crate::flag_values;
+use crate::page_compressors::{LZ4_TAKES_NO_LEVEL, PAGE_COMPRESSORS};
 use crate::progress::ProgressSink;
 use crate::report::{Format, Render};
-use crate::{codec, plot, report};
+use crate::{plot, report};
 
 /// The command's help after the flags.
 pub const HELP: &str = "Default run (no path, no --config/--sweep): the built-in synthetic corpus \
@@ -119,12 +121,13 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
     opts.seed = seed;
     let pages = a.synthetic_pages.unwrap_or(cost::DEFAULT_SYNTHETIC_PAGES);
     opts.source = Source::from_flags(a.pid, &a.paths, pages, seed);
-    opts.compressors = Algo::parse_list(a.compressor.as_deref().unwrap_or("lz4,zstd"))?;
+    let names = a.compressor.as_deref().unwrap_or("lz4,zstd");
+    opts.compressors = Compressor::parse_list(names, PAGE_COMPRESSORS)?;
     if let Some(level) = a.level {
-        if !opts.compressors.contains(&Algo::Zstd) {
-            return Err(LabError::usage(codec::LZ4_TAKES_NO_LEVEL));
+        if !opts.compressors.contains(&Compressor::Zstd) {
+            return Err(LabError::usage(LZ4_TAKES_NO_LEVEL));
         }
-        if opts.compressors.contains(&Algo::Lz4) {
+        if opts.compressors.contains(&Compressor::Lz4) {
             eprintln!("zsmalloc: warning: --level {level} applies to zstd only; lz4 takes none");
         }
         opts.level = level;

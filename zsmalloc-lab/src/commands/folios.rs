@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 
 use super::output::emit;
 use crate::atomic_file::CreatedDir;
@@ -13,11 +14,10 @@ use crate::cost::corpus::Source;
 use crate::cost::corpus::MAX_SYNTHETIC_PAGES;
 use crate::error::{LabError, LabResult};
 use crate::flag_values;
-use crate::folios::compressor::Compressor;
 use crate::folios::options::{self as opt, FoliosOptions};
 use crate::progress::ProgressSink;
 use crate::report::{Format, Render};
-use crate::{codec, folios, plot, report};
+use crate::{folios, plot, report};
 
 /// The command's help after the flags.
 pub const HELP: &str = "Each folio size gets a pool of its own with the multi-page band at that \
@@ -115,10 +115,12 @@ fn options(a: &FoliosArgs) -> LabResult<FoliosOptions> {
     let seed = a.seed.unwrap_or(1);
     let pages = a.synthetic_pages.unwrap_or(opt::DEFAULT_PAGES);
     let source = Source::from_flags(a.pid, &a.paths, pages, seed);
-    let compressors =
-        Compressor::parse_list(a.compressor.as_deref().unwrap_or(opt::DEFAULT_COMPRESSORS))?;
+    let compressors = Compressor::parse_list(
+        a.compressor.as_deref().unwrap_or(opt::DEFAULT_COMPRESSORS),
+        Compressor::ALL,
+    )?;
     let zstd_level = match a.level {
-        None => codec::DEFAULT_ZSTD_LEVEL,
+        None => DEFAULT_ZSTD_LEVEL,
         Some(_) if !compressors.contains(&Compressor::Zstd) => {
             return Err(LabError::usage("--level is zstd's: lz4 and lzo take none"));
         }

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use super::codec::{Algo, Codec};
+use zsmalloc_codec::{same_filled, Codec, Compressor};
+
 use super::model::CorpusFacts;
 use crate::error::LabResult;
-use crate::zram_page::{self, ZramPage};
+use crate::zram_page::ZramPage;
 
 /// A corpus page that is not same-filled, compressed.
 #[derive(Debug, Clone, Copy)]
@@ -30,7 +31,7 @@ pub struct StoredPage<'a> {
 /// The compressed corpus for one page size and compressor.
 pub struct Compressed {
     pub page: usize,
-    pub algo: Algo,
+    pub compressor: Compressor,
     /// The corpus pages, concatenated (shared by the compressors of one page size).
     raw: Arc<Vec<u8>>,
     /// Compressed bytes, concatenated.
@@ -43,17 +44,17 @@ impl Compressed {
     pub fn build(
         raw: Arc<Vec<u8>>,
         page: usize,
-        algo: Algo,
+        compressor: Compressor,
         level: i32,
         source: &str,
     ) -> LabResult<Self> {
-        let mut codec = Codec::new(algo, level)?;
-        let mut out = vec![0u8; Codec::bound(page)];
+        let mut codec = Codec::new(compressor, level, page)?;
+        let mut out = vec![0u8; zsmalloc_codec::bound(page)];
         let mut comp = Vec::new();
         let mut entries = Vec::new();
         let mut same = 0u64;
         for (i, p) in raw.chunks(page).enumerate() {
-            if zram_page::same_filled(p).is_some() {
+            if same_filled(p).is_some() {
                 same += 1;
                 continue;
             }
@@ -64,13 +65,13 @@ impl Compressed {
         let facts = CorpusFacts {
             source: source.to_string(),
             page_size: page as u32,
-            compressor: algo.name().into(),
-            level: (algo == Algo::Zstd).then_some(level),
+            compressor: compressor.name().into(),
+            level: (compressor == Compressor::Zstd).then_some(level),
             input_pages: (raw.len() / page) as u64,
             same_filled_pages: same,
             compressed_bytes: comp.len() as u64,
         };
-        Ok(Compressed { page, algo, raw, comp, entries, facts })
+        Ok(Compressed { page, compressor, raw, comp, entries, facts })
     }
 
     /// Pages that go into a pool (the corpus less its same-filled pages): objects per replica.

@@ -61,7 +61,7 @@ impl MemoryPlan {
                     "phase {} of {n}: {} B pages, {}, {} copies of the corpus",
                     i + 1,
                     c.page,
-                    c.algo.name(),
+                    c.compressor.name(),
                     ph.replicas
                 );
                 let pools = ph

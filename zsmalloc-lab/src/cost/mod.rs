@@ -3,7 +3,7 @@
 //! chain-length configuration should consider other metrics" (January 2026).
 //!
 //! Pages of a corpus ([`corpus::Source`]) are compressed with the reference libraries
-//! ([`codec`]) and stored as zram stores them ([`crate::zram_page`]: same-filled pages kept
+//! ([`zsmalloc_codec`]) and stored as zram stores them ([`crate::zram_page`]: same-filled pages kept
 //! outside the pool, pages that do not compress below `huge_class_size` stored raw). The corpus
 //! is stored over and over until the pool holds the target size (twice the last-level cache by
 //! default, within a bound) and every row has a batch of distinct objects. Then, per
@@ -36,7 +36,6 @@
 //! reports it as skipped, with the core's reason); `sg` is a scatter-gather read of a `copy`
 //! pool whose two segments the consumer linearises, as the crypto layer's scomp fallback does.
 
-pub use crate::codec;
 pub mod compressed;
 pub mod corpus;
 pub mod figures;

@@ -1,9 +1,9 @@
 //! What a cost run is asked to do: the corpus, compressors, read modes, configurations, rounds
 //! and the memory it may take; checked before anything runs.
 
+use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::ReadMode;
 
-use super::codec::{self, Algo};
 use super::corpus::Source;
 use super::hw;
 use crate::config::ConfigSpec;
@@ -117,7 +117,7 @@ pub enum InstructionSource {
 #[derive(Debug, Clone)]
 pub struct CostOptions {
     pub source: Source,
-    pub compressors: Vec<Algo>,
+    pub compressors: Vec<Compressor>,
     pub level: i32,
     pub modes: Vec<Mode>,
     pub specs: Vec<ConfigSpec>,
@@ -142,8 +142,8 @@ impl CostOptions {
         let llc = hw::last_level_cache_bytes();
         CostOptions {
             source: Source::Builtin { pages: DEFAULT_SYNTHETIC_PAGES, seed: 1 },
-            compressors: vec![Algo::Lz4, Algo::Zstd],
-            level: codec::DEFAULT_ZSTD_LEVEL,
+            compressors: vec![Compressor::Lz4, Compressor::Zstd],
+            level: DEFAULT_ZSTD_LEVEL,
             modes: Mode::ALL.to_vec(),
             specs,
             repeat: 3,
@@ -174,7 +174,7 @@ impl CostOptions {
         if !(1..=1000).contains(&self.repeat) {
             return Err(LabError::usage(format!("invalid --repeat {}: 1..=1000", self.repeat)));
         }
-        if self.compressors.contains(&Algo::Zstd) && !(1..=22).contains(&self.level) {
+        if self.compressors.contains(&Compressor::Zstd) && !(1..=22).contains(&self.level) {
             return Err(LabError::usage(format!("--level {} is outside 1..=22", self.level)));
         }
         if self.max_pages == 0 {

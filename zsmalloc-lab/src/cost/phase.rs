@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicUsize;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use zsmalloc_codec::Codec;
 
-use super::codec::Codec;
 use super::compressed::Compressed;
 use super::figures::PhaseRows;
 use super::fill::{make_pool, Filled};
@@ -159,7 +159,8 @@ fn empty_job<'a>(cx: &'a RunCtx<'a>) -> Job<'a> {
 }
 
 fn read_job<'a>(f: &'a Filled<'a>, mode: Mode, cx: &'a RunCtx<'a>) -> LabResult<Job<'a>> {
-    let mut bufs = ReadBuffers::new(f.corpus.page, Codec::new(f.corpus.algo, cx.opts.level)?);
+    let codec = Codec::new(f.corpus.compressor, cx.opts.level, f.corpus.page)?;
+    let mut bufs = ReadBuffers::new(f.corpus.page, codec);
     let key = format!("{}|{}|{}", f.facts.label, f.facts.compressor, mode.name());
     let ctx = cx.counting.ctx(cx.opts.batch);
     Ok(Box::new(move |_| {

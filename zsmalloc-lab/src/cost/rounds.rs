@@ -4,9 +4,9 @@
 use std::hint::black_box;
 use std::sync::atomic::AtomicUsize;
 
+use zsmalloc_codec::Codec;
 use zsmalloc_core::{AnyPool, Backend};
 
-use super::codec::Codec;
 use super::fill::Filled;
 use super::instructions;
 use super::options::Mode;

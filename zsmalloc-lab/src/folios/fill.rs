@@ -6,14 +6,14 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use zsmalloc_codec::{same_filled, Codec};
 use zsmalloc_core::{Handle, Pool, HDR};
 
-use super::compressor::Engine;
 use super::row::{ClassPadding, Compaction};
 use crate::error::{LabError, LabResult};
 use crate::timing::CpuTimer;
 use crate::trace_format::{TraceOp, TraceWriter};
-use crate::zram_page::{same_filled, ZramPage};
+use crate::zram_page::ZramPage;
 
 /// How one folio of the corpus is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,11 +39,11 @@ pub struct Compressed {
 
 impl Compressed {
     /// Compresses every folio of `corpus` (a whole number of folios); `huge` decides raw.
-    pub fn of(corpus: &[u8], folio: usize, huge: usize, engine: &mut Engine) -> LabResult<Self> {
+    pub fn of(corpus: &[u8], folio: usize, huge: usize, codec: &mut Codec) -> LabResult<Self> {
         let n = corpus.len() / folio;
         let mut kept = crate::memory::try_vec(n, "--max-pages")?;
         let mut bytes = crate::memory::try_vec(corpus.len() / 2, "--max-pages")?;
-        let mut out = vec![0u8; Engine::bound(folio)];
+        let mut out = vec![0u8; zsmalloc_codec::bound(folio)];
         let mut compressed_bytes = 0u64;
         let mut timer = CpuTimer::new();
         timer.time(|| -> LabResult<()> {
@@ -52,7 +52,7 @@ impl Compressed {
                     kept.push(Kept::Same(w));
                     continue;
                 }
-                let len = engine.compress(f, &mut out)?;
+                let len = codec.compress(f, &mut out)?;
                 compressed_bytes += len as u64;
                 kept.push(match ZramPage::for_length(len, huge) {
                     ZramPage::Compressed(len) => {

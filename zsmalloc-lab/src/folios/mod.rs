@@ -5,14 +5,12 @@
 //! swap-in paths, per compressor (lz4, lzo, zstd) and folio size.
 //!
 //! - [`options`]: the run's settings, checks and memory plan;
-//! - [`compressor`]: the compressors ([`lzo`]: liblzo2's LZO1X-1);
+//! - the compressors are the workspace's ([`zsmalloc_codec`]: liblz4, liblzo2's LZO1X-1, libzstd);
 //! - [`fill`]: compress, store, churn, compact, padding;
 //! - [`reads`]: the timed swap-in paths and swap-out;
 //! - [`row`]: what is reported; [`study`]: the run.
 
-pub mod compressor;
 pub mod fill;
-pub mod lzo;
 pub mod options;
 pub mod reads;
 pub mod row;

@@ -1,8 +1,8 @@
 //! What a `zsmalloc folios` run is asked to do, checked and planned before anything is read.
 
+use zsmalloc_codec::Compressor;
 use zsmalloc_core::{band, PoolConfig};
 
-use super::compressor::Compressor;
 use crate::cost::corpus::Source;
 use crate::error::{LabError, LabResult};
 use crate::memory::{Plan, PER_OBJECT_BYTES};

@@ -14,14 +14,13 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use zsmalloc_codec::{fill_word, same_filled, Codec};
 use zsmalloc_core::{Handle, Pool};
 
-use super::compressor::Engine;
 use super::fill::{Compressed, Kept, FREED};
 use super::row::{ReadPath, Reads, Writes};
 use crate::error::{LabError, LabResult};
 use crate::timing::{Clock, Samples};
-use crate::zram_page::{fill_word, same_filled};
 
 /// Pages a batch fills (an order-2 folio's worth).
 const BATCH_PAGES: usize = 4;
@@ -69,7 +68,13 @@ impl Timed<'_, '_> {
     }
 
     /// Brings back the folio of `slot` by `path` into `b.out`; the bytes decompressed.
-    fn swap_in(&self, path: Path, slot: usize, e: &mut Engine, b: &mut Buffers) -> LabResult<u64> {
+    fn swap_in(
+        &self,
+        path: Path,
+        slot: usize,
+        codec: &mut Codec,
+        b: &mut Buffers,
+    ) -> LabResult<u64> {
         let folio = self.folio();
         let chunk = match path {
             Path::Large => folio,
@@ -89,9 +94,9 @@ impl Timed<'_, '_> {
                 (_, None) => return Err(LabError::runtime("folios: a stored folio has no object")),
             };
             if chunk == folio {
-                bytes += self.fetch(kept, h, e, &mut b.obj, dst)?;
+                bytes += self.fetch(kept, h, codec, &mut b.obj, dst)?;
             } else {
-                bytes += self.fetch(kept, h, e, &mut b.obj, &mut b.scratch)?;
+                bytes += self.fetch(kept, h, codec, &mut b.obj, &mut b.scratch)?;
                 dst.copy_from_slice(&b.scratch[k * chunk..][..dst.len()]);
             }
         }
@@ -104,7 +109,7 @@ impl Timed<'_, '_> {
         &self,
         kept: Kept,
         h: &Handle<&Pool>,
-        e: &mut Engine,
+        codec: &mut Codec,
         obj: &mut [u8],
         into: &mut [u8],
     ) -> LabResult<u64> {
@@ -114,11 +119,12 @@ impl Timed<'_, '_> {
         };
         self.pool.read_into(h, obj)?;
         let folio = self.folio();
-        match e.decompress(&obj[..len as usize], into) {
-            Some(n) if n == folio => Ok(n as u64),
-            n => Err(LabError::runtime(format!(
-                "folios: an object decompressed to {n:?} bytes, not {folio}"
+        match codec.decompress(&obj[..len as usize], into) {
+            Ok(n) if n == folio => Ok(n as u64),
+            Ok(n) => Err(LabError::runtime(format!(
+                "folios: an object decompressed to {n} bytes, not {folio}"
             ))),
+            Err(e) => Err(LabError::runtime(format!("folios: an object did not decompress: {e}"))),
         }
     }
 
@@ -127,7 +133,7 @@ impl Timed<'_, '_> {
         &self,
         slot: usize,
         by_page: bool,
-        e: &mut Engine,
+        codec: &mut Codec,
         b: &mut Buffers,
     ) -> LabResult<()> {
         let folio = self.folio();
@@ -136,7 +142,7 @@ impl Timed<'_, '_> {
         let unit = if by_page { self.page } else { folio };
         for p in f.chunks(unit) {
             if same_filled(p).is_none() {
-                std::hint::black_box(e.compress(p, &mut b.packed)?);
+                std::hint::black_box(codec.compress(p, &mut b.packed)?);
             }
         }
         Ok(())
@@ -146,7 +152,7 @@ impl Timed<'_, '_> {
     /// thread CPU they took.
     pub fn run(
         &self,
-        e: &mut Engine,
+        codec: &mut Codec,
         sample: &[usize],
         repeat: usize,
         fallback_share: f64,
@@ -156,11 +162,11 @@ impl Timed<'_, '_> {
             obj: vec![0u8; folio + 64],
             scratch: vec![0u8; folio],
             out: vec![0u8; folio],
-            packed: vec![0u8; Engine::bound(folio)],
+            packed: vec![0u8; zsmalloc_codec::bound(folio)],
         };
         // Untimed: every sampled folio reads back as it was written.
         for &s in sample {
-            self.swap_in(Path::Large, s, e, &mut b)?;
+            self.swap_in(Path::Large, s, codec, &mut b)?;
             let src = self.slots[s].0 as usize;
             if b.out[..] != self.corpus[src * folio..(src + 1) * folio] {
                 return Err(LabError::runtime("folios: a folio did not read back as written"));
@@ -177,7 +183,7 @@ impl Timed<'_, '_> {
                 let t0 = Clock::now_ns();
                 let mut n = 0;
                 for &s in sample {
-                    n += self.swap_in(path, s, e, &mut b)?;
+                    n += self.swap_in(path, s, codec, &mut b)?;
                 }
                 let dt = Clock::now_ns().saturating_sub(t0);
                 total_ns += dt;
@@ -189,7 +195,7 @@ impl Timed<'_, '_> {
             for (i, by_page) in [false, true].into_iter().enumerate() {
                 let t0 = Clock::now_ns();
                 for &s in sample {
-                    self.swap_out(s, by_page, e, &mut b)?;
+                    self.swap_out(s, by_page, codec, &mut b)?;
                 }
                 let dt = Clock::now_ns().saturating_sub(t0);
                 total_ns += dt;

@@ -3,9 +3,9 @@
 
 use std::time::Instant;
 
+use zsmalloc_codec::{Codec, Compressor};
 use zsmalloc_core::Pool;
 
-use super::compressor::{Compressor, Engine};
 use super::fill::{fill_and_churn, Churn, Compressed};
 use super::options::FoliosOptions;
 use super::reads::{sample, Timed};
@@ -42,9 +42,10 @@ pub fn run(opts: &FoliosOptions, sink: &ProgressSink) -> LabResult<FoliosReport>
     // Put in place once every row has run: a run that fails or is interrupted leaves none.
     let mut traces = Vec::new();
     for &c in &opts.compressors {
-        let mut engine = Engine::new(c, opts.zstd_level)?;
+        // One codec for every folio size: its contexts sized for the largest.
+        let mut codec = Codec::new(c, opts.zstd_level, largest)?;
         for &folio in &opts.folio_sizes {
-            let (row, timed, trace) = one_row(opts, &corpus, c, &mut engine, folio)?;
+            let (row, timed, trace) = one_row(opts, &corpus, c, &mut codec, folio)?;
             time.fill_compress_seconds += row.fill_compress_seconds;
             time.timed_rounds_seconds += timed;
             rows.push(row);
@@ -85,7 +86,7 @@ fn one_row(
     opts: &FoliosOptions,
     corpus: &[u8],
     c: Compressor,
-    engine: &mut Engine,
+    codec: &mut Codec,
     folio: u32,
 ) -> LabResult<(FolioRow, f64, Option<TraceWriter>)> {
     let mut config = opts.config.clone();
@@ -93,7 +94,7 @@ fn one_row(
     let pool = Pool::new(config)?;
     let band = u32::from(folio > opts.config.page_size);
     let huge = pool.huge_class_size_of_band(band).unwrap_or(pool.huge_class_size());
-    let compressed = Compressed::of(corpus, folio as usize, huge, engine)?;
+    let compressed = Compressed::of(corpus, folio as usize, huge, codec)?;
     let churn = Churn { share: opts.churn_share, refill: opts.refill_share, seed: opts.seed };
     let mut trace = match &opts.trace_dir {
         Some(dir) => Some(TraceWriter::create(
@@ -121,7 +122,7 @@ fn one_row(
         slots: &filled.slots,
         page: opts.config.page_size as usize,
     };
-    let (reads, writes, seconds) = timed.run(engine, &picked, opts.repeat, opts.fallback_share)?;
+    let (reads, writes, seconds) = timed.run(codec, &picked, opts.repeat, opts.fallback_share)?;
     let kept = &compressed.kept;
     let count = |f: &dyn Fn(&super::fill::Kept) -> bool| kept.iter().filter(|k| f(k)).count();
     let row = FolioRow {

@@ -1,5 +1,5 @@
 //! Real pages: files or directories split into pages (the last one zero-padded), each
-//! compressed with liblz4 or libzstd ([`crate::codec`], as in the cost study) and stored as zram
+//! compressed with liblz4 or libzstd ([`crate::page_compressors`], as in the cost study) and stored as zram
 //! does ([`crate::zram_page`]: same-filled pages kept outside the pool, or stored small here on
 //! request; pages whose compressed size reaches `huge_class_size` stored raw) — then
 //! every page read back, decompressed and checked against the original.
@@ -17,15 +17,17 @@ use zsmalloc_core::Backend;
 
 use super::files::{self, FilePages, Walk};
 use super::{corpus, Extra, SameFilled, WorkloadKind};
-pub use crate::codec::Algo as Compressor;
-use crate::codec::{self, Codec, DEFAULT_ZSTD_LEVEL};
+pub use zsmalloc_codec::Compressor;
+use zsmalloc_codec::{fill_word, is_word_fill, Codec, DEFAULT_ZSTD_LEVEL};
+
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::flag_values;
 use crate::memory::{Limit, Plan};
+use crate::page_compressors::{LZ4_TAKES_NO_LEVEL, PAGE_COMPRESSORS};
 use crate::result::CorpusFacts;
 use crate::timing::{Clock, CpuTimer};
-use crate::zram_page::{self, ZramPage};
+use crate::zram_page::ZramPage;
 
 /// The parameters, as `zsmalloc run pages` takes them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -63,7 +65,8 @@ impl Default for Pages {
 
 /// `--compressor`; clap's message names the value and the flag, this adds what is accepted.
 fn parse_compressor(name: &str) -> Result<Compressor, String> {
-    Compressor::parse(name).map_err(|_| format!("accepted: {}", crate::codec::ACCEPTED))
+    Compressor::parse(name, PAGE_COMPRESSORS)
+        .map_err(|_| format!("accepted: {}", Compressor::names(PAGE_COMPRESSORS)))
 }
 
 /// Most pages of the synthetic corpus.
@@ -157,7 +160,7 @@ impl WorkloadKind for Pages {
     fn check(&self, page: usize) -> LabResult<()> {
         let bad = |m: String| Err(LabError::usage(format!("pages: {m}")));
         match (self.compressor, self.level) {
-            (Compressor::Lz4, Some(_)) => return bad(codec::LZ4_TAKES_NO_LEVEL.into()),
+            (Compressor::Lz4, Some(_)) => return bad(LZ4_TAKES_NO_LEVEL.into()),
             (Compressor::Zstd, Some(l)) if !(1..=22).contains(&l) => {
                 return bad(format!("--level {l} is outside 1..=22"))
             }
@@ -217,10 +220,10 @@ impl WorkloadKind for Pages {
     fn run(&self, d: &mut Driver<'_>, timing: bool) -> LabResult<Extra> {
         let page = d.page_size();
         let huge = d.pool().huge_class_size();
-        let mut codec = Codec::new(self.compressor, self.zstd_level())?;
+        let mut codec = Codec::new(self.compressor, self.zstd_level(), page)?;
         let mut src = self.source()?;
         let mut buf = vec![0u8; page];
-        let mut out = vec![0u8; Codec::bound(page)];
+        let mut out = vec![0u8; zsmalloc_codec::bound(page)];
         let mut stored: Vec<Stored> = Vec::new();
         let mut facts = CorpusFacts {
             source: self.source_name(),
@@ -242,7 +245,7 @@ impl WorkloadKind for Pages {
                         SameFilled::Store => {
                             d.note_same_stored();
                             let mut small = vec![0u8; self.same_size];
-                            zram_page::fill_word(&mut small, value);
+                            fill_word(&mut small, value);
                             if !d.store_bytes(slot, &small)? {
                                 stored.push(Stored::Failed);
                                 continue;
@@ -287,7 +290,7 @@ impl WorkloadKind for Pages {
         d.read_each(&slots, |slot, data| match stored[slot] {
             Stored::Failed => Ok(()),
             Stored::Same(v) => {
-                if zram_page::is_word_fill(data, v) {
+                if is_word_fill(data, v) {
                     Ok(())
                 } else {
                     Err(LabError::Verify(format!("same-filled page {slot} changed")))
@@ -301,11 +304,11 @@ impl WorkloadKind for Pages {
                 }
             }
             Stored::Compressed(h) => match codec.decompress(data, &mut buf) {
-                Some(n) if n == buf.len() && page_hash(&buf) == h => Ok(()),
-                Some(_) => Err(LabError::Verify(format!(
+                Ok(n) if n == buf.len() && page_hash(&buf) == h => Ok(()),
+                Ok(_) => Err(LabError::Verify(format!(
                     "page {slot} does not decompress to the original"
                 ))),
-                None => Err(LabError::Verify(format!("page {slot}: corrupt compressed data"))),
+                Err(_) => Err(LabError::Verify(format!("page {slot}: corrupt compressed data"))),
             },
         })?;
         read_cpu.add_ns(Clock::now_ns().saturating_sub(t));
@@ -333,10 +336,11 @@ impl WorkloadKind for Pages {
 /// The shortest liblz4 output of a page of `page` bytes that is not same-filled, over the
 /// synthetic corpus (`pages` pages, seed 1) and pages that differ from a zero page in one byte;
 /// returns (over the corpus, over the one-byte pages).
-pub fn shortest_lz4(page: usize, pages: usize) -> (usize, usize) {
+pub fn shortest_lz4(page: usize, pages: usize) -> LabResult<(usize, usize)> {
     let mut buf = vec![0u8; page];
-    let mut out = vec![0u8; Codec::bound(page)];
-    let mut len = |buf: &[u8]| codec::lz4_compress(buf, &mut out).unwrap_or(page);
+    let mut out = vec![0u8; zsmalloc_codec::bound(page)];
+    let mut lz4 = Codec::new(Compressor::Lz4, DEFAULT_ZSTD_LEVEL, page)?;
+    let mut len = |buf: &[u8]| lz4.compress(buf, &mut out).unwrap_or(page);
     let mut rng = ChaCha8Rng::seed_from_u64(1);
     let mut corpus_min = usize::MAX;
     for _ in 0..pages {
@@ -351,5 +355,5 @@ pub fn shortest_lz4(page: usize, pages: usize) -> (usize, usize) {
         buf[at] = 0x5a;
         one_byte_min = one_byte_min.min(len(&buf));
     }
-    (corpus_min, one_byte_min)
+    Ok((corpus_min, one_byte_min))
 }

@@ -1,18 +1,19 @@
-//! LZO1X-1 from the reference library, liblzo2 (Debian: `liblzo2-2`, loaded at run time), the algorithm behind
-//! the kernel's `lzo` compressor (`lib/lzo/lzo1x_compress.c` is a port of it). Two calls:
-//! `lzo1x_1_compress` and `lzo1x_decompress_safe`.
+//! LZO1X-1 from the reference library, liblzo2 (Debian: `liblzo2-2`, loaded at run time), the
+//! algorithm behind the kernel's `lzo` compressor (`lib/lzo/lzo1x_compress.c` is a port of it).
+//! Two calls: `lzo1x_1_compress`, into a dictionary made with the codec, and
+//! `lzo1x_decompress_safe`, which takes none; neither allocates.
 //!
 //! What differs from the kernel: liblzo2's LZO1X-1 hashes into a 2^14-entry dictionary, the
 //! kernel's port into 2^13 entries, so compressed lengths differ a little (the format is the
 //! same: either decompressor reads the other's output). The kernel's `lzo-rle` (the default of
 //! zram since 5.1) adds a run-length encoding of zero runs that exists only in the kernel; it
-//! has no userspace library, and the kernel compresses 4K pages only, so it has no figures
-//! here.
+//! has no userspace library.
 
 use std::os::raw::{c_int, c_uchar, c_ulong, c_void};
 use std::sync::OnceLock;
 
-use crate::error::{LabError, LabResult};
+use crate::compressor::Compressor;
+use crate::error::{Error, Unavailable};
 
 /// `LZO_E_OK`.
 const LZO_E_OK: c_int = 0;
@@ -38,8 +39,8 @@ type InitFn = unsafe extern "C" fn(
 type CodecFn =
     unsafe extern "C" fn(*const c_uchar, c_ulong, *mut c_uchar, *mut c_ulong, *mut c_void) -> c_int;
 
-/// The two calls, from liblzo2 loaded at run time: the lab builds and runs without the
-/// library, and only `--compressor lzo` needs it.
+/// The two calls, from liblzo2 loaded at run time: the workspace builds and runs without the
+/// library, and only the `lzo` compressor needs it.
 struct Library {
     compress: CodecFn,
     decompress: CodecFn,
@@ -48,29 +49,28 @@ struct Library {
 /// The library's shared object names, newest first.
 const SONAMES: [&[u8]; 2] = [b"liblzo2.so.2\0", b"liblzo2.so\0"];
 
-static LIBRARY: OnceLock<Result<Library, String>> = OnceLock::new();
+static LIBRARY: OnceLock<Result<Library, Unavailable>> = OnceLock::new();
 
 /// liblzo2, loaded and initialised once (`lzo_init()`: the library checks that its types are
 /// the ones declared here).
-fn library() -> LabResult<&'static Library> {
-    LIBRARY.get_or_init(load).as_ref().map_err(|e| LabError::usage(e.clone()))
+fn library() -> Result<&'static Library, Error> {
+    LIBRARY.get_or_init(load).as_ref().map_err(|&e| Error::Unavailable(e))
 }
 
-fn load() -> Result<Library, String> {
-    let missing = "lzo needs liblzo2 (Debian: apt-get install liblzo2-2)".to_string();
+fn load() -> Result<Library, Unavailable> {
     // SAFETY: dlopen reads a NUL-terminated name; the handle is kept for the process's life
     // (never dlclosed), so the symbols below stay valid.
     let handle = SONAMES
         .iter()
         .map(|n| unsafe { libc::dlopen(n.as_ptr().cast(), libc::RTLD_NOW | libc::RTLD_LOCAL) })
         .find(|h| !h.is_null())
-        .ok_or(missing)?;
-    let symbol = |name: &[u8]| -> Result<*mut c_void, String> {
-        // SAFETY: `handle` is a live dlopen handle and `name` is NUL-terminated.
-        let p = unsafe { libc::dlsym(handle, name.as_ptr().cast()) };
+        .ok_or(Unavailable::NotInstalled)?;
+    let symbol = |name: &'static str| -> Result<*mut c_void, Unavailable> {
+        let c_name = format!("{name}\0");
+        // SAFETY: `handle` is a live dlopen handle and `c_name` is NUL-terminated.
+        let p = unsafe { libc::dlsym(handle, c_name.as_ptr().cast()) };
         if p.is_null() {
-            let shown = String::from_utf8_lossy(&name[..name.len() - 1]).into_owned();
-            Err(format!("liblzo2 has no {shown}"))
+            Err(Unavailable::NoSymbol(name))
         } else {
             Ok(p)
         }
@@ -79,9 +79,9 @@ fn load() -> Result<Library, String> {
     // lzo/lzo1x.h); a function pointer and a data pointer have the same size here.
     let (init, compress, decompress) = unsafe {
         (
-            std::mem::transmute::<*mut c_void, InitFn>(symbol(b"__lzo_init_v2\0")?),
-            std::mem::transmute::<*mut c_void, CodecFn>(symbol(b"lzo1x_1_compress\0")?),
-            std::mem::transmute::<*mut c_void, CodecFn>(symbol(b"lzo1x_decompress_safe\0")?),
+            std::mem::transmute::<*mut c_void, InitFn>(symbol("__lzo_init_v2")?),
+            std::mem::transmute::<*mut c_void, CodecFn>(symbol("lzo1x_1_compress")?),
+            std::mem::transmute::<*mut c_void, CodecFn>(symbol("lzo1x_decompress_safe")?),
         )
     };
     let ptr = std::mem::size_of::<*const u8>() as c_int;
@@ -104,31 +104,33 @@ fn load() -> Result<Library, String> {
         )
     };
     if rc != LZO_E_OK {
-        return Err(format!("liblzo2: lzo_init failed ({rc})"));
+        return Err(Unavailable::InitFailed(rc));
     }
     Ok(Library { compress, decompress })
+}
+
+/// The largest output of a `len`-byte input (liblzo2's documented bound).
+pub fn bound(len: usize) -> usize {
+    len + len / 16 + 64 + 3
 }
 
 /// An LZO1X-1 compressor with its work memory.
 pub struct Lzo {
     lib: &'static Library,
-    work: Vec<u64>,
+    work: Box<[u64]>,
 }
 
 impl Lzo {
-    pub fn new() -> LabResult<Lzo> {
-        Ok(Lzo { lib: library()?, work: vec![0u64; WORK_BYTES / 8] })
+    /// Loads liblzo2 on first use (dlopen allocates: here, never in a call below).
+    pub fn new() -> Result<Lzo, Error> {
+        Ok(Lzo { lib: library()?, work: vec![0u64; WORK_BYTES / 8].into_boxed_slice() })
     }
 
-    /// The largest output of a `len`-byte input (liblzo2's documented bound).
-    pub fn bound(len: usize) -> usize {
-        len + len / 16 + 64 + 3
-    }
-
-    /// Compresses `src` into `dst` (at least [`Lzo::bound`] bytes); the compressed length.
-    pub fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> LabResult<usize> {
-        if dst.len() < Lzo::bound(src.len()) {
-            return Err(LabError::runtime("lzo: output buffer below the bound"));
+    /// Compresses `src` into `dst`, which must hold [`bound`] bytes: LZO1X-1 takes no output
+    /// limit, so a shorter buffer is refused before the call.
+    pub fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
+        if dst.len() < bound(src.len()) {
+            return Err(Error::OutputTooSmall(Compressor::Lzo));
         }
         let mut out = dst.len() as c_ulong;
         // SAFETY: `src` is read for its length; `dst` holds at least the bound LZO1X-1 can
@@ -144,22 +146,19 @@ impl Lzo {
             )
         };
         if rc != LZO_E_OK {
-            return Err(LabError::runtime(format!("lzo compression failed ({rc})")));
+            return Err(Error::Lzo(rc));
         }
         Ok(out as usize)
     }
 
-    /// Decompresses `src` into `dst`; the decompressed length, or `None` on corrupt input or
-    /// an output that does not fit.
+    /// Decompresses `src` into `dst`: corrupt input, or an output that does not fit, refused.
     #[inline]
-    pub fn decompress(src: &[u8], dst: &mut [u8]) -> Option<usize> {
-        // Loaded by `Lzo::new`, which every lzo object of a run went through.
-        let lib = LIBRARY.get()?.as_ref().ok()?;
+    pub fn decompress(&self, src: &[u8], dst: &mut [u8]) -> Result<usize, Error> {
         let mut out = dst.len() as c_ulong;
         // SAFETY: the "safe" decompressor reads at most `src.len()` bytes of `src` and writes
         // at most `out` (= `dst.len()`) bytes into `dst`; it takes no work memory (NULL).
         let rc = unsafe {
-            (lib.decompress)(
+            (self.lib.decompress)(
                 src.as_ptr(),
                 src.len() as c_ulong,
                 dst.as_mut_ptr(),
@@ -167,25 +166,10 @@ impl Lzo {
                 std::ptr::null_mut(),
             )
         };
-        (rc == LZO_E_OK).then_some(out as usize)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips_and_refuses_corrupt_input() {
-        let data: Vec<u8> = (0..16384u32).map(|i| (i % 251) as u8 ^ (i / 97) as u8).collect();
-        let mut lzo = Lzo::new().unwrap();
-        let mut out = vec![0u8; Lzo::bound(data.len())];
-        let n = lzo.compress(&data, &mut out).unwrap();
-        assert!(n > 0 && n < data.len());
-        let mut back = vec![0u8; data.len()];
-        assert_eq!(Lzo::decompress(&out[..n], &mut back), Some(data.len()));
-        assert_eq!(back, data);
-        assert_eq!(Lzo::decompress(&out[..n / 2], &mut back), None);
-        assert_eq!(Lzo::decompress(&out[..n], &mut back[..100]), None);
+        if rc == LZO_E_OK {
+            Ok(out as usize)
+        } else {
+            Err(Error::Corrupt(Compressor::Lzo))
+        }
     }
 }
