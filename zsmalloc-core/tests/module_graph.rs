@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 /// Longest Rust file accepted, in lines.
 const MAX_LINES: usize = 600;
 /// The library crates besides the lab, by directory.
-const CRATES: [&str; 4] = ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py", "zsmalloc-tier"];
+const CRATES: [&str; 5] =
+    ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py", "zsmalloc-tier", "zsmalloc-codec"];
 const LAB: &str = "zsmalloc-lab";
 /// Not modules of a crate's graph: its binaries.
 const NOT_MODULES: [&str; 2] = ["main", "bin"];
