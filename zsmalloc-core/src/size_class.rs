@@ -87,7 +87,6 @@ impl ClassState {
     }
 
     /// Links zspage `entry` at the head of `group`.
-    #[inline]
     pub fn insert(&mut self, t: &ZspageTable, entry: u32, group: usize) {
         let z = zs(t, entry);
         let old = self.head(group);
@@ -103,7 +102,6 @@ impl ClassState {
     }
 
     /// Unlinks zspage `entry` from its group.
-    #[inline]
     pub fn remove(&mut self, t: &ZspageTable, entry: u32) {
         let z = zs(t, entry);
         let group = z.group.load(Relaxed) as usize;
@@ -133,7 +131,6 @@ impl ClassState {
     }
 
     /// Relinks zspage `entry` at the head of `group`.
-    #[inline]
     fn move_to(&mut self, t: &ZspageTable, entry: u32, group: usize) {
         self.remove(t, entry);
         self.insert(t, entry, group);

@@ -148,15 +148,8 @@ impl<'p> Driver<'p> {
                     Err(e) => Answer::Refused(refuse(e)),
                 },
                 Op::Read { slot, len, .. } if !bytes_kept => {
-                    let word = super::word(words, slot);
-                    // SAFETY: the word holds an object (checked when queued).
-                    match unsafe { pool.read_placement_raw(word, Some(len), ReadKind::Section) } {
-                        // The kernel's test, as the section would have told it: copied out.
-                        Ok(placed) => Answer::Read {
-                            spanning: placed.copied > 0,
-                            verified: true,
-                            end_refused: None,
-                        },
+                    match read_placement(pool, super::word(words, slot), len) {
+                        Ok(answer) => answer,
                         Err(e) => Answer::Refused(refuse(e)),
                     }
                 }
@@ -290,6 +283,20 @@ impl<'p> Driver<'p> {
         self.telemetry.cpu.add_ns(Clock::now_ns().saturating_sub(t0));
         Ok(r)
     }
+}
+
+/// A read of a pool without payload: where the object lies, as its section would have told it
+/// (copied out, in `copy` mode, when it spans). Out of line: the reads of a pool with bytes do
+/// not carry it.
+#[inline(never)]
+fn read_placement(
+    pool: &AnyPool,
+    word: &std::sync::atomic::AtomicUsize,
+    len: usize,
+) -> Result<Answer, zsmalloc_core::Error> {
+    // SAFETY: the word holds an object of this pool (checked when queued).
+    let placed = unsafe { pool.read_placement_raw(word, Some(len), ReadKind::Section) }?;
+    Ok(Answer::Read { spanning: placed.copied > 0, verified: true, end_refused: None })
 }
 
 fn mismatch(slot: usize, len: usize) -> LabError {

@@ -202,13 +202,11 @@ impl<'p> Driver<'p> {
     fn queue_read(&mut self, slot: usize, visit: bool) {
         let Slot { key, len, state } = self.objects.slots[slot];
         let len = len as usize;
-        if !self.bytes {
-            self.batch.queue.push(Op::Read { slot, len, reader: Reader::Verify(key) });
-            return;
-        }
         let key = (state == State::Pattern).then_some(key);
         let reader = match key {
-            Some(key) if !visit => Reader::Verify(key),
+            // Without bytes nothing is copied for a visitor (nor verified: see `flush`).
+            Some(key) if !visit || !self.bytes => Reader::Verify(key),
+            None if !self.bytes => Reader::Verify(0),
             _ => Reader::Copy { off: self.batch.arena.reserve(len), key, visit },
         };
         self.batch.queue.push(Op::Read { slot, len, reader });
