@@ -134,3 +134,35 @@ impl Drop for Progress {
         self.finish();
     }
 }
+
+/// A bar by bytes read, for a regular file of known length (drawn as the project's bars
+/// are: on a terminal, after a second).
+pub struct ByteProgress {
+    bar: Option<Progress>,
+    _sink: ProgressSink,
+}
+
+impl ByteProgress {
+    pub fn new(size: u64, label: &str) -> Self {
+        let sink = ProgressSink::auto();
+        let bar = (size > 0 && sink.is_active()).then(|| {
+            let mut p = Progress::new(&sink, label);
+            p.set_total(size);
+            p
+        });
+        ByteProgress { bar, _sink: sink }
+    }
+
+    #[inline]
+    pub fn tick(&mut self, bytes: u64) {
+        if let Some(b) = &mut self.bar {
+            b.tick(bytes);
+        }
+    }
+
+    pub fn finish(&mut self) {
+        if let Some(b) = &mut self.bar {
+            b.finish();
+        }
+    }
+}

@@ -10,7 +10,7 @@ use zsmalloc_core::text_input::escape;
 use super::output::emit;
 use super::trace_info::{self, InfoFormat};
 use crate::error::{LabError, LabResult};
-use crate::progress::{Progress, ProgressSink};
+use crate::progress::ByteProgress;
 use crate::trace_format::{TraceEncoding, TraceFormat, TraceReader, TraceWriter};
 
 /// `zsmalloc trace <command>`.
@@ -94,36 +94,4 @@ fn convert(a: &ConvertArgs) -> LabResult<()> {
     }
     bar.finish();
     out.finish()
-}
-
-/// A bar by bytes read, for a regular file of known length (drawn as the project's bars
-/// are: on a terminal, after a second).
-struct ByteProgress {
-    bar: Option<Progress>,
-    _sink: ProgressSink,
-}
-
-impl ByteProgress {
-    fn new(size: u64, label: &str) -> Self {
-        let sink = ProgressSink::auto();
-        let bar = (size > 0 && sink.is_active()).then(|| {
-            let mut p = Progress::new(&sink, label);
-            p.set_total(size);
-            p
-        });
-        ByteProgress { bar, _sink: sink }
-    }
-
-    #[inline]
-    fn tick(&mut self, bytes: u64) {
-        if let Some(b) = &mut self.bar {
-            b.tick(bytes);
-        }
-    }
-
-    fn finish(&mut self) {
-        if let Some(b) = &mut self.bar {
-            b.finish();
-        }
-    }
 }

@@ -25,6 +25,7 @@ use zsmalloc_core::text_input::{escape, io_reason};
 
 use super::id_map::IdMap;
 use crate::error::{LabError, LabResult};
+use crate::progress::ByteProgress;
 use crate::trace_format::binary::{BinaryEncoder, BinaryHeader};
 use crate::trace_format::{TraceOp, TraceReader};
 
@@ -101,7 +102,10 @@ impl TraceInput {
                 p
             }
             None => {
-                PlanPass::new(budget, longest, payload).read(&mut self.reader()?, |_, _| Ok(()))?
+                let size = lock(&self.file).as_ref().and_then(|f| f.metadata().ok());
+                PlanPass::new(budget, longest, payload)
+                    .of_bytes(size.map_or(0, |m| m.len()))
+                    .read(&mut self.reader()?, |_, _| Ok(()))?
             }
         };
         *plan = Some(made);
@@ -237,13 +241,21 @@ struct PlanPass {
     budget: u64,
     longest: u64,
     payload: bool,
+    /// Bytes of the input, for the progress bar (0: unknown, no bar).
+    input_bytes: u64,
     plan: TracePlan,
 }
 
 impl PlanPass {
     fn new(budget: u64, longest: u64, payload: bool) -> Self {
         let plan = TracePlan::default();
-        PlanPass { live: IdMap::new(), bytes: 0, budget, longest, payload, plan }
+        PlanPass { live: IdMap::new(), bytes: 0, budget, longest, payload, input_bytes: 0, plan }
+    }
+
+    /// The pass over an input of `bytes` bytes: a bar by bytes read on a terminal.
+    fn of_bytes(mut self, bytes: u64) -> Self {
+        self.input_bytes = bytes;
+        self
     }
 
     /// Adds one operation; false once the plan is over the budget.
@@ -284,13 +296,20 @@ impl PlanPass {
         reader: &mut TraceReader<R>,
         mut each: impl FnMut(&TraceOp, &TraceReader<R>) -> LabResult<()>,
     ) -> LabResult<TracePlan> {
+        let mut bar = ByteProgress::new(self.input_bytes, "reading the trace");
+        let mut next_tick = 0u64;
         while let Some(op) = reader.next_op()? {
             each(&op, reader)?;
+            if self.plan.ops >= next_tick {
+                bar.tick(reader.bytes_read());
+                next_tick = self.plan.ops + (1 << 16);
+            }
             if !self.add(&op) {
                 self.stop(reader.line_no(), reader.unit());
                 break;
             }
         }
+        bar.finish();
         Ok(self.plan)
     }
 }
