@@ -38,7 +38,8 @@ measure() {
 
 small=$((N / 10))
 trace=$DIR/dist-$N.zstrace
-measure run-small run dist --objects "$small" --placement-only
+measure run-small run dist --objects "$small" --placement-only \
+  --record "$DIR/dist-$small.zstrace" --trace-format binary
 measure run run dist --objects "$N" --placement-only --record "$trace" --trace-format binary
 measure replay replay "$trace" --placement-only
 measure run-bytes-small run dist --objects "$small" --no-time

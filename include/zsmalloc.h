@@ -59,8 +59,11 @@ typedef unsigned int gfp_t;
  * 6: objects of several pages: `struct zs_pool_config` gains `multi_page_size` (and
  * `reserved3`), `struct zs_class_stats` the class's `order`, `struct zs_pool_stats`
  * `bytes_moved`; `zs_huge_class_size_band()`; `ZSMALLOC_MULTI_PAGE_SIZE`.
+ * 7: placement only: `struct zs_pool_config`'s `reserved3` becomes `placement_only` (0, a
+ * version-6 caller's value, keeps every byte); `-EOPNOTSUPP` for reads of bytes of such a pool;
+ * `ZSMALLOC_PLACEMENT_ONLY`.
  */
-#define ZS_ABI_VERSION 6
+#define ZS_ABI_VERSION 7
 
 /**
  * Chain policy `classic`: mainline's least-waste chain size.
@@ -264,9 +267,11 @@ struct zs_pool_config {
      */
     uint32_t multi_page_size;
     /**
-     * Padding of version 6's struct; must be 0.
+     * 1: the pool keeps lengths and placement only, never the objects' bytes (ABI version 7;
+     * docs/C_API.md, Placement only): reads of bytes fail with `-EOPNOTSUPP`. 0 (the default,
+     * and every version-6 caller's padding) keeps every byte.
      */
-    uint32_t reserved3;
+    uint32_t placement_only;
 };
 
 /**

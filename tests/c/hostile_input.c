@@ -74,7 +74,7 @@ static void struct_sizes(void)
     const size_t cfg_ends[] = {
         END_OF(C, mem_limit_pages), END_OF(C, backing),     END_OF(C, reserved),
         END_OF(C, backend),         END_OF(C, reserved2),   END_OF(C, class_table),
-        END_OF(C, class_count),     END_OF(C, multi_page_size), END_OF(C, reserved3),
+        END_OF(C, class_count),     END_OF(C, multi_page_size), END_OF(C, placement_only),
     };
     const size_t ncfg = sizeof(cfg_ends) / sizeof(cfg_ends[0]);
     union {

@@ -112,8 +112,10 @@ pub struct zs_pool_config {
     /// classes of order-K compound pages and objects up to this many bytes. Read only from a
     /// struct of version 6 or later (an older one means 0).
     pub multi_page_size: u32,
-    /// Padding of version 6's struct; must be 0.
-    pub reserved3: u32,
+    /// 1: the pool keeps lengths and placement only, never the objects' bytes (ABI version 7;
+    /// docs/C_API.md, Placement only): reads of bytes fail with `-EOPNOTSUPP`. 0 (the default,
+    /// and every version-6 caller's padding) keeps every byte.
+    pub placement_only: u32,
 }
 
 fn policy_code(policy: &PolicyRef) -> Result<u32> {
@@ -230,7 +232,7 @@ impl zs_pool_config {
             class_table: class_table.map_or(std::ptr::null(), <[_]>::as_ptr),
             class_count: class_table.map_or(0, <[_]>::len),
             multi_page_size: cfg.multi_page_size,
-            reserved3: 0,
+            placement_only: u32::from(!cfg.payload),
         })
     }
 
@@ -252,10 +254,14 @@ impl zs_pool_config {
             backend: backend_from_code(self.backend)?,
             class_table,
             multi_page_size: self.multi_page_size,
+            payload: self.placement_only == 0,
             ..PoolConfig::default()
         };
-        if self.reserved3 != 0 {
-            return Err(invalid("struct zs_pool_config's reserved3 must be 0"));
+        if self.placement_only > 1 {
+            return Err(invalid(format!(
+                "struct zs_pool_config's placement_only is {}: 0 (keep every byte) or 1",
+                self.placement_only
+            )));
         }
         cfg.validate()?;
         Ok(cfg)
@@ -342,7 +348,7 @@ unsafe impl Plain for zs_pool_config {
         class_table,
         class_count,
         multi_page_size,
-        reserved3,
+        placement_only,
     });
 }
 const _: () = assert!(fields_cover::<zs_pool_config>());

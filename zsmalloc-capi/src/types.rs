@@ -22,7 +22,10 @@ pub type gfp_t = std::ffi::c_uint;
 /// 6: objects of several pages: `struct zs_pool_config` gains `multi_page_size` (and
 /// `reserved3`), `struct zs_class_stats` the class's `order`, `struct zs_pool_stats`
 /// `bytes_moved`; `zs_huge_class_size_band()`; `ZSMALLOC_MULTI_PAGE_SIZE`.
-pub const ZS_ABI_VERSION: u32 = 6;
+/// 7: placement only: `struct zs_pool_config`'s `reserved3` becomes `placement_only` (0, a
+/// version-6 caller's value, keeps every byte); `-EOPNOTSUPP` for reads of bytes of such a pool;
+/// `ZSMALLOC_PLACEMENT_ONLY`.
+pub const ZS_ABI_VERSION: u32 = 7;
 
 /// Bytes of the in-object header; a spanning read returns `local_copy + ZS_HANDLE_SIZE`.
 /// (The header defines it by hand, guarded, so that ported kernel code can define its own.)

@@ -54,7 +54,7 @@ fn the_field_is_read_from_version_6_structs_only() {
         cfg.multi_page_size = 12288;
         assert!(create(&cfg, ZS_POOL_CONFIG_SIZE_VER6).is_null());
         cfg.multi_page_size = 16384;
-        cfg.reserved3 = 1;
+        cfg.placement_only = 2;
         assert!(create(&cfg, ZS_POOL_CONFIG_SIZE_VER6).is_null());
     }
 }

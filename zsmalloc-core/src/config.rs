@@ -402,6 +402,13 @@ impl PoolConfig {
         if let Some(v) = bytes("ZSMALLOC_MULTI_PAGE_SIZE", MULTI)? {
             cfg.multi_page_size = to_u32("ZSMALLOC_MULTI_PAGE_SIZE", v, MULTI)?;
         }
+        if let Some(v) = number("ZSMALLOC_PLACEMENT_ONLY", "0 (keep every byte) or 1")? {
+            cfg.payload = match v {
+                0 => true,
+                1 => false,
+                _ => return Err(env_err("ZSMALLOC_PLACEMENT_ONLY", &v.to_string(), "0 or 1")),
+            };
+        }
         if let Some(v) = number("ZSMALLOC_MEM_LIMIT_PAGES", "a page count (0 = no limit)")? {
             cfg.mem_limit_pages = v;
         }
@@ -438,7 +445,7 @@ impl PoolConfig {
 }
 
 /// The `ZSMALLOC_*` environment variables this library reads.
-pub const ENV_VARS: [&str; 10] = [
+pub const ENV_VARS: [&str; 11] = [
     "ZSMALLOC_PAGE_SIZE",
     "ZSMALLOC_CHAIN_SIZE",
     "ZSMALLOC_CLASS_DELTA",
@@ -449,6 +456,7 @@ pub const ENV_VARS: [&str; 10] = [
     "ZSMALLOC_BACKEND",
     "ZSMALLOC_CLASS_TABLE",
     "ZSMALLOC_MULTI_PAGE_SIZE",
+    "ZSMALLOC_PLACEMENT_ONLY",
 ];
 
 /// `ZSMALLOC_*` variables of the project's own scripts, not warned about.
