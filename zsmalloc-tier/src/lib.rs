@@ -8,4 +8,5 @@ pub mod floor;
 pub mod latency;
 pub mod lz4;
 pub mod region;
+pub mod stats;
 pub mod uffd;

@@ -1,0 +1,111 @@
+//! Serving a fault: a page never touched (or emptied) comes in as zeros, an evicted one from
+//! its same-filled value or its pool object, decompressed; each fills the hole with
+//! `UFFDIO_COPY`, which also wakes the threads waiting on it. The object is freed once the
+//! page is back.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use zsmalloc_core::Backend;
+use zsmalloc_tier::stats::{Field, State as TierState};
+use zsmalloc_tier::uffd::UffdError;
+
+use crate::heap;
+use crate::page_codec;
+use crate::sys::PAGE;
+use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
+
+impl Tier {
+    /// Serves the fault at `addr` (a page of the reserve), then evicts down to the budget.
+    pub fn serve(&self, addr: usize, t0: Instant) {
+        self.state.with(|st| {
+            let page = (addr - heap::base()) / PAGE;
+            let kind = self.entry(st, page).kind();
+            match kind {
+                EMPTY => {
+                    self.fill(addr, &st.zero);
+                    self.arrive(st, page);
+                    tier::stats().add(Field::FirstTouches, 1);
+                }
+                // Served already (another thread's fault on the same page), or the kernel
+                // dropped it (MADV_FREE): zeros, if it is a hole.
+                RESIDENT => self.fill(addr, &st.zero),
+                _ => {
+                    self.restore(st, page);
+                    let w = tier::stats();
+                    w.add(Field::Faults, 1);
+                    w.fault(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            self.evict_over_budget(st);
+        });
+    }
+
+    /// Fills the hole at `addr` with `data`; a page already there is the fault served.
+    fn fill(&self, addr: usize, data: &[u8]) {
+        match self.uffd.copy(addr, data, true) {
+            Ok(()) => {}
+            Err(UffdError::AlreadyMapped { .. }) => {
+                if let Err(e) = self.uffd.wake(addr, PAGE) {
+                    tier::fatal(&format!("wake: {e}"));
+                }
+            }
+            Err(e) => tier::fatal(&format!("a fault could not be served: {e}")),
+        }
+    }
+
+    /// Brings the evicted page `page` back from its value or object (which is freed).
+    pub fn restore(&self, st: &mut State, page: usize) {
+        let addr = self.addr(page);
+        let e = self.entry(st, page);
+        match e.kind() {
+            SAME => {
+                let v = e.handle.load(Ordering::Relaxed) as u64;
+                for w in st.page.chunks_exact_mut(8) {
+                    w.copy_from_slice(&v.to_ne_bytes());
+                }
+                tier::stats().sub(Field::SameFilledPages, 1);
+            }
+            STORED => {
+                let State { pool, packed, page: out, .. } = &mut *st;
+                let pool = pool.as_ref().expect("objects are stored only once the pool exists");
+                // SAFETY: the handle word is this entry's, at a fixed address, holding the
+                // object the eviction stored.
+                let n = match unsafe { pool.read_into_raw(&e.handle, packed) } {
+                    Ok(n) => n,
+                    Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
+                };
+                if n == PAGE {
+                    out.copy_from_slice(&packed[..PAGE]);
+                } else if page_codec::decompress(&packed[..n], out) != Some(PAGE) {
+                    tier::fatal("an evicted page did not decompress to a page");
+                }
+                self.free_object(st, page);
+            }
+            _ => return,
+        }
+        self.fill(addr, &st.page);
+        self.arrive(st, page);
+    }
+
+    /// Brings every evicted page back (before a fork, or stepping aside).
+    pub fn bring_back_all(&self, st: &mut State) {
+        for page in 0..heap::high_water_pages() {
+            if matches!(self.entry(st, page).kind(), SAME | STORED) {
+                self.restore(st, page);
+            }
+        }
+    }
+
+    /// Every page back, the reserve unregistered: the program goes on untiered.
+    pub fn step_aside(&self, why: &str) {
+        self.state.with(|st| {
+            if self.active.load(Ordering::Acquire) {
+                self.bring_back_all(st);
+                let _ = self.uffd.unregister(heap::base(), heap::reserve_len());
+                self.active.store(false, Ordering::Release);
+            }
+            tier::stats().set_state(TierState::SteppedAside, why);
+        });
+    }
+}
