@@ -6,7 +6,10 @@
 pub mod cpu;
 pub mod floor;
 pub mod latency;
+pub mod launch;
 pub mod lz4;
+pub mod program;
 pub mod region;
+pub mod report;
 pub mod stats;
 pub mod uffd;
