@@ -16,6 +16,9 @@ use crate::page_codec;
 use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, RESIDENT, SAME, STORED};
 
+/// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
+const MADV_POPULATE_WRITE: libc::c_int = 23;
+
 /// Staging slots: the pages moved out and not yet dropped are at most these (the slack above
 /// the budget that eviction holds).
 pub const SLOTS: usize = 64;
@@ -111,7 +114,21 @@ impl Tier {
         let slot = self.slot(st);
         // SAFETY: the page is the program's, reached by the program through raw pointers only
         // (this library holds no reference into it); the slot is a hole of the staging area.
-        match unsafe { self.uffd.move_pages(slot, addr, PAGE) } {
+        let mut moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
+        if let Err(UffdError::Shared { .. }) = moved {
+            // Shared since a fork (the child may have ended since: the kernel marks the page
+            // the parent's own again only at a write). MADV_POPULATE_WRITE makes the kernel
+            // take the write fault without writing a byte: the page becomes the parent's
+            // own (copied if the child still maps it), and a write of the program's own
+            // meanwhile is kept, as any.
+            // SAFETY: the page is resident (its entry says so, under the lock), so no
+            // userfault is raised; the advice changes no byte of it.
+            if unsafe { sys::madvise(addr, PAGE, MADV_POPULATE_WRITE) } == 0 {
+                // SAFETY: as the first move.
+                moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
+            }
+        }
+        match moved {
             Ok(()) => {}
             Err(UffdError::Shared { .. }) => {
                 st.staging_used -= 1;

@@ -2,8 +2,8 @@
 //! inherits all the data as ordinary pages. The child runs untiered (a registration is not
 //! inherited without `UFFD_FEATURE_EVENT_FORK`, and the child has no handler thread); its
 //! pages missing read zeros, as those of an untouched mapping do. The parent evicts again
-//! after the fork; a page still shared with the child cannot be moved out until one of them
-//! writes it or the child ends or execs, and is skipped meanwhile.
+//! after the fork; a page the fork left shared is first made the parent's own (the kernel
+//! takes a write fault on it without writing: `MADV_POPULATE_WRITE`), then moved out.
 
 use std::sync::atomic::Ordering;
 
