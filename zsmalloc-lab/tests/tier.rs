@@ -198,8 +198,11 @@ fn refusals_are_one_line_and_exit_2() {
     assert_eq!(r.code, 2);
     assert_eq!(
         r.stderr.trim(),
-        "zsmalloc tier: --budget 0: the budget must be at least one page (4096 bytes)"
+        "zsmalloc tier: --budget 0: the budget must be at least 64K (16 pages: one instruction \
+         may need several pages resident at once)"
     );
+    let r = tier(&["--budget", "32K", "--", "true"]);
+    assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
     let r = tier(&["--budget", "1024G", "--", "true"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("above this machine's memory"), "{}", r.stderr);

@@ -21,6 +21,9 @@ pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
 /// Names the library to use instead of the one found beside the command.
 pub const LIBRARY_VAR: &str = "ZSMALLOC_TIER_LIBRARY";
 const PAGE: u64 = 4096;
+/// The smallest budget: an instruction touches a few pages at most (a string move spanning
+/// two pages on each side), and they must all fit, or it would fault forever.
+pub const MIN_BUDGET: u64 = 16 * PAGE;
 
 /// A run to make.
 #[derive(Debug, Clone)]
@@ -82,9 +85,10 @@ pub fn find_library(exe: &Path) -> Result<PathBuf, Refusal> {
 
 /// The refusals that need no program: the budget, the pool's configuration, userfaultfd.
 pub fn check(launch: &Launch) -> Result<(), Refusal> {
-    if launch.budget_bytes < PAGE {
+    if launch.budget_bytes < MIN_BUDGET {
         return Err(refuse(format!(
-            "--budget {}: the budget must be at least one page (4096 bytes)",
+            "--budget {}: the budget must be at least 64K (16 pages: one instruction may need \
+             several pages resident at once)",
             launch.budget_bytes
         )));
     }

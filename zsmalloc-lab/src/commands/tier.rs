@@ -27,8 +27,8 @@ See docs/TIER.md.";
 
 #[derive(Args, Debug)]
 pub struct TierArgs {
-    /// Resident memory the program's tiered pages may take (4096, 32M, 1G): at least a page,
-    /// at most the machine's memory
+    /// Resident memory the program's tiered pages may take (64K, 32M, 1G): at least 64K, at
+    /// most the machine's memory
     #[arg(long, value_name = "BYTES", default_value = "64M",
           value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
     pub budget: u64,
