@@ -352,6 +352,35 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
 }
 
 /// # Safety
+/// As `close_range(2)`, around the tier's userfaultfd.
+#[no_mangle]
+pub unsafe extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+    let raw = |a: libc::c_uint, b: libc::c_uint| {
+        // SAFETY: forwarded to the kernel.
+        unsafe { libc::syscall(libc::SYS_close_range, a, b, flags) as c_int }
+    };
+    let Ok(fd) = libc::c_uint::try_from(tier::uffd_fd()) else { return raw(first, last) };
+    if fd < first || fd > last || flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
+        return raw(first, last);
+    }
+    let below = if fd > first { raw(first, fd - 1) } else { 0 };
+    let above = if fd < last { raw(fd + 1, last) } else { 0 };
+    if below != 0 {
+        below
+    } else {
+        above
+    }
+}
+
+/// # Safety
+/// As `closefrom(3)`.
+#[no_mangle]
+pub unsafe extern "C" fn closefrom(low: c_int) {
+    // SAFETY: forwarded.
+    unsafe { close_range(low.max(0) as libc::c_uint, libc::c_uint::MAX, 0) };
+}
+
+/// # Safety
 /// As `close(2)`. The tier's userfaultfd stays open whatever the program closes: closing it
 /// would unregister the reserve and let the evicted pages read as zeros.
 #[no_mangle]

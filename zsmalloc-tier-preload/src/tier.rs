@@ -251,6 +251,9 @@ pub fn start(budget_pages: u64, config: PoolConfig) -> Result<(), String> {
 
 /// The userfaultfd's descriptor, which the program may not close.
 pub fn uffd_fd() -> i32 {
+    if IN_CHILD.load(Ordering::Relaxed) {
+        return -1;
+    }
     TIER.get().map_or(-1, |t| t.fd)
 }
 
