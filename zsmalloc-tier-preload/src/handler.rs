@@ -1,12 +1,12 @@
-//! The handler thread: it makes the pool (so the pool's own mappings and allocations are
-//! never the program's), registers the reserve, counts the pages the program touched before
-//! that as resident, then serves faults one at a time, sleeping in `poll` when there are none. It runs with every signal blocked, so
+//! The handler thread: it registers the reserve, counts the pages the program touched before
+//! that as resident, makes the pool (so the pool's own mappings and allocations are never the
+//! program's), then serves faults one at a time, sleeping in `poll` when there are none. It runs with every signal blocked, so
 //! none of the program's handlers runs on it.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use zsmalloc_core::AnyPool;
+use zsmalloc_core::{AnyPool, Backend};
 use zsmalloc_tier::stats::{Field, State as TierState, MAGIC};
 use zsmalloc_tier::uffd::{Event, Modes, UffdError};
 
@@ -46,6 +46,10 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
         tier::stats().set_state(TierState::SteppedAside, &why);
         return std::ptr::null_mut();
     }
+    if let Err(why) = make_pool(t) {
+        t.step_aside(&why);
+        return std::ptr::null_mut();
+    }
     loop {
         match t.uffd.read_event() {
             Ok(Some(Event::PageFault { address, .. })) => {
@@ -80,8 +84,6 @@ fn give_up(t: &Tier, e: UffdError) -> *mut libc::c_void {
 /// The pool made, the reserve registered and the pages already touched counted.
 fn begin(t: &Tier) -> Result<(), String> {
     t.state.with(|st| {
-        let config = st.config.take().expect("set by start");
-        st.pool = Some(AnyPool::with_name("tier", config).map_err(|e| e.to_string())?);
         t.uffd
             .register(heap::base(), heap::reserve_len(), Modes::MISSING)
             .map_err(|e| e.to_string())?;
@@ -102,6 +104,26 @@ fn begin(t: &Tier) -> Result<(), String> {
         let w = tier::stats();
         w.set(Field::Magic, MAGIC);
         w.set_state(TierState::Tiering, "");
+        Ok(())
+    })
+}
+
+/// The pool, made once the program may go on. The program's start (its constructors) holds
+/// the loader's lock, which the pool's first use on this thread takes (glibc registers the
+/// thread's destructors of thread-local data under it), so it is made and used once here,
+/// after the start is released, never later in the middle of a fault a `dlopen` waits on.
+fn make_pool(t: &Tier) -> Result<(), String> {
+    t.state.with(|st| {
+        let config = st.config.take().expect("set by start");
+        let pool = AnyPool::with_name("tier", config).map_err(|e| e.to_string())?;
+        let word = std::sync::atomic::AtomicUsize::new(0);
+        // SAFETY: `word` is an empty handle word that stays in place until freed below.
+        unsafe {
+            pool.store_raw(&word, &[0u8; 64]).map_err(|e| e.to_string())?;
+            pool.read_into_raw(&word, &mut st.packed).map_err(|e| e.to_string())?;
+            pool.free_raw(&word).map_err(|e| e.to_string())?;
+        }
+        st.pool = Some(pool);
         t.evict_over_budget(st);
         Ok(())
     })

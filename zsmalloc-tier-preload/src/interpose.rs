@@ -354,7 +354,11 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
 /// # Safety
 /// As `close_range(2)`, around the tier's userfaultfd.
 #[no_mangle]
-pub unsafe extern "C" fn close_range(first: libc::c_uint, last: libc::c_uint, flags: c_int) -> c_int {
+pub unsafe extern "C" fn close_range(
+    first: libc::c_uint,
+    last: libc::c_uint,
+    flags: c_int,
+) -> c_int {
     let raw = |a: libc::c_uint, b: libc::c_uint| {
         // SAFETY: forwarded to the kernel.
         unsafe { libc::syscall(libc::SYS_close_range, a, b, flags) as c_int }

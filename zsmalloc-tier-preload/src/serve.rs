@@ -60,7 +60,8 @@ impl Tier {
         let e = self.entry(st, page);
         match e.kind() {
             SAME => {
-                let v = e.handle.load(Ordering::Relaxed) as u64;
+                // The word was the value's; it must be empty again for a later store.
+                let v = e.handle.swap(0, Ordering::Relaxed) as u64;
                 for w in st.page.chunks_exact_mut(8) {
                     w.copy_from_slice(&v.to_ne_bytes());
                 }

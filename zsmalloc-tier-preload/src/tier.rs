@@ -155,7 +155,10 @@ impl Tier {
                 w.set(Field::ResidentPages, st.resident);
             }
             STORED => self.free_object(st, page),
-            SAME => w.sub(Field::SameFilledPages, 1),
+            SAME => {
+                e.handle.store(0, Ordering::Relaxed);
+                w.sub(Field::SameFilledPages, 1);
+            }
             _ => {}
         }
         e.info = EMPTY;

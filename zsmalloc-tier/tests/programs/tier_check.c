@@ -1,7 +1,8 @@
 /* A program for the tier's tests, run under `zsmalloc tier`: it writes known patterns into
  * malloc blocks and anonymous mappings, reads every word back, and exits 0 only if all is
  * there. Modes:
- *   fill MIB          MIB in malloc blocks (small and large) and mappings, verified twice
+ *   fill MIB          MIB in malloc blocks (small and large) and mappings, verified twice (the
+ *                     same-filled ones rewritten with other data between)
  *   race THREADS MIB  writer threads, each over its own pages, every write checked against
  *                     the one before it (a write lost to an eviction shows as a stale value)
  *   fork MIB          fill, then a child checks every word; the parent checks after it,
@@ -28,9 +29,11 @@ static uint64_t mix(uint64_t x) {
 }
 
 /* Half the words a pseudo-random value, half a small counter: about half compressible; every
- * 16th block all one value (same-filled pages). */
+ * 16th block all one value (same-filled pages) until it is rewritten (`rewritten`). */
+static int rewritten;
+
 static uint64_t word(uint64_t block, uint64_t i) {
-  if (block % 16 == 5) return block * 0x0101010101010101ull;
+  if (block % 16 == 5 && !rewritten) return block * 0x0101010101010101ull;
   return (i & 1) ? mix(block * 1000003 + i) : (block + i) & 0xff;
 }
 
@@ -153,6 +156,10 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
+    /* The same-filled blocks become ordinary data: their pages are stored in the pool next. */
+    rewritten = 1;
+    for (size_t id = 0; id < nblocks; id++)
+      if (id % 16 == 5) fill(&blocks[id], id);
     return report("second pass", check_all());
   }
   if (!strcmp(mode, "fork")) {
