@@ -147,7 +147,24 @@ fn sixty_four_mib_read_back_under_four() {
     let (stored, packed) = (figure(&r, "stored_bytes"), figure(&r, "compressed_bytes"));
     assert!(packed > 0 && packed < stored, "{stored} stored in {packed}");
     assert!(figure(&r, "max_pool_pages") >= figure(&r, "pool_pages"));
-    let f = &r.report.as_ref().unwrap()["fault_ns"];
+    let report = r.report.as_ref().unwrap();
+    for key in [
+        "budget_bytes",
+        "peak_resident_bytes",
+        "evictions",
+        "faults",
+        "same_filled_pages",
+        "stored_bytes",
+        "compressed_bytes",
+        "pool_pages",
+        "max_pool_pages",
+        "exit_status",
+    ] {
+        assert!(report[key].is_u64(), "{key} in {report}");
+    }
+    assert_eq!(report["policy"], "fifo");
+    assert!(report["evict_ns"]["p50"].is_u64() && report["evict_ns"]["p99"].is_u64());
+    let f = &report["fault_ns"];
     assert!(f["p50"].as_u64() <= f["p99"].as_u64() && f["p99"].as_u64() <= f["max"].as_u64());
 }
 

@@ -39,6 +39,8 @@ pub fn spawn() -> Result<(), String> {
 
 extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
     sys::mark_handler();
+    // SAFETY: names this thread (NUL-terminated, under 16 bytes) for ps and debuggers.
+    unsafe { libc::pthread_setname_np(libc::pthread_self(), c"zsmalloc-tier".as_ptr()) };
     let t = TIER.get().expect("started after the tier was set");
     let begun = begin(t);
     BEGUN.store(true, Ordering::Release);

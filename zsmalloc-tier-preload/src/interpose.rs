@@ -1,6 +1,6 @@
 //! The calls the library takes over: the malloc family, anonymous private mappings above a
-//! page, and the calls that change them (`munmap`, `mremap`, `madvise`), plus `close` of the
-//! tier's userfaultfd. The program's blocks and mappings come from the reserve; the handler
+//! page, and the calls that change them (`munmap`, `mremap`, `madvise`, `mmap` with
+//! `MAP_FIXED` over them), plus `close` of the tier's userfaultfd. The program's blocks and mappings come from the reserve; the handler
 //! thread's go to glibc and the kernel. A pointer outside the reserve is glibc's (the tier's
 //! own, or one from before the reserve existed) and goes back to glibc.
 
@@ -115,6 +115,18 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
         unsafe { free(p) };
     }
     q
+}
+
+/// # Safety
+/// As `reallocarray(3)` (glibc's would hand a block of the reserve to its own realloc).
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(p: *mut c_void, n: size_t, m: size_t) -> *mut c_void {
+    let Some(size) = n.checked_mul(m) else {
+        sys::set_errno(libc::ENOMEM);
+        return std::ptr::null_mut();
+    };
+    // SAFETY: forwarded.
+    unsafe { realloc(p, size) }
 }
 
 fn aligned(align: usize, size: usize) -> *mut c_void {
@@ -236,6 +248,18 @@ pub unsafe extern "C" fn mmap(
     fd: c_int,
     off: libc::off_t,
 ) -> *mut c_void {
+    let a = addr as usize;
+    if flags & libc::MAP_FIXED != 0 && heap::contains(a) && !sys::on_handler() {
+        let fresh = libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+        let anonymous = flags & !libc::MAP_NORESERVE == fresh && fd == -1;
+        let rw = prot == libc::PROT_READ | libc::PROT_WRITE;
+        if anonymous && rw && a.is_multiple_of(PAGE) && HEAP.with(|h| h.is_mapped(a, len)) {
+            // A fresh anonymous mapping over the program's own: the same pages, emptied (they
+            // stay registered, and read zeros as a new mapping does).
+            tier::drop_range(a, len.div_ceil(PAGE) * PAGE);
+            return addr;
+        }
+    }
     if tiered_mapping(len, prot, flags, fd) {
         if let Some(p) = HEAP.with(|h| h.map(len)) {
             return p as *mut c_void;

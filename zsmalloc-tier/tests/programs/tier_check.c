@@ -7,7 +7,8 @@
  *                     the one before it (a write lost to an eviction shows as a stale value)
  *   fork MIB          fill, then a child checks every word; the parent checks after it,
  *                     and again a moment later
- *   remap             munmap then mmap again reads zeros; mremap keeps the bytes
+ *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
+ *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -142,6 +143,18 @@ static int remap(void) {
   for (size_t i = len / 8; i < len; i++) bad += blk.p[i] != 0;
   madvise(blk.p, len, MADV_DONTNEED);
   for (size_t i = 0; i < len / 8; i++) bad += blk.p[i] != 0;
+  /* A fresh mapping over part of it reads zeros there and leaves the rest. */
+  fill(&blk, 78);
+  void *over = mmap(blk.p, len / 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (over != blk.p) { perror("mmap MAP_FIXED"); return 1; }
+  for (size_t i = 0; i < blk.words; i++)
+    bad += blk.p[i] != (i < len / 16 ? 0 : word(78, i));
+  /* reallocarray of a block of the tier's: its bytes kept. */
+  uint64_t *ra = malloc(100 * sizeof *ra);
+  for (int i = 0; i < 100; i++) ra[i] = word(79, i);
+  ra = reallocarray(ra, 100000, sizeof *ra);
+  for (int i = 0; i < 100; i++) bad += ra[i] != word(79, i);
+  free(ra);
   return report("remap", bad);
 }
 
