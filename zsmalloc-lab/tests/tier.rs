@@ -1,7 +1,7 @@
 //! `zsmalloc tier` on real programs: a C program (zsmalloc-tier/tests/programs/tier_check.c)
 //! filling 64 MiB of malloc blocks and mappings under a 4 MiB budget and reading every word
-//! back, writer threads racing the evictor, a fork whose child checks every word, munmap and
-//! mremap, Python; the exit statuses and refusals. They need root (or access to
+//! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
+//! munmap and mremap, Python; the exit statuses and refusals. They need root (or access to
 //! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run
 //! has a deadline, after which its process group is killed and the test fails.
 
@@ -185,6 +185,13 @@ fn a_forked_child_sees_every_word() {
     assert_eq!(figure(&r, "forks"), 1);
     assert!(figure(&r, "peak_resident_bytes") >= 32 << 20, "{:?}", r.report);
     assert!(figure(&r, "resident_bytes") <= (4 << 20) + PAGE, "{:?}", r.report);
+}
+
+#[test]
+fn a_spawned_program_leaves_every_word() {
+    let Some(p) = program("a_spawned_program_leaves_every_word") else { return };
+    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "spawn", "32"]);
+    assert_tiered(&r, 4 << 20, &["spawn"]);
 }
 
 #[test]

@@ -9,11 +9,14 @@
  *                     and again a moment later
  *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
  *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
+ *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
+ *                     executes) and check every word after
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,6 +177,17 @@ int main(int argc, char **argv) {
     for (size_t id = 0; id < nblocks; id++)
       if (id % 16 == 5) fill(&blocks[id], id);
     return report("second pass", check_all());
+  }
+  if (!strcmp(mode, "spawn")) {
+    make(n);
+    extern char **environ;
+    char *args[] = {"/bin/sh", "-c", "exit 7", NULL};
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, args, environ)) { perror("posix_spawn"); return 1; }
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 7) { fprintf(stderr, "spawned: %d\n", status); return 1; }
+    return report("spawn", check_all());
   }
   if (!strcmp(mode, "fork")) {
     make(n);
