@@ -259,6 +259,23 @@ fn a_static_program_is_named_and_refused() {
 }
 
 #[test]
+fn a_setuid_program_is_named_and_refused() {
+    let Some(p) = program("a_setuid_program_is_named_and_refused") else { return };
+    let copy = tempfile("setuid_check");
+    std::fs::copy(p, &copy).expect("copy the test program");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o4755)).expect("chmod");
+    let r = tier(&["--", copy.to_str().unwrap(), "exit", "0"]);
+    let _ = std::fs::remove_file(&copy);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("is setuid or setgid") && r.stderr.lines().count() == 1,
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
 fn python_prints_the_same_under_a_small_budget() {
     let test = "python_prints_the_same_under_a_small_budget";
     if let Err(why) = userfaultfd() {
