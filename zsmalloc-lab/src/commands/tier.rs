@@ -47,7 +47,7 @@ pub struct TierArgs {
     /// classic, heuristic or fixed-N
     #[arg(long, value_name = "POLICY", help_heading = "Pool")]
     pub chain_policy: Option<String>,
-    /// A class table file (docs/CLASS_TABLES.md)
+    /// A class table file (docs/DESIGN.md, Class tables)
     #[arg(long, value_name = "FILE", help_heading = "Pool")]
     pub class_table: Option<String>,
     /// zsmalloc, zblock or malloc
