@@ -117,11 +117,12 @@ fn figure(r: &Run, key: &str) -> u64 {
     report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
 }
 
-/// Exit 0, every check passed, evictions and faults both happened, the budget held (one page
-/// of slack: the page served before the eviction it causes).
+/// Exit 0, every check passed, evictions and faults both happened, the budget held (with its
+/// slack: the pages one fault brings in, served before the evictions they cause; a first touch
+/// brings up to 16).
 fn assert_tiered(r: &Run, budget: u64, passes: &[&str]) {
     assert_ran(r, budget, passes);
-    assert!(figure(r, "peak_resident_bytes") <= budget + PAGE, "{:?}", r.report);
+    assert!(figure(r, "peak_resident_bytes") <= budget + 16 * PAGE, "{:?}", r.report);
 }
 
 fn assert_ran(r: &Run, budget: u64, passes: &[&str]) {
@@ -184,7 +185,7 @@ fn a_forked_child_sees_every_word() {
     assert_ran(&r, 4 << 20, &["child", "parent", "parent again"]);
     assert_eq!(figure(&r, "forks"), 1);
     assert!(figure(&r, "peak_resident_bytes") >= 32 << 20, "{:?}", r.report);
-    assert!(figure(&r, "resident_bytes") <= (4 << 20) + PAGE, "{:?}", r.report);
+    assert!(figure(&r, "resident_bytes") <= (4 << 20) + 16 * PAGE, "{:?}", r.report);
 }
 
 #[test]

@@ -1,4 +1,5 @@
-//! Serving a fault: a page never touched (or emptied) comes in as zeros, an evicted one from
+//! Serving a fault: a page never touched (or emptied) comes in as zeros (with the untouched
+//! pages after it), an evicted one from
 //! its same-filled value or its pool object, decompressed; each fills the hole with
 //! `UFFDIO_COPY`, which also wakes the threads waiting on it. The object is freed once the
 //! page is back.
@@ -15,6 +16,9 @@ use crate::page_codec;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
 
+/// The most pages a first touch fills.
+pub const FAULT_AROUND: usize = 16;
+
 impl Tier {
     /// Serves the fault at `addr` (a page of the reserve), then evicts down to the budget.
     pub fn serve(&self, addr: usize, t0: Instant) {
@@ -23,13 +27,16 @@ impl Tier {
             let kind = self.entry(st, page).kind();
             match kind {
                 EMPTY => {
-                    self.fill(addr, &st.zero);
-                    self.arrive(st, page);
+                    let run = self.untouched_run(st, page);
+                    self.fill(addr, &st.zero[..run * PAGE]);
+                    for p in page..page + run {
+                        self.arrive(st, p);
+                    }
                     tier::stats().add(Field::FirstTouches, 1);
                 }
                 // Served already (another thread's fault on the same page), or the kernel
                 // dropped it (MADV_FREE): zeros, if it is a hole.
-                RESIDENT => self.fill(addr, &st.zero),
+                RESIDENT => self.fill(addr, &st.zero[..PAGE]),
                 _ => {
                     self.restore(st, page);
                     let w = tier::stats();
@@ -41,12 +48,23 @@ impl Tier {
         });
     }
 
-    /// Fills the hole at `addr` with `data`; a page already there is the fault served.
+    /// The untouched pages from `page` on that a first touch of `page` fills with zeros: a
+    /// program touches its new memory mostly upwards, and one fault then serves several
+    /// pages. At most a quarter of the budget, so that the faulting page is never the next
+    /// to leave; never past the pages the heap ever handed out.
+    fn untouched_run(&self, st: &State, page: usize) -> usize {
+        let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND);
+        let end = heap::high_water_pages().min(page + most).max(page + 1);
+        (page..end).take_while(|&p| self.entry(st, p).kind() == EMPTY).count().max(1)
+    }
+
+    /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
+    /// fill (the pages after it stay holes, served as zeros when touched).
     fn fill(&self, addr: usize, data: &[u8]) {
         match self.uffd.copy(addr, data, true) {
             Ok(()) => {}
             Err(UffdError::AlreadyMapped { .. }) => {
-                if let Err(e) = self.uffd.wake(addr, PAGE) {
+                if let Err(e) = self.uffd.wake(addr, data.len()) {
                     tier::fatal(&format!("wake: {e}"));
                 }
             }

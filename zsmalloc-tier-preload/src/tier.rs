@@ -226,7 +226,7 @@ pub fn start(budget_pages: u64, config: PoolConfig) -> Result<(), String> {
         budget: budget_pages,
         pool: None,
         config: Some(config),
-        zero: vec![0; PAGE],
+        zero: vec![0; crate::serve::FAULT_AROUND * PAGE],
         page: vec![0; PAGE],
         packed: vec![0; page_codec::bound(PAGE).max(PAGE) + 64],
         staging,
