@@ -4,7 +4,8 @@
 #   make c-tests           C test programs (tests/c) into build/tests (SAN=1: build/tests-san)
 #   make header            regenerate include/zsmalloc.h (pinned cbindgen, scripts/cbindgen.sh)
 #   make install PREFIX=…  stripped library (libzsmalloc.so.0 and its links), headers, zsmalloc.pc,
-#                          the zsmalloc command ($(PREFIX)/bin/zsmalloc)
+#                          the zsmalloc command ($(PREFIX)/bin/zsmalloc) and the library it
+#                          preloads for `zsmalloc tier` (lib/libzsmalloc_tier_preload.so)
 #   make bench-abi         the steady-state step and read through the C ABI against glibc, timed
 #   make bench-abi-callgrind  the same sequence in instructions (scripts/bench-callgrind-capi.sh)
 # Cargo's output directory is $(CARGO_TARGET_DIR) when set (environment or command line).
@@ -69,6 +70,11 @@ $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a: FORCE
 $(LIBDIR)/zsmalloc: FORCE
 	$(CARGO) build --release -p zsmalloc-lab --bin zsmalloc
 
+# The library `zsmalloc tier` preloads into the programs it runs (found beside the command or
+# in ../lib from it).
+$(LIBDIR)/libzsmalloc_tier_preload.so: FORCE
+	$(CARGO) build --release -p zsmalloc-tier-preload
+
 FORCE:
 
 examples: $(EX_BINS)
@@ -106,7 +112,8 @@ header:
 # The library is installed stripped (no debug information) under its versioned name, with the
 # SONAME link and the development link; the static library without debug information; the
 # zsmalloc command stripped, into bin/.
-install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a $(LIBDIR)/zsmalloc
+install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a $(LIBDIR)/zsmalloc \
+		$(LIBDIR)/libzsmalloc_tier_preload.so
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/bin
 	$(STRIP) --strip-unneeded -o $(DESTDIR)$(PREFIX)/lib/libzsmalloc.so.$(VERSION) $(LIBDIR)/libzsmalloc.so
 	chmod 755 $(DESTDIR)$(PREFIX)/lib/libzsmalloc.so.$(VERSION)
@@ -119,6 +126,9 @@ install: $(LIBDIR)/libzsmalloc.so $(LIBDIR)/libzsmalloc.a $(LIBDIR)/zsmalloc
 		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/zsmalloc.pc
 	$(STRIP) --strip-unneeded -o $(DESTDIR)$(PREFIX)/bin/zsmalloc $(LIBDIR)/zsmalloc
 	chmod 755 $(DESTDIR)$(PREFIX)/bin/zsmalloc
+	$(STRIP) --strip-unneeded -o $(DESTDIR)$(PREFIX)/lib/libzsmalloc_tier_preload.so \
+		$(LIBDIR)/libzsmalloc_tier_preload.so
+	chmod 755 $(DESTDIR)$(PREFIX)/lib/libzsmalloc_tier_preload.so
 
 test:
 	./scripts/test-all.sh

@@ -199,6 +199,12 @@ PATH="$prefix/bin:$PATH" zsmalloc classes --format csv >"$tmp/installed-classes.
 "$tgt/release/zsmalloc" classes --format csv | cmp -s - "$tmp/installed-classes.csv" \
   || fail "the installed zsmalloc command differs from the built one"
 ok "bin/zsmalloc: stripped, on PATH it runs as the built one"
+grep -q ', stripped' <<<"$(file "$prefix/lib/libzsmalloc_tier_preload.so")" \
+  || fail "lib/libzsmalloc_tier_preload.so not installed stripped"
+# The installed command finds its library in ../lib: the refusal is then the budget's.
+tier_err=$("$prefix/bin/zsmalloc" tier --budget 0 -- true 2>&1 || true)
+grep -q -- '--budget 0:' <<<"$tier_err" || fail "installed zsmalloc tier: $tier_err"
+ok "lib/libzsmalloc_tier_preload.so: stripped, found by the installed zsmalloc tier"
 export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
 [ "$(pkg-config --modversion zsmalloc)" = "$version" ] || fail "zsmalloc.pc: version"
 [ "$(pkg-config --variable=libdir zsmalloc)" = "$prefix/lib" ] || fail "zsmalloc.pc: libdir"

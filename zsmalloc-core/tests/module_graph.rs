@@ -22,8 +22,14 @@ use std::path::{Path, PathBuf};
 /// Longest Rust file accepted, in lines.
 const MAX_LINES: usize = 600;
 /// The library crates besides the lab, by directory.
-const CRATES: [&str; 5] =
-    ["zsmalloc-core", "zsmalloc-capi", "zsmalloc-py", "zsmalloc-tier", "zsmalloc-codec"];
+const CRATES: [&str; 6] = [
+    "zsmalloc-core",
+    "zsmalloc-capi",
+    "zsmalloc-py",
+    "zsmalloc-tier",
+    "zsmalloc-codec",
+    "zsmalloc-tier-preload",
+];
 const LAB: &str = "zsmalloc-lab";
 /// Not modules of a crate's graph: its binaries.
 const NOT_MODULES: [&str; 2] = ["main", "bin"];

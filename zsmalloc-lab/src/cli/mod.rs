@@ -11,7 +11,7 @@ use clap::error::{ContextValue, ErrorKind};
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    classes, compare, cost, folios, inspect, kernel, optimize, replay, run, trace,
+    classes, compare, cost, folios, inspect, kernel, optimize, replay, run, tier, trace,
 };
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::text_input::escape;
@@ -32,6 +32,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc cost --page-size 16K --format json        # CPU time of reads per mode, decompression included
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
   zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
+  zsmalloc tier --budget 32M -- python3 script.py   # a program's memory under a budget, the rest in a pool
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -80,12 +81,21 @@ pub enum Cmd {
     /// Traces: convert between the text and the binary form, describe one (info)
     #[command(subcommand)]
     Trace(trace::TraceCmd),
+    /// Run a program with its memory under a budget: the pages above it compressed into a
+    /// pool and brought back on their next touch (userfaultfd; root)
+    #[command(after_help = tier::HELP)]
+    Tier(tier::TierArgs),
 }
 
 /// Runs the command line `args` (the program's name first) and gives the exit code; a refusal
 /// or a failure is printed on stderr, one line.
 pub fn main_code(args: impl IntoIterator<Item = std::ffi::OsString>) -> i32 {
     let result = match parse(args) {
+        // The tier's exit status is its program's.
+        Ok(Parsed::Run(cli)) if matches!(cli.cmd, Cmd::Tier(_)) => match cli.cmd {
+            Cmd::Tier(a) => return tier::run(a),
+            _ => unreachable!("matched above"),
+        },
         Ok(Parsed::Run(cli)) => dispatch(cli.cmd),
         Ok(Parsed::Printed(code)) => return code,
         Err(e) => Err(e),
@@ -175,5 +185,9 @@ pub fn dispatch(cmd: Cmd) -> LabResult<()> {
         Cmd::Optimize(a) => optimize::run(a),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Trace(t) => trace::run(t),
+        Cmd::Tier(a) => match tier::run(a) {
+            0 => Ok(()),
+            code => Err(LabError::runtime(format!("the program exited with status {code}"))),
+        },
     }
 }

@@ -10,6 +10,7 @@
 //! - [`kernel`]: the running kernel's zram beside the project;
 //! - [`inspect`]: the machine's own zram devices and zswap;
 //! - [`optimize`]: the best class tables for a workload;
+//! - [`tier`]: a program run with its memory under a budget (crate `zsmalloc-tier`);
 //! - [`trace`]: traces converted between their forms, and described ([`trace_info`]).
 
 pub mod callgrind;
@@ -23,5 +24,6 @@ pub mod optimize;
 pub mod output;
 pub mod replay;
 pub mod run;
+pub mod tier;
 pub mod trace;
 pub mod trace_info;

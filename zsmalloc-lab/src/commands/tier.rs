@@ -1,0 +1,126 @@
+//! `zsmalloc tier [--budget BYTES] [--report FILE] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
+//! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
+//! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
+//! finds the library, runs, prints the report and gives the program's exit status.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::atomic_file;
+use crate::flag_values;
+use zsmalloc_core::text_input::escape;
+use zsmalloc_tier::launch::{self, Launch};
+
+pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
+come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
+arrival) are compressed with lz4 into the pool and brought back on their next touch. Needs root \
+or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
+(128+N after signal N, 127 when not found); 2 when the tier refuses.
+
+Examples:
+  zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
+  zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
+
+See docs/TIER.md.";
+
+#[derive(Args, Debug)]
+pub struct TierArgs {
+    /// Resident memory the program's tiered pages may take (64K, 32M, 1G): at least 64K, at
+    /// most the machine's memory
+    #[arg(long, value_name = "BYTES", default_value = "64M",
+          value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
+    pub budget: u64,
+    /// Write the report as JSON to FILE as well
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// The pool's page size
+    #[arg(long, value_name = "BYTES", help_heading = "Pool")]
+    pub page_size: Option<String>,
+    /// The pool's zspage chain size (1..=16)
+    #[arg(long, value_name = "N", help_heading = "Pool")]
+    pub chain_size: Option<String>,
+    /// The pool's class delta
+    #[arg(long, value_name = "BYTES", help_heading = "Pool")]
+    pub class_delta: Option<String>,
+    /// classic, heuristic or fixed-N
+    #[arg(long, value_name = "POLICY", help_heading = "Pool")]
+    pub chain_policy: Option<String>,
+    /// A class table file (docs/DESIGN.md, Class tables)
+    #[arg(long, value_name = "FILE", help_heading = "Pool")]
+    pub class_table: Option<String>,
+    /// zsmalloc, zblock or malloc
+    #[arg(long, value_name = "NAME", help_heading = "Pool")]
+    pub backend: Option<String>,
+    /// The pool's limit in pages (0: none); when it is reached, eviction pauses
+    #[arg(long, value_name = "PAGES", help_heading = "Pool")]
+    pub pool_limit: Option<String>,
+    /// The program to run and its arguments (after --)
+    #[arg(required = true, last = true, value_name = "COMMAND")]
+    pub command: Vec<OsString>,
+}
+
+impl TierArgs {
+    /// The pool flags given, as the variables the core reads, each with its flag's name.
+    fn pool_env(&self) -> Vec<(&'static str, &'static str, String)> {
+        [
+            ("--page-size", "ZSMALLOC_PAGE_SIZE", &self.page_size),
+            ("--chain-size", "ZSMALLOC_CHAIN_SIZE", &self.chain_size),
+            ("--class-delta", "ZSMALLOC_CLASS_DELTA", &self.class_delta),
+            ("--chain-policy", "ZSMALLOC_CHAIN_POLICY", &self.chain_policy),
+            ("--class-table", "ZSMALLOC_CLASS_TABLE", &self.class_table),
+            ("--backend", "ZSMALLOC_BACKEND", &self.backend),
+            ("--pool-limit", "ZSMALLOC_MEM_LIMIT_PAGES", &self.pool_limit),
+        ]
+        .into_iter()
+        .filter_map(|(flag, var, v)| v.clone().map(|v| (flag, var, v)))
+        .collect()
+    }
+}
+
+/// Runs the command; the exit status to give (the program's, or 2 for a refusal).
+pub fn run(a: TierArgs) -> i32 {
+    let refused = |msg: &str, code| {
+        eprintln!("zsmalloc tier: {}", escape(msg));
+        code
+    };
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
+    let library = match launch::find_library(&exe) {
+        Ok(l) => l,
+        Err(r) => return refused(&r.message, r.exit_code),
+    };
+    let named = a.pool_env();
+    let launch = Launch {
+        budget_bytes: a.budget,
+        command: a.command.clone(),
+        pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
+        library,
+    };
+    if let Some(path) = &a.report {
+        if let Err(e) = atomic_file::check(path) {
+            let e = crate::error::LabError::io("write", path, &e);
+            return refused(&e.to_string(), 2);
+        }
+    }
+    let report = match launch::run(&launch) {
+        Ok(r) => r,
+        Err(r) => {
+            // A pool variable set by a flag is named by its flag.
+            let mut msg = r.message;
+            for (flag, var, _) in &named {
+                msg = msg.replace(var, flag);
+            }
+            return refused(&msg, r.exit_code);
+        }
+    };
+    eprint!("{}", report.to_text());
+    if let Some(path) = &a.report {
+        let text = serde_json::to_string_pretty(&report.to_json()).expect("JSON of plain values");
+        if let Err(e) = atomic_file::write(path, format!("{text}\n").as_bytes()) {
+            eprintln!("zsmalloc tier: {e}");
+            return if report.exit_status == 0 { 2 } else { report.exit_status };
+        }
+    }
+    report.exit_status
+}

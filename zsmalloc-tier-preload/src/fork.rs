@@ -1,0 +1,54 @@
+//! Fork: before it, every evicted page is brought back and eviction pauses, so the child
+//! inherits all the data as ordinary pages. The child runs untiered (a registration is not
+//! inherited without `UFFD_FEATURE_EVENT_FORK`, and the child has no handler thread); its
+//! pages missing read zeros, as those of an untouched mapping do. The parent evicts again
+//! after the fork; a page the fork left shared is first made the parent's own (the kernel
+//! takes a write fault on it without writing: `MADV_POPULATE_WRITE`), then moved out.
+
+use std::sync::atomic::Ordering;
+
+use zsmalloc_tier::stats::Field;
+
+use crate::heap::HEAP;
+use crate::tier::{self, IN_CHILD, TIER};
+
+fn tiered() -> Option<&'static tier::Tier> {
+    TIER.get().filter(|_| !IN_CHILD.load(Ordering::Relaxed))
+}
+
+extern "C" fn prepare() {
+    HEAP.lock.lock();
+    if let Some(t) = tiered() {
+        t.state.lock.lock();
+        if t.active.load(Ordering::Acquire) {
+            // SAFETY: the state's lock is held until `parent` or `child` releases it.
+            let st = unsafe { t.state.held() };
+            crate::sys::as_tier(|| t.bring_back_all(st));
+            st.paused = true;
+            tier::stats().add(Field::Forks, 1);
+        }
+    }
+}
+
+extern "C" fn parent() {
+    if let Some(t) = tiered() {
+        // SAFETY: `prepare` holds the state's lock.
+        unsafe { t.state.held() }.paused = false;
+        t.state.lock.unlock();
+    }
+    HEAP.lock.unlock();
+}
+
+extern "C" fn child() {
+    if let Some(t) = tiered() {
+        IN_CHILD.store(true, Ordering::Relaxed);
+        t.active.store(false, Ordering::Release);
+        t.state.lock.reset();
+    }
+    HEAP.lock.reset();
+}
+
+pub fn install() {
+    // SAFETY: the three handlers are plain functions that live as long as the library.
+    unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+}

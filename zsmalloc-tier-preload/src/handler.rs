@@ -1,0 +1,132 @@
+//! The handler thread: it registers the reserve, counts the pages the program touched before
+//! that as resident, makes the pool (so the pool's own mappings and allocations are never the
+//! program's), then serves faults one at a time, sleeping in `poll` when there are none. It runs with every signal blocked, so
+//! none of the program's handlers runs on it.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use zsmalloc_core::{AnyPool, Backend};
+use zsmalloc_tier::stats::{Field, State as TierState, MAGIC};
+use zsmalloc_tier::uffd::{Event, Modes, UffdError};
+
+use crate::heap;
+use crate::sys::{self, PAGE};
+use crate::tier::{self, Tier, TIER};
+
+/// The handler has begun (tiering, or stepped aside before).
+pub static BEGUN: AtomicBool = AtomicBool::new(false);
+
+/// Starts the handler thread.
+pub fn spawn() -> Result<(), String> {
+    // SAFETY: sigset_t values are plain data filled by sigfillset; the mask is this thread's
+    // and restored below, so the new thread alone keeps everything blocked.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut thread: libc::pthread_t = 0;
+        let r = libc::pthread_create(&mut thread, std::ptr::null(), main, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if r != 0 {
+            return Err(format!("the handler thread could not start (error {r})"));
+        }
+        libc::pthread_detach(thread);
+    }
+    Ok(())
+}
+
+extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
+    sys::mark_handler();
+    // SAFETY: names this thread (NUL-terminated, under 16 bytes) for ps and debuggers.
+    unsafe { libc::pthread_setname_np(libc::pthread_self(), c"zsmalloc-tier".as_ptr()) };
+    let t = TIER.get().expect("started after the tier was set");
+    let begun = begin(t);
+    BEGUN.store(true, Ordering::Release);
+    if let Err(why) = begun {
+        tier::stats().set_state(TierState::SteppedAside, &why);
+        return std::ptr::null_mut();
+    }
+    if let Err(why) = make_pool(t) {
+        t.step_aside(&why);
+        return std::ptr::null_mut();
+    }
+    loop {
+        match t.uffd.read_event() {
+            Ok(Some(Event::PageFault { address, .. })) => {
+                let t0 = Instant::now();
+                let page = address & !(PAGE - 1);
+                if heap::contains(page) {
+                    t.serve(page, t0);
+                }
+            }
+            Ok(Some(_)) => {}
+            // Nothing to serve: sleep until a fault comes; over the budget (pages a fork left
+            // shared, a pool that was full) eviction is tried again every 50 ms meanwhile.
+            Ok(None) => {
+                let over = t.state.with(|st| st.resident > st.budget);
+                let wait = Duration::from_millis(if over { 50 } else { 3_600_000 });
+                match t.uffd.poll(wait) {
+                    Ok(false) if over => t.state.with(|st| t.evict_over_budget(st)),
+                    Ok(_) => {}
+                    Err(e) => return give_up(t, e),
+                }
+            }
+            Err(e) => return give_up(t, e),
+        }
+    }
+}
+
+fn give_up(t: &Tier, e: UffdError) -> *mut libc::c_void {
+    t.step_aside(&format!("the userfaultfd failed: {e}"));
+    std::ptr::null_mut()
+}
+
+/// The pool made, the reserve registered and the pages already touched counted.
+fn begin(t: &Tier) -> Result<(), String> {
+    t.state.with(|st| {
+        t.uffd
+            .register(heap::base(), heap::reserve_len(), Modes::MISSING)
+            .map_err(|e| e.to_string())?;
+        let pages = heap::high_water_pages();
+        let mut present = vec![0u8; pages];
+        // SAFETY: `present` has a byte per page of the reserve's used part, as mincore writes.
+        let r = unsafe {
+            libc::mincore(heap::base() as *mut libc::c_void, pages * PAGE, present.as_mut_ptr())
+        };
+        if r != 0 {
+            let _ = t.uffd.unregister(heap::base(), heap::reserve_len());
+            return Err(format!("mincore: {}", std::io::Error::last_os_error()));
+        }
+        for (page, _) in present.iter().enumerate().filter(|(_, b)| *b & 1 != 0) {
+            t.arrive(st, page);
+        }
+        t.active.store(true, Ordering::Release);
+        let w = tier::stats();
+        w.set(Field::Magic, MAGIC);
+        w.set_state(TierState::Tiering, "");
+        Ok(())
+    })
+}
+
+/// The pool, made once the program may go on. The program's start (its constructors) holds
+/// the loader's lock, which the pool's first use on this thread takes (glibc registers the
+/// thread's destructors of thread-local data under it), so it is made and used once here,
+/// after the start is released, never later in the middle of a fault a `dlopen` waits on.
+fn make_pool(t: &Tier) -> Result<(), String> {
+    t.state.with(|st| {
+        let config = st.config.take().expect("set by start");
+        let pool = AnyPool::with_name("tier", config).map_err(|e| e.to_string())?;
+        let word = std::sync::atomic::AtomicUsize::new(0);
+        // SAFETY: `word` is an empty handle word that stays in place until freed below.
+        unsafe {
+            pool.store_raw(&word, &[0u8; 64]).map_err(|e| e.to_string())?;
+            pool.read_into_raw(&word, &mut st.packed).map_err(|e| e.to_string())?;
+            pool.free_raw(&word).map_err(|e| e.to_string())?;
+        }
+        st.pool = Some(pool);
+        t.evict_over_budget(st);
+        Ok(())
+    })
+}

@@ -1,0 +1,120 @@
+//! The tier's preloaded library (`libzsmalloc_tier_preload.so`), which `zsmalloc tier` puts
+//! under a program with `LD_PRELOAD`: the program's malloc family and anonymous private
+//! mappings come from one reserve the tier registers with userfaultfd; pages above the
+//! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted oldest first into a zsmalloc pool
+//! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
+//! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
+//! is an allocator and nothing more.
+//!
+//! The tier's own memory never comes from the reserve: Rust's allocations here go to glibc's
+//! allocator under its own names, and the handler thread's calls of the interposed functions
+//! go to glibc and the kernel.
+
+mod evict;
+mod fork;
+mod handler;
+mod heap;
+mod interpose;
+mod page_codec;
+mod reserve;
+mod serve;
+mod spans;
+mod start;
+mod sys;
+mod tier;
+
+use std::alloc::{GlobalAlloc, Layout};
+
+use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::stats::State as TierState;
+
+struct GlibcAlloc;
+
+// SAFETY: glibc's allocator meets GlobalAlloc's contract: blocks of at least the size asked,
+// aligned as asked (memalign above malloc's 16 bytes), freed by free.
+unsafe impl GlobalAlloc for GlibcAlloc {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        // SAFETY: as above.
+        unsafe {
+            if l.align() <= 16 {
+                sys::__libc_malloc(l.size()).cast()
+            } else {
+                sys::__libc_memalign(l.align(), l.size()).cast()
+            }
+        }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, _: Layout) {
+        // SAFETY: a block of glibc's, from `alloc`.
+        unsafe { sys::__libc_free(p.cast()) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, size: usize) -> *mut u8 {
+        if l.align() <= 16 {
+            // SAFETY: a block of glibc's, from `alloc`.
+            return unsafe { sys::__libc_realloc(p.cast(), size).cast() };
+        }
+        // SAFETY: the default: a new block, the old bytes copied, the old freed.
+        unsafe {
+            let q = self.alloc(Layout::from_size_align_unchecked(size, l.align()));
+            if !q.is_null() {
+                std::ptr::copy_nonoverlapping(p, q, l.size().min(size));
+                self.dealloc(p, l);
+            }
+            q
+        }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: GlibcAlloc = GlibcAlloc;
+
+/// The variables only the program's own process reads: its children are not tiered.
+const OWN_VARS: [&str; 2] = ["ZSMALLOC_TIER_BUDGET", "ZSMALLOC_TIER_STATS"];
+
+/// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
+/// that the programs this one executes run untiered.
+fn strip_environment() {
+    if let Ok(list) = std::env::var("LD_PRELOAD") {
+        let kept: Vec<&str> = list
+            .split([':', ' '])
+            .filter(|s| !s.is_empty() && !s.contains("libzsmalloc_tier_preload"))
+            .collect();
+        if kept.is_empty() {
+            std::env::remove_var("LD_PRELOAD");
+        } else {
+            std::env::set_var("LD_PRELOAD", kept.join(":"));
+        }
+    }
+    for v in OWN_VARS {
+        std::env::remove_var(v);
+    }
+}
+
+extern "C" fn start() {
+    let budget = std::env::var("ZSMALLOC_TIER_BUDGET").ok();
+    let stats = std::env::var("ZSMALLOC_TIER_STATS").ok();
+    strip_environment();
+    let Some(budget) = budget else { return };
+    if let Some(path) = stats {
+        tier::map_stats(&path);
+    }
+    let refuse = |why: String| tier::stats().set_state(TierState::SteppedAside, &why);
+    let Some(pages) = budget.trim().parse::<u64>().ok().filter(|&p| p > 0) else {
+        return refuse(format!("ZSMALLOC_TIER_BUDGET '{budget}' is not a page count above 0"));
+    };
+    let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
+        Ok(c) => c,
+        Err(e) => return refuse(format!("the pool's configuration: {e}")),
+    };
+    // The reserve exists before the handler registers it (the first malloc usually made it).
+    if heap::HEAP.with(|h| h.alloc(1, 16)).map(|(p, _)| heap::HEAP.with(|h| h.free(p))).is_none() {
+        return refuse("the reserve of address space could not be made".into());
+    }
+    fork::install();
+    if let Err(why) = sys::as_tier(|| start::start(pages, config)) {
+        refuse(why);
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static START: extern "C" fn() = start;

@@ -1,0 +1,130 @@
+//! Serving a fault: a page never touched (or emptied) comes in as zeros (with the untouched
+//! pages after it), an evicted one from
+//! its same-filled value or its pool object, decompressed; each fills the hole with
+//! `UFFDIO_COPY`, which also wakes the threads waiting on it. The object is freed once the
+//! page is back.
+
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use zsmalloc_core::Backend;
+use zsmalloc_tier::stats::{Field, State as TierState};
+use zsmalloc_tier::uffd::UffdError;
+
+use crate::heap;
+use crate::page_codec;
+use crate::sys::PAGE;
+use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
+
+/// The most pages a first touch fills.
+pub const FAULT_AROUND: usize = 16;
+
+impl Tier {
+    /// Serves the fault at `addr` (a page of the reserve), then evicts down to the budget.
+    pub fn serve(&self, addr: usize, t0: Instant) {
+        self.state.with(|st| {
+            let page = (addr - heap::base()) / PAGE;
+            let kind = self.entry(st, page).kind();
+            match kind {
+                EMPTY => {
+                    let run = self.untouched_run(st, page);
+                    self.fill(addr, &st.zero[..run * PAGE]);
+                    for p in page..page + run {
+                        self.arrive(st, p);
+                    }
+                    tier::stats().add(Field::FirstTouches, 1);
+                }
+                // Served already (another thread's fault on the same page), or the kernel
+                // dropped it (MADV_FREE): zeros, if it is a hole.
+                RESIDENT => self.fill(addr, &st.zero[..PAGE]),
+                _ => {
+                    self.restore(st, page);
+                    let w = tier::stats();
+                    w.add(Field::Faults, 1);
+                    w.fault(t0.elapsed().as_nanos() as u64);
+                }
+            }
+            self.evict_over_budget(st);
+        });
+    }
+
+    /// The untouched pages from `page` on that a first touch of `page` fills with zeros: a
+    /// program touches its new memory mostly upwards, and one fault then serves several
+    /// pages. At most a quarter of the budget, so that the faulting page is never the next
+    /// to leave; never past the pages the heap ever handed out.
+    fn untouched_run(&self, st: &State, page: usize) -> usize {
+        let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND);
+        let end = heap::high_water_pages().min(page + most).max(page + 1);
+        (page..end).take_while(|&p| self.entry(st, p).kind() == EMPTY).count().max(1)
+    }
+
+    /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
+    /// fill (the pages after it stay holes, served as zeros when touched).
+    fn fill(&self, addr: usize, data: &[u8]) {
+        match self.uffd.copy(addr, data, true) {
+            Ok(()) => {}
+            Err(UffdError::AlreadyMapped { .. }) => {
+                if let Err(e) = self.uffd.wake(addr, data.len()) {
+                    tier::fatal(&format!("wake: {e}"));
+                }
+            }
+            Err(e) => tier::fatal(&format!("a fault could not be served: {e}")),
+        }
+    }
+
+    /// Brings the evicted page `page` back from its value or object (which is freed).
+    pub fn restore(&self, st: &mut State, page: usize) {
+        let addr = self.addr(page);
+        let e = self.entry(st, page);
+        match e.kind() {
+            SAME => {
+                // The word was the value's; it must be empty again for a later store.
+                let v = e.handle.swap(0, Ordering::Relaxed) as u64;
+                for w in st.page.chunks_exact_mut(8) {
+                    w.copy_from_slice(&v.to_ne_bytes());
+                }
+                tier::stats().sub(Field::SameFilledPages, 1);
+            }
+            STORED => {
+                let State { pool, packed, page: out, .. } = &mut *st;
+                let pool = pool.as_ref().expect("objects are stored only once the pool exists");
+                // SAFETY: the handle word is this entry's, at a fixed address, holding the
+                // object the eviction stored.
+                let n = match unsafe { pool.read_into_raw(&e.handle, packed) } {
+                    Ok(n) => n,
+                    Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
+                };
+                if n == PAGE {
+                    out.copy_from_slice(&packed[..PAGE]);
+                } else if page_codec::decompress(&packed[..n], out) != Some(PAGE) {
+                    tier::fatal("an evicted page did not decompress to a page");
+                }
+                self.free_object(st, page);
+            }
+            _ => return,
+        }
+        self.fill(addr, &st.page);
+        self.arrive(st, page);
+    }
+
+    /// Brings every evicted page back (before a fork, or stepping aside).
+    pub fn bring_back_all(&self, st: &mut State) {
+        for page in 0..heap::high_water_pages() {
+            if matches!(self.entry(st, page).kind(), SAME | STORED) {
+                self.restore(st, page);
+            }
+        }
+    }
+
+    /// Every page back, the reserve unregistered: the program goes on untiered.
+    pub fn step_aside(&self, why: &str) {
+        self.state.with(|st| {
+            if self.active.load(Ordering::Acquire) {
+                self.bring_back_all(st);
+                let _ = self.uffd.unregister(heap::base(), heap::reserve_len());
+                self.active.store(false, Ordering::Release);
+            }
+            tier::stats().set_state(TierState::SteppedAside, why);
+        });
+    }
+}

@@ -1,0 +1,59 @@
+//! The tier's start: the userfaultfd opened, the page table and staging area made, the handler
+//! thread started (it registers the reserve); the program runs on once it has.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::stats::Field;
+use zsmalloc_tier::uffd::{Features, Uffd, Wait};
+
+use crate::sys::{self, Locked, PAGE};
+use crate::tier::{stats, Entry, State, Tier, TIER};
+use crate::{evict, handler, page_codec, reserve, serve};
+
+/// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
+/// memory is tiered from then on, under `budget_pages`.
+pub fn start(budget_pages: u64, config: PoolConfig) -> Result<(), String> {
+    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
+    let pages = reserve::reserve_len() / PAGE;
+    if pages == 0 {
+        return Err("the reserve of address space could not be made".into());
+    }
+    let table = sys::own_memory(pages * std::mem::size_of::<Entry>())
+        .ok_or("no memory for the page table")?;
+    let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
+    let state = State {
+        table,
+        fifo: VecDeque::new(),
+        seq: 0,
+        resident: 0,
+        budget: budget_pages,
+        pool: None,
+        config: Some(config),
+        zero: vec![0; serve::FAULT_AROUND * PAGE],
+        page: vec![0; PAGE],
+        packed: vec![0; page_codec::bound(PAGE).max(PAGE) + 64],
+        staging,
+        staging_used: 0,
+        paused: false,
+        pool_full: false,
+    };
+    let tier = Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false) };
+    if TIER.set(tier).is_err() {
+        return Err("started twice".into());
+    }
+    stats().set(Field::BudgetPages, budget_pages);
+    handler::spawn()?;
+    // The program goes on once the reserve is registered, so that what it touches from then
+    // on is counted as it arrives and the budget holds from its first instruction.
+    let t0 = std::time::Instant::now();
+    while !handler::BEGUN.load(Ordering::Acquire) {
+        if t0.elapsed() > std::time::Duration::from_secs(10) {
+            return Err("the handler thread did not start within 10 s".into());
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The tier's state: a word pair per page of the reserve (what holds the page's bytes: the
+//! page itself, a pool object, a same-filled value, or nothing yet), the arrival order of the
+//! resident pages, the pool and the buffers, all behind one lock. The handler thread serves
+//! faults and evicts with it held; a program thread takes it only to empty pages (free,
+//! munmap, madvise) or around a fork, and never touches registered memory while it holds it,
+//! so the handler is never waiting on a thread that waits on the handler.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use zsmalloc_core::{AnyPool, PoolConfig};
+use zsmalloc_tier::stats::{Field, State as TierState, Words, WORDS};
+use zsmalloc_tier::uffd::Uffd;
+
+use crate::reserve;
+use crate::sys::{self, Locked, PAGE};
+
+// A page's kind, in the low bits of its entry's info word.
+pub const EMPTY: u64 = 0;
+pub const RESIDENT: u64 = 1;
+pub const STORED: u64 = 2;
+pub const SAME: u64 = 3;
+
+/// A page's entry: the pool's handle word (or a same-filled value), and its kind with the
+/// stored length (bits 8..24) and its arrival number (bits 32..64).
+#[repr(C)]
+pub struct Entry {
+    pub handle: AtomicUsize,
+    pub info: u64,
+}
+
+impl Entry {
+    pub fn kind(&self) -> u64 {
+        self.info & 0xff
+    }
+    pub fn len(&self) -> usize {
+        ((self.info >> 8) & 0xffff) as usize
+    }
+    pub fn seq(&self) -> u32 {
+        (self.info >> 32) as u32
+    }
+}
+
+pub struct State {
+    pub table: usize,
+    /// Resident pages by arrival (page, arrival number); an entry whose number no longer
+    /// matches the page's is stale and skipped.
+    pub fifo: VecDeque<(u32, u32)>,
+    pub seq: u32,
+    pub resident: u64,
+    pub budget: u64,
+    pub pool: Option<AnyPool>,
+    pub config: Option<PoolConfig>,
+    pub zero: Vec<u8>,
+    pub page: Vec<u8>,
+    pub packed: Vec<u8>,
+    pub staging: usize,
+    pub staging_used: usize,
+    /// A fork is under way: nothing is evicted until it is done.
+    pub paused: bool,
+    /// The pool refused a store: nothing is evicted until an object is freed.
+    pub pool_full: bool,
+}
+
+// SAFETY: `table` is an address of the tier's own memory, reached only with the lock held.
+unsafe impl Send for State {}
+
+pub struct Tier {
+    pub uffd: Uffd,
+    pub fd: i32,
+    pub state: Locked<State>,
+    /// Faults are being served (registered, pages seeded); false before, after stepping
+    /// aside and in a forked child.
+    pub active: AtomicBool,
+}
+
+pub static TIER: OnceLock<Tier> = OnceLock::new();
+
+/// The stats file's words (mapped from `ZSMALLOC_TIER_STATS`), else these.
+static LOCAL: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+static STATS: AtomicUsize = AtomicUsize::new(0);
+/// In a forked child, which runs untiered and must not write the parent's figures.
+pub static IN_CHILD: AtomicBool = AtomicBool::new(false);
+static CHILD_WORDS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
+
+pub fn stats() -> Words<'static> {
+    if IN_CHILD.load(Ordering::Relaxed) {
+        return Words(&CHILD_WORDS);
+    }
+    let p = STATS.load(Ordering::Acquire);
+    if p == 0 {
+        return Words(&LOCAL);
+    }
+    // SAFETY: a shared mapping of `WORDS` words made by `map_stats`, never unmapped.
+    Words(unsafe { &*(p as *const [AtomicU64; WORDS]) })
+}
+
+/// Maps the stats file at `path` (made by the command, `BYTES` long).
+pub fn map_stats(path: &str) {
+    let Ok(c) = std::ffi::CString::new(path) else { return };
+    // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return;
+    }
+    // SAFETY: a shared mapping of the file's first WORDS words; it aliases nothing of ours.
+    let p = unsafe {
+        sys::mmap(0, WORDS * 8, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+    };
+    // SAFETY: the descriptor opened above; the mapping keeps the file.
+    unsafe { libc::close(fd) };
+    if p != libc::MAP_FAILED {
+        STATS.store(p as usize, Ordering::Release);
+        stats().set(Field::Magic, zsmalloc_tier::stats::MAGIC);
+    }
+}
+
+impl Tier {
+    /// The state, for a program thread: what the pool allocates meanwhile (its per-thread
+    /// data) comes from glibc, since the heap's lock may be held by this very thread.
+    pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
+        self.state.with(|st| sys::as_tier(|| f(st)))
+    }
+
+    pub fn entry(&self, st: &State, page: usize) -> &'static mut Entry {
+        // SAFETY: `table` holds an entry per page of the reserve, in the tier's own memory,
+        // and the caller holds the state's lock (it passes the state).
+        unsafe { &mut *(st.table as *mut Entry).add(page) }
+    }
+
+    pub fn addr(&self, page: usize) -> usize {
+        reserve::base() + page * PAGE
+    }
+
+    /// A page has come in: resident, last in the arrival order.
+    pub fn arrive(&self, st: &mut State, page: usize) {
+        st.seq = st.seq.wrapping_add(1);
+        self.entry(st, page).info = RESIDENT | (u64::from(st.seq) << 32);
+        st.fifo.push_back((page as u32, st.seq));
+        st.resident += 1;
+        let w = stats();
+        w.set(Field::ResidentPages, st.resident);
+        w.raise(Field::PeakResidentPages, st.resident);
+    }
+
+    /// Forgets what page `page` held (its object freed): it reads zeros from now on.
+    fn forget(&self, st: &mut State, page: usize) {
+        let e = self.entry(st, page);
+        let w = stats();
+        match e.kind() {
+            RESIDENT => {
+                st.resident -= 1;
+                w.set(Field::ResidentPages, st.resident);
+            }
+            STORED => self.free_object(st, page),
+            SAME => {
+                e.handle.store(0, Ordering::Relaxed);
+                w.sub(Field::SameFilledPages, 1);
+            }
+            _ => {}
+        }
+        e.info = EMPTY;
+    }
+
+    /// Frees page `page`'s pool object.
+    pub fn free_object(&self, st: &mut State, page: usize) {
+        let e = self.entry(st, page);
+        if let Some(pool) = &st.pool {
+            // SAFETY: the handle word is this entry's, at a fixed address in the tier's
+            // memory, written only by the pool; it holds an object (kind STORED).
+            let _ = unsafe { zsmalloc_core::Backend::free_raw(pool, &e.handle) };
+            let w = stats();
+            w.sub(Field::StoredPages, 1);
+            w.sub(Field::CompressedBytes, e.len() as u64);
+            w.set(Field::PoolPages, zsmalloc_core::Backend::total_pages(pool));
+        }
+        st.pool_full = false;
+    }
+}
+
+/// Empties `[addr, addr + len)` of the reserve (page-aligned): the tier forgets its pages
+/// (their objects freed) and the kernel drops them, so they read zeros.
+pub fn drop_range(addr: usize, len: usize) {
+    let empty = || {
+        // SAFETY: pages of the reserve the program gave back (or asked to be emptied).
+        unsafe { sys::madvise(addr, len, libc::MADV_DONTNEED) };
+    };
+    let Some(t) = TIER.get() else { return empty() };
+    if IN_CHILD.load(Ordering::Relaxed) {
+        return empty();
+    }
+    t.with_state(|st| {
+        if t.active.load(Ordering::Acquire) {
+            let first = (addr - reserve::base()) / PAGE;
+            let end = (first + len / PAGE).min(reserve::high_water_pages());
+            for page in first..end {
+                t.forget(st, page);
+            }
+        }
+        // With the lock held, so that no eviction moves a page between its entry's reset
+        // and its drop.
+        empty();
+    });
+}
+
+/// The userfaultfd's descriptor, which the program may not close.
+pub fn uffd_fd() -> i32 {
+    if IN_CHILD.load(Ordering::Relaxed) {
+        return -1;
+    }
+    TIER.get().map_or(-1, |t| t.fd)
+}
+
+/// Records why the tier stops and ends the program: it cannot give the program its data.
+pub fn fatal(why: &str) -> ! {
+    stats().set_state(TierState::Failed, why);
+    let line = format!("zsmalloc tier: {why}; the program was stopped\n");
+    // SAFETY: write(2) of a live buffer to stderr.
+    unsafe { libc::write(2, line.as_ptr().cast(), line.len()) };
+    // SAFETY: ends the process at once; no handler of the program runs on data it lost.
+    unsafe { libc::_exit(2) }
+}

@@ -1,0 +1,186 @@
+//! Running a program under the tier: the refusals first (each one line), then the program
+//! with the tier's library preloaded, its budget and a fresh stats file in its environment;
+//! its exit status as a shell gives it, and the report from the stats file.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use zsmalloc_core::text_input::io_reason;
+use zsmalloc_core::PoolConfig;
+
+use crate::program::{self, Unfit};
+use crate::report::Report;
+use crate::stats::{Snapshot, BYTES};
+use crate::uffd::{Features, Uffd, Wait};
+
+/// The library's file name, as cargo builds it and `make install` installs it.
+pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
+/// Names the library to use instead of the one found beside the command.
+pub const LIBRARY_VAR: &str = "ZSMALLOC_TIER_LIBRARY";
+const PAGE: u64 = 4096;
+/// The smallest budget: an instruction touches a few pages at most (a string move spanning
+/// two pages on each side), and they must all fit, or it would fault forever.
+pub const MIN_BUDGET: u64 = 16 * PAGE;
+
+/// A run to make.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub budget_bytes: u64,
+    pub command: Vec<OsString>,
+    /// The `ZSMALLOC_*` variables of the pool's configuration, set for the program.
+    pub pool_env: Vec<(String, String)>,
+    pub library: PathBuf,
+}
+
+/// Why a run was not made: the exit status to give and the line to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub exit_code: i32,
+    pub message: String,
+}
+
+fn refuse(message: impl Into<String>) -> Refusal {
+    Refusal { exit_code: 2, message: message.into() }
+}
+
+impl From<Unfit> for Refusal {
+    fn from(u: Unfit) -> Refusal {
+        let exit_code = if matches!(u, Unfit::NotFound(_)) { 127 } else { 2 };
+        Refusal { exit_code, message: u.to_string() }
+    }
+}
+
+/// The machine's memory (`MemTotal`), in bytes.
+pub fn mem_total() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// The tier's library: `ZSMALLOC_TIER_LIBRARY`, else beside `exe`, else in `../lib` from it
+/// (an installed command).
+pub fn find_library(exe: &Path) -> Result<PathBuf, Refusal> {
+    if let Some(p) = std::env::var_os(LIBRARY_VAR) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(refuse(format!("{LIBRARY_VAR}={}: no such file", p.display())))
+        };
+    }
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [dir.join(LIBRARY), dir.join("../lib").join(LIBRARY)];
+    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        refuse(format!(
+            "the tier's library {LIBRARY} is not beside {} nor in ../lib; build it (cargo build \
+             --release -p zsmalloc-tier-preload) or name it with {LIBRARY_VAR}",
+            exe.display()
+        ))
+    })
+}
+
+/// The refusals that need no program: the budget, the pool's configuration, userfaultfd.
+pub fn check(launch: &Launch) -> Result<(), Refusal> {
+    if launch.budget_bytes < MIN_BUDGET {
+        return Err(refuse(format!(
+            "--budget {}: the budget must be at least 64K (16 pages: one instruction may need \
+             several pages resident at once)",
+            launch.budget_bytes
+        )));
+    }
+    if let Some(total) = mem_total().filter(|&t| launch.budget_bytes > t) {
+        return Err(refuse(format!(
+            "--budget {} is above this machine's memory ({total} bytes): a budget is a share \
+             of memory",
+            launch.budget_bytes
+        )));
+    }
+    let env = launch.pool_env.clone();
+    let lookup = |name: &str| {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
+    };
+    PoolConfig::from_lookup(lookup)
+        .map_err(|e| refuse(format!("the pool's configuration: {e}")))?;
+    Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| refuse(e.to_string()))?;
+    Ok(())
+}
+
+/// A fresh stats file of the right length, in the temporary directory.
+fn stats_file() -> Result<PathBuf, Refusal> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let path =
+        std::env::temp_dir().join(format!("zsmalloc-tier-{}-{nanos}.stats", std::process::id()));
+    let f = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .and_then(|f| f.set_len(BYTES as u64).map(|_| f));
+    match f {
+        Ok(_) => Ok(path),
+        Err(e) => Err(refuse(format!("cannot make '{}': {}", path.display(), io_reason(&e)))),
+    }
+}
+
+/// The exit status a shell reports: the code, or 128 + the signal that ended it.
+fn shell_status(s: std::process::ExitStatus) -> i32 {
+    s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(1)
+}
+
+/// Runs the program under the tier and waits for it: its exit status and the report. While
+/// it runs, the terminal's SIGINT and SIGQUIT are left to it (as `time` does), so the report
+/// is printed however it ends.
+pub fn run(launch: &Launch) -> Result<Report, Refusal> {
+    check(launch)?;
+    let name = launch.command.first().ok_or_else(|| refuse("no command to run"))?;
+    let path = program::resolve(name)?;
+    program::check_preloadable(&path)?;
+    let stats = stats_file()?;
+    let mut preload = launch.library.clone().into_os_string();
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        preload.push(":");
+        preload.push(old);
+    }
+    let mut cmd = Command::new(&path);
+    cmd.arg0(name)
+        .args(&launch.command[1..])
+        .env("LD_PRELOAD", preload)
+        .env("ZSMALLOC_TIER_BUDGET", (launch.budget_bytes / PAGE).to_string())
+        .env("ZSMALLOC_TIER_STATS", &stats)
+        .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
+    let ignore = |sig| {
+        // SAFETY: setting a signal's disposition to ignore or default touches no memory.
+        unsafe { libc::signal(sig, libc::SIG_IGN) }
+    };
+    let spawned = cmd.spawn();
+    let old = [ignore(libc::SIGINT), ignore(libc::SIGQUIT)];
+    let status = spawned.and_then(|mut child| child.wait());
+    for (sig, was) in [libc::SIGINT, libc::SIGQUIT].into_iter().zip(old) {
+        // SAFETY: as above, restoring the disposition that was.
+        unsafe { libc::signal(sig, was) };
+    }
+    let bytes = std::fs::read(&stats);
+    let _ = std::fs::remove_file(&stats);
+    let shown = name.to_string_lossy().into_owned();
+    let status = match status {
+        Ok(s) => shell_status(s),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Unfit::NotFound(shown).into())
+        }
+        Err(e) => {
+            return Err(Refusal { exit_code: 126, message: format!("{shown}: {}", io_reason(&e)) })
+        }
+    };
+    Ok(Report {
+        command: shown,
+        budget_bytes: launch.budget_bytes,
+        exit_status: status,
+        figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
+    })
+}

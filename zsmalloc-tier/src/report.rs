@@ -1,0 +1,171 @@
+//! The report of a tiered run: the stats file's figures as the program left them, with its
+//! exit status, as JSON (`--report FILE`) and as text (stderr).
+
+use serde_json::{json, Value};
+
+use crate::stats::{Field, Percentiles, Snapshot, State};
+
+/// The eviction policy, as the report names it.
+pub const POLICY: &str = "fifo";
+/// What the policy knows of the pages' use.
+pub const POLICY_BASIS: &str = "arrival order: the oldest page to come in (first touch or \
+fault) leaves first";
+const PAGE: u64 = 4096;
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub command: String,
+    pub budget_bytes: u64,
+    pub exit_status: i32,
+    /// The figures; `None` when the tier never started in the program.
+    pub figures: Option<Snapshot>,
+}
+
+fn ns(p: Percentiles, with_max: bool) -> Value {
+    let mut v = json!({ "count": p.count, "p50": p.p50, "p99": p.p99 });
+    if with_max {
+        v["max"] = json!(p.max);
+    }
+    v
+}
+
+impl Report {
+    fn get(&self, f: Field) -> u64 {
+        self.figures.as_ref().map_or(0, |s| s.get(f))
+    }
+
+    pub fn state(&self) -> State {
+        self.figures.as_ref().map_or(State::NotStarted, Snapshot::state)
+    }
+
+    /// Why the tier stepped aside or failed ("" otherwise).
+    pub fn message(&self) -> String {
+        self.figures.as_ref().map(Snapshot::message).unwrap_or_default()
+    }
+
+    fn state_text(&self) -> &'static str {
+        match self.state() {
+            State::NotStarted => "the tier's library did not start in it",
+            State::Tiering => "tiered to the end",
+            State::SteppedAside => "the tier stepped aside",
+            State::Failed => "the tier failed",
+        }
+    }
+
+    fn state_name(&self) -> &'static str {
+        match self.state() {
+            State::NotStarted => "not started",
+            State::Tiering => "tiering",
+            State::SteppedAside => "stepped aside",
+            State::Failed => "failed",
+        }
+    }
+
+    pub fn fault_ns(&self) -> Percentiles {
+        self.figures.as_ref().map(Snapshot::fault_ns).unwrap_or_default()
+    }
+
+    pub fn evict_ns(&self) -> Percentiles {
+        self.figures.as_ref().map(Snapshot::evict_ns).unwrap_or_default()
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "command": self.command,
+            "state": self.state_name(),
+            "message": self.message(),
+            "budget_bytes": self.budget_bytes,
+            "peak_resident_bytes": self.get(Field::PeakResidentPages) * PAGE,
+            "resident_bytes": self.get(Field::ResidentPages) * PAGE,
+            "evictions": self.get(Field::Evictions),
+            "faults": self.get(Field::Faults),
+            "first_touches": self.get(Field::FirstTouches),
+            "same_filled_pages": self.get(Field::SameFilledPages),
+            "stored_pages": self.get(Field::StoredPages),
+            "stored_bytes": self.get(Field::StoredPages) * PAGE,
+            "compressed_bytes": self.get(Field::CompressedBytes),
+            "pool_pages": self.get(Field::PoolPages),
+            "max_pool_pages": self.get(Field::MaxPoolPages),
+            "shared_skips": self.get(Field::SharedSkips),
+            "pool_full_stops": self.get(Field::PoolFullStops),
+            "untiered_bytes": self.get(Field::UntieredBytes),
+            "forks": self.get(Field::Forks),
+            "fault_ns": ns(self.fault_ns(), true),
+            "evict_ns": ns(self.evict_ns(), true),
+            "policy": POLICY,
+            "exit_status": self.exit_status,
+        })
+    }
+
+    /// The text for stderr, after the program's own output.
+    pub fn to_text(&self) -> String {
+        let us = |n: u64| format!("{:.1}", n as f64 / 1000.0);
+        let mib = |b: u64| format!("{:.1} MiB", b as f64 / (1 << 20) as f64);
+        let mut s = format!(
+            "zsmalloc tier: {} exited with status {} ({})\n",
+            self.command,
+            self.exit_status,
+            self.state_text()
+        );
+        let msg = self.message();
+        if !msg.is_empty() {
+            s += &format!("  why                   {msg}\n");
+        }
+        if self.figures.is_none() {
+            s += "  the tier's library did not start in the program: no figures\n";
+            return s;
+        }
+        let (f, e) = (self.fault_ns(), self.evict_ns());
+        s += &format!(
+            "  budget                {} ({} B), policy {POLICY} ({POLICY_BASIS})\n",
+            mib(self.budget_bytes),
+            self.budget_bytes
+        );
+        s += &format!(
+            "  resident              {} at the peak, {} at the end\n",
+            mib(self.get(Field::PeakResidentPages) * PAGE),
+            mib(self.get(Field::ResidentPages) * PAGE)
+        );
+        s += &format!(
+            "  evictions             {} (µs: p50 {}, p99 {}, max {})\n",
+            self.get(Field::Evictions),
+            us(e.p50),
+            us(e.p99),
+            us(e.max)
+        );
+        s += &format!(
+            "  faults                {} on evicted pages (µs: p50 {}, p99 {}, max {}), {} first \
+             touches\n",
+            self.get(Field::Faults),
+            us(f.p50),
+            us(f.p99),
+            us(f.max),
+            self.get(Field::FirstTouches)
+        );
+        let stored = self.get(Field::StoredPages);
+        s += &format!(
+            "  held at the end       {} same-filled pages, {stored} pages ({}) stored in {} \
+             compressed\n",
+            self.get(Field::SameFilledPages),
+            mib(stored * PAGE),
+            mib(self.get(Field::CompressedBytes))
+        );
+        s += &format!(
+            "  pool                  {} pages, {} at most\n",
+            self.get(Field::PoolPages),
+            self.get(Field::MaxPoolPages)
+        );
+        let notes = [
+            (Field::Forks, "forks (every page brought back before each)"),
+            (Field::SharedSkips, "evictions skipped (page shared with a child or pinned)"),
+            (Field::PoolFullStops, "stops with the pool full"),
+            (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
+        ];
+        for (field, what) in notes {
+            if self.get(field) > 0 {
+                s += &format!("  {:<21} {} {what}\n", "", self.get(field));
+            }
+        }
+        s
+    }
+}

@@ -1,0 +1,253 @@
+//! The figures the preloaded tier keeps while the program runs, in a file the command names
+//! (`ZSMALLOC_TIER_STATS`) and both map: words of 64 bits at fixed places, so the command
+//! reads them whatever way the program ended — by a signal too, when no exit handler runs.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The first word of a file the tier has written: "zstier" and the layout's version.
+pub const MAGIC: u64 = 0x7a73_7469_6572_0001;
+
+/// A word's place in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Field {
+    Magic,
+    /// [`State`] as a number.
+    State,
+    BudgetPages,
+    ResidentPages,
+    PeakResidentPages,
+    Evictions,
+    /// Faults on evicted pages (served from the pool or a same-filled value).
+    Faults,
+    /// Faults on pages never touched (served with zeros).
+    FirstTouches,
+    SameFilledPages,
+    StoredPages,
+    CompressedBytes,
+    PoolPages,
+    MaxPoolPages,
+    /// Evictions skipped because the page is shared (with a forked child) or pinned.
+    SharedSkips,
+    /// Times the pool refused a store (its limit reached) and eviction paused.
+    PoolFullStops,
+    /// Bytes the program asked for that were served outside the tier (its reserve full).
+    UntieredBytes,
+    /// Forks before which every evicted page was brought back.
+    Forks,
+    FaultMaxNs,
+    EvictMaxNs,
+}
+
+const FIELDS: usize = Field::EvictMaxNs as usize + 1;
+
+/// Where the tier stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// The library has not started (not loaded, or the program ended before).
+    NotStarted = 0,
+    Tiering = 1,
+    /// The tier stepped aside (every page brought back): the program ran on untiered.
+    SteppedAside = 2,
+    /// The tier could not go on and ended the program.
+    Failed = 3,
+}
+
+impl State {
+    fn from_word(w: u64) -> State {
+        match w {
+            1 => State::Tiering,
+            2 => State::SteppedAside,
+            3 => State::Failed,
+            _ => State::NotStarted,
+        }
+    }
+}
+
+/// Latencies are counted in buckets: exact below 64 ns, then 32 per power of two (each within
+/// 1/32 of its values).
+pub const BUCKETS: usize = 64 + 58 * 32;
+
+/// The bucket of `ns`.
+pub fn bucket(ns: u64) -> usize {
+    if ns < 64 {
+        return ns as usize;
+    }
+    let e = 63 - ns.leading_zeros() as usize;
+    64 + (e - 6) * 32 + ((ns >> (e - 5)) & 31) as usize
+}
+
+/// The largest value bucket `b` counts.
+pub fn bucket_top(b: usize) -> u64 {
+    if b < 64 {
+        return b as u64;
+    }
+    let e = (b - 64) / 32 + 6;
+    let m = ((b - 64) % 32) as u64;
+    ((32 + m) << (e - 5)) + (1u64 << (e - 5)) - 1
+}
+
+const FAULT_HIST: usize = FIELDS;
+const EVICT_HIST: usize = FAULT_HIST + BUCKETS;
+const MESSAGE: usize = EVICT_HIST + BUCKETS;
+/// The message's length in bytes (a reason the tier stepped aside or failed).
+pub const MESSAGE_BYTES: usize = 256;
+/// The file's length in words.
+pub const WORDS: usize = MESSAGE + MESSAGE_BYTES / 8;
+/// The file's length in bytes.
+pub const BYTES: usize = WORDS * 8;
+
+/// The words, wherever they are mapped.
+pub struct Words<'a>(pub &'a [AtomicU64; WORDS]);
+
+impl Words<'_> {
+    pub fn add(&self, f: Field, n: u64) {
+        self.0[f as usize].fetch_add(n, Ordering::Relaxed);
+    }
+    pub fn sub(&self, f: Field, n: u64) {
+        self.0[f as usize].fetch_sub(n, Ordering::Relaxed);
+    }
+    pub fn set(&self, f: Field, v: u64) {
+        self.0[f as usize].store(v, Ordering::Relaxed);
+    }
+    pub fn get(&self, f: Field) -> u64 {
+        self.0[f as usize].load(Ordering::Relaxed)
+    }
+    pub fn raise(&self, f: Field, v: u64) {
+        self.0[f as usize].fetch_max(v, Ordering::Relaxed);
+    }
+    pub fn fault(&self, ns: u64) {
+        self.0[FAULT_HIST + bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        self.raise(Field::FaultMaxNs, ns);
+    }
+    pub fn eviction(&self, ns: u64) {
+        self.0[EVICT_HIST + bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        self.raise(Field::EvictMaxNs, ns);
+    }
+    /// Sets the state with its reason (cut to [`MESSAGE_BYTES`]).
+    pub fn set_state(&self, state: State, why: &str) {
+        let mut bytes = [0u8; MESSAGE_BYTES];
+        let n = why.len().min(MESSAGE_BYTES - 1);
+        bytes[..n].copy_from_slice(&why.as_bytes()[..n]);
+        for (i, w) in bytes.chunks(8).enumerate() {
+            let word = u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            self.0[MESSAGE + i].store(word, Ordering::Relaxed);
+        }
+        self.set(Field::State, state as u64);
+    }
+}
+
+/// A latency summary from a histogram: p50, p99 (each the top of its bucket, never above the
+/// largest seen) and the largest.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Percentiles {
+    pub count: u64,
+    pub p50: u64,
+    pub p99: u64,
+    pub max: u64,
+}
+
+/// The figures as the command reads them after the program ended.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    words: Vec<u64>,
+}
+
+impl Snapshot {
+    /// The figures in `bytes` (a stats file's contents), `None` when the tier never wrote it.
+    pub fn from_bytes(bytes: &[u8]) -> Option<Snapshot> {
+        if bytes.len() < BYTES {
+            return None;
+        }
+        let words: Vec<u64> = bytes[..BYTES]
+            .chunks(8)
+            .map(|w| u64::from_ne_bytes(w.try_into().expect("8 bytes")))
+            .collect();
+        (words[0] == MAGIC).then_some(Snapshot { words })
+    }
+
+    pub fn get(&self, f: Field) -> u64 {
+        self.words[f as usize]
+    }
+
+    pub fn state(&self) -> State {
+        State::from_word(self.get(Field::State))
+    }
+
+    pub fn message(&self) -> String {
+        let bytes: Vec<u8> = self.words[MESSAGE..].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
+    }
+
+    fn percentiles(&self, at: usize, max: Field) -> Percentiles {
+        let hist = &self.words[at..at + BUCKETS];
+        let count: u64 = hist.iter().sum();
+        let max = self.get(max);
+        let rank = |p: u64| {
+            let want = (count * p).div_ceil(100).max(1);
+            let mut seen = 0;
+            for (b, &n) in hist.iter().enumerate() {
+                seen += n;
+                if seen >= want {
+                    return bucket_top(b).min(max);
+                }
+            }
+            max
+        };
+        if count == 0 {
+            return Percentiles::default();
+        }
+        Percentiles { count, p50: rank(50), p99: rank(99), max }
+    }
+
+    pub fn fault_ns(&self) -> Percentiles {
+        self.percentiles(FAULT_HIST, Field::FaultMaxNs)
+    }
+
+    pub fn evict_ns(&self) -> Percentiles {
+        self.percentiles(EVICT_HIST, Field::EvictMaxNs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buckets_hold_their_values_within_a_32nd() {
+        for ns in [0u64, 1, 63, 64, 65, 100, 1000, 3300, 123_456, 9_999_999_999, u64::MAX / 2] {
+            let b = bucket(ns);
+            assert!(b < BUCKETS, "{ns}");
+            assert!(bucket_top(b) >= ns, "{ns}: top {}", bucket_top(b));
+            assert!(bucket_top(b) - ns <= ns / 32, "{ns}: top {}", bucket_top(b));
+            if b > 0 {
+                assert!(bucket_top(b - 1) < ns, "{ns}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_snapshot_reads_what_the_words_hold() {
+        let words: Box<[AtomicU64; WORDS]> = Box::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let w = Words(&words);
+        w.set(Field::Magic, MAGIC);
+        w.add(Field::Evictions, 5);
+        for ns in 1..=100u64 {
+            w.fault(ns * 1000);
+        }
+        w.set_state(State::SteppedAside, "the pool failed");
+        let bytes: Vec<u8> =
+            words.iter().flat_map(|a| a.load(Ordering::Relaxed).to_ne_bytes()).collect();
+        let s = Snapshot::from_bytes(&bytes).expect("magic");
+        assert_eq!(s.get(Field::Evictions), 5);
+        assert_eq!(s.state(), State::SteppedAside);
+        assert_eq!(s.message(), "the pool failed");
+        let f = s.fault_ns();
+        assert_eq!((f.count, f.max), (100, 100_000));
+        assert!((50_000..=51_600).contains(&f.p50), "{f:?}");
+        assert!((99_000..=100_000).contains(&f.p99), "{f:?}");
+        assert!(Snapshot::from_bytes(&bytes[..100]).is_none());
+        assert!(Snapshot::from_bytes(&vec![0; BYTES]).is_none());
+    }
+}

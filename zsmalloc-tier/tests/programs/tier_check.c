@@ -1,0 +1,205 @@
+/* A program for the tier's tests, run under `zsmalloc tier`: it writes known patterns into
+ * malloc blocks and anonymous mappings, reads every word back, and exits 0 only if all is
+ * there. Modes:
+ *   fill MIB          MIB in malloc blocks (small and large) and mappings, verified twice (the
+ *                     same-filled ones rewritten with other data between)
+ *   race THREADS MIB  writer threads, each over its own pages, every write checked against
+ *                     the one before it (a write lost to an eviction shows as a stale value)
+ *   fork MIB          fill, then a child checks every word; the parent checks after it,
+ *                     and again a moment later
+ *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
+ *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
+ *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
+ *                     executes) and check every word after
+ *   exit N            exit with status N
+ *   signal N          raise signal N */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/* Half the words a pseudo-random value, half a small counter: about half compressible; every
+ * 16th block all one value (same-filled pages) until it is rewritten (`rewritten`). */
+static int rewritten;
+
+static uint64_t word(uint64_t block, uint64_t i) {
+  if (block % 16 == 5 && !rewritten) return block * 0x0101010101010101ull;
+  return (i & 1) ? mix(block * 1000003 + i) : (block + i) & 0xff;
+}
+
+struct block { uint64_t *p; size_t words; int mapped; };
+
+static void fill(struct block *b, uint64_t id) {
+  for (size_t i = 0; i < b->words; i++) b->p[i] = word(id, i);
+}
+
+static long check(const struct block *b, uint64_t id) {
+  long bad = 0;
+  for (size_t i = 0; i < b->words; i++)
+    if (b->p[i] != word(id, i)) {
+      if (bad < 3) fprintf(stderr, "block %llu word %zu: %llx, expected %llx\n",
+                           (unsigned long long)id, i, (unsigned long long)b->p[i],
+                           (unsigned long long)word(id, i));
+      bad++;
+    }
+  return bad;
+}
+
+static struct block *blocks;
+static size_t nblocks;
+
+static void make(size_t mib) {
+  size_t total = mib << 20, used = 0, cap = 1 << 16;
+  blocks = calloc(cap, sizeof *blocks);
+  for (uint64_t id = 0; used < total && nblocks < cap; id++) {
+    static const size_t sizes[] = {24, 200, 1000, 3000, 9000, 70000, 300000, 1 << 20};
+    size_t size = sizes[id % 8];
+    struct block *b = &blocks[nblocks++];
+    b->words = size / 8;
+    b->mapped = id % 3 == 0 && size > 4096;
+    if (b->mapped) {
+      b->p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (b->p == MAP_FAILED) { perror("mmap"); exit(1); }
+    } else if (!(b->p = malloc(size))) { perror("malloc"); exit(1); }
+    fill(b, id);
+    used += size;
+  }
+}
+
+static long check_all(void) {
+  long bad = 0;
+  for (size_t id = 0; id < nblocks; id++) bad += check(&blocks[id], id);
+  return bad;
+}
+
+static int report(const char *what, long bad) {
+  if (bad) { fprintf(stderr, "%s: %ld words wrong\n", what, bad); return 1; }
+  printf("%s: ok\n", what);
+  return 0;
+}
+
+struct writer { uint64_t *p; size_t pages; int rounds; long bad; };
+
+static void *write_rounds(void *arg) {
+  struct writer *w = arg;
+  size_t per_page = 4096 / 8;
+  for (int r = 1; r <= w->rounds; r++)
+    for (size_t pg = 0; pg < w->pages; pg++)
+      for (size_t k = 0; k < per_page; k += 61) {
+        uint64_t *q = &w->p[pg * per_page + k];
+        if (*q != (uint64_t)(r - 1)) w->bad++;
+        *q = r;
+      }
+  return NULL;
+}
+
+static int race(int threads, size_t mib) {
+  pthread_t t[64];
+  struct writer w[64];
+  if (threads < 1 || threads > 64) return 2;
+  for (int i = 0; i < threads; i++) {
+    w[i].pages = (mib << 20) / 4096 / threads;
+    w[i].rounds = 6;
+    w[i].bad = 0;
+    w[i].p = mmap(NULL, w[i].pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (w[i].p == MAP_FAILED) { perror("mmap"); return 1; }
+    pthread_create(&t[i], NULL, write_rounds, &w[i]);
+  }
+  long bad = 0;
+  for (int i = 0; i < threads; i++) {
+    pthread_join(t[i], NULL);
+    bad += w[i].bad;
+    for (size_t pg = 0; pg < w[i].pages; pg++)
+      for (size_t k = 0; k < 512; k += 61) bad += w[i].p[pg * 512 + k] != (uint64_t)w[i].rounds;
+  }
+  return report("race", bad);
+}
+
+static int remap(void) {
+  size_t len = 1 << 20;
+  uint8_t *a = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  memset(a, 0xab, len);
+  munmap(a, len);
+  uint8_t *b = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  long bad = 0;
+  for (size_t i = 0; i < len; i++) bad += b[i] != 0;
+  printf("remap: %s address\n", a == b ? "same" : "another");
+  struct block blk = {(uint64_t *)b, len / 8, 1};
+  fill(&blk, 77);
+  blk.p = mremap(b, len, 8 * len, MREMAP_MAYMOVE);
+  if (blk.p == MAP_FAILED) { perror("mremap"); return 1; }
+  bad += check(&blk, 77);
+  for (size_t i = len / 8; i < len; i++) bad += blk.p[i] != 0;
+  madvise(blk.p, len, MADV_DONTNEED);
+  for (size_t i = 0; i < len / 8; i++) bad += blk.p[i] != 0;
+  /* A fresh mapping over part of it reads zeros there and leaves the rest. */
+  fill(&blk, 78);
+  void *over = mmap(blk.p, len / 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  if (over != blk.p) { perror("mmap MAP_FIXED"); return 1; }
+  for (size_t i = 0; i < blk.words; i++)
+    bad += blk.p[i] != (i < len / 16 ? 0 : word(78, i));
+  /* reallocarray of a block of the tier's: its bytes kept. */
+  uint64_t *ra = malloc(100 * sizeof *ra);
+  for (int i = 0; i < 100; i++) ra[i] = word(79, i);
+  ra = reallocarray(ra, 100000, sizeof *ra);
+  for (int i = 0; i < 100; i++) bad += ra[i] != word(79, i);
+  free(ra);
+  return report("remap", bad);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) return 2;
+  const char *mode = argv[1];
+  long n = argc > 2 ? atol(argv[2]) : 0;
+  if (!strcmp(mode, "exit")) return (int)n;
+  if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
+  if (!strcmp(mode, "remap")) return remap();
+  if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
+  if (!strcmp(mode, "fill")) {
+    make(n);
+    if (report("first pass", check_all())) return 1;
+    /* The same-filled blocks become ordinary data: their pages are stored in the pool next. */
+    rewritten = 1;
+    for (size_t id = 0; id < nblocks; id++)
+      if (id % 16 == 5) fill(&blocks[id], id);
+    return report("second pass", check_all());
+  }
+  if (!strcmp(mode, "spawn")) {
+    make(n);
+    extern char **environ;
+    char *args[] = {"/bin/sh", "-c", "exit 7", NULL};
+    pid_t pid;
+    int status;
+    if (posix_spawn(&pid, "/bin/sh", NULL, NULL, args, environ)) { perror("posix_spawn"); return 1; }
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 7) { fprintf(stderr, "spawned: %d\n", status); return 1; }
+    return report("spawn", check_all());
+  }
+  if (!strcmp(mode, "fork")) {
+    make(n);
+    pid_t pid = fork();
+    if (pid < 0) { perror("fork"); return 1; }
+    if (pid == 0) { int r = report("child", check_all()); fflush(stdout); _exit(r); }
+    int status;
+    waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status)) { fprintf(stderr, "the child failed\n"); return 1; }
+    if (report("parent", check_all())) return 1;
+    usleep(300 * 1000); /* the child gone, eviction goes on down to the budget */
+    return report("parent again", check_all());
+  }
+  return 2;
+}
