@@ -19,6 +19,11 @@ use crate::error::{LabError, LabResult};
 use crate::memory::{human, Limit, Plan};
 use crate::trace_format::TraceOp;
 
+/// New ids at most this far above the slots made so far keep a replay's ids its own slots (the
+/// slots between are made, empty): a trace the lab wrote skips a few ids at a time, where pages
+/// were same-filled.
+const MAX_SKIPPED_IDS: u64 = 64;
+
 /// The parameters, as `zsmalloc run trace` and `zsmalloc replay` take them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
 pub struct Trace {
@@ -125,9 +130,11 @@ impl WorkloadKind for Trace {
         let mut reader = self.input()?.reader()?;
         let mut slots = IdMap::new();
         // Ids below `same` are their own slots: a trace the lab wrote names its handles 0, 1,
-        // 2, ... in the order it first uses them, which is the order slots are made here, so
-        // its ids need no map at all (one random access less per operation). The first id out
-        // of that order freezes `same`; it and every later new id go to the map.
+        // 2, ... in about the order it first uses them (a handle whose page was same-filled
+        // appears later, or never), so a new id a little above the slots made so far gets the
+        // slots up to it made at once, and its ids need no map at all (one random access less
+        // per operation; a skipped id's slot waits, empty, for it). The first new id out of
+        // that order freezes `same`; it and every later new id go to the map.
         let mut same: u64 = 0;
         let mut in_order = true;
         let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {
@@ -137,12 +144,15 @@ impl WorkloadKind for Trace {
             if let Some(s) = slots.get(id) {
                 return Ok(s as usize);
             }
-            let s = d.new_slot()?;
-            if in_order && id == s as u64 && id == same {
-                same += 1;
-                return Ok(s);
+            if in_order && id - same <= MAX_SKIPPED_IDS && d.slots() as u64 == same {
+                while (d.slots() as u64) <= id {
+                    d.new_slot()?;
+                }
+                same = id + 1;
+                return Ok(id as usize);
             }
             in_order = false;
+            let s = d.new_slot()?;
             let value = u32::try_from(s).ok().filter(|&v| v != u32::MAX).ok_or_else(|| {
                 LabError::usage(format!(
                     "{}: more handles than a replay holds",
