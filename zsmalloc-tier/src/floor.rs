@@ -159,7 +159,7 @@ pub struct Plan {
     pub breakdown: bool,
 }
 
-/// The floor's compressor: zram's default, the cheapest of the three to decompress.
+/// The floor's compressor: lz4, the cheapest of the three to decompress.
 pub const COMPRESSOR: Compressor = Compressor::Lz4;
 
 /// A codec of [`COMPRESSOR`] for one page.

@@ -27,7 +27,8 @@ pub const BUDGET_VAR: &str = "ZSMALLOC_TIER_BUDGET";
 pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
 /// The stats file the library writes its figures to.
 pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
-/// The compressor when none is named: zram's default among those offered.
+/// The compressor when none is named: lz4, the fastest of the three (zram's own default,
+/// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
 /// The compressors the tier offers: every one the workspace has.
 pub const COMPRESSORS: &[Compressor] = Compressor::ALL;

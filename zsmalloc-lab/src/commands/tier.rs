@@ -36,7 +36,7 @@ pub struct TierArgs {
     #[arg(long, value_name = "BYTES", default_value = "64M",
           value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
     pub budget: u64,
-    /// The compressor of evicted pages: lz4 (zram's default), lzo (liblzo2's LZO1X-1, needs
+    /// The compressor of evicted pages: lz4 (the fastest), lzo (liblzo2's LZO1X-1, needs
     /// liblzo2) or zstd (level 3)
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
