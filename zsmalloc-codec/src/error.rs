@@ -65,8 +65,8 @@ impl fmt::Display for Error {
             }
             Error::KernelOnly { accepted } => write!(
                 f,
-                "invalid compressor 'lzo-rle': it exists only in the kernel, which compresses 4K \
-                 pages with it, never a large folio (accepted: {})",
+                "invalid compressor 'lzo-rle': it exists only in the kernel (LZO1X-1 with zero \
+                 runs encoded), no userspace library has it (accepted: {})",
                 names(accepted)
             ),
             Error::NoName { accepted } => {

@@ -62,8 +62,8 @@ mod tests {
         let e = Compressor::parse("lzo-rle", Compressor::ALL).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "invalid compressor 'lzo-rle': it exists only in the kernel, which compresses 4K \
-             pages with it, never a large folio (accepted: lz4, lzo, zstd)"
+            "invalid compressor 'lzo-rle': it exists only in the kernel (LZO1X-1 with zero runs \
+             encoded), no userspace library has it (accepted: lz4, lzo, zstd)"
         );
         let e = Compressor::parse("lzo-rle", LZ4_ZSTD).unwrap_err();
         assert_eq!(e.to_string(), "invalid compressor 'lzo-rle' (accepted: lz4, zstd)");

@@ -1,9 +1,10 @@
 //! `zsmalloc tier` on real programs: a C program (zsmalloc-tier/tests/programs/tier_check.c)
 //! filling 64 MiB of malloc blocks and mappings under a 4 MiB budget and reading every word
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
-//! munmap and mremap, Python; the exit statuses and refusals. They need root (or access to
-//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run
-//! has a deadline, after which its process group is killed and the test fails.
+//! munmap and mremap, Python, the pages compressed with each compressor; the exit statuses and
+//! refusals. They need root (or access to /dev/userfaultfd) and a C compiler, and skip with the
+//! reason printed otherwise. Every run has a deadline, after which its process group is killed
+//! and the test fails.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -164,9 +165,36 @@ fn sixty_four_mib_read_back_under_four() {
         assert!(report[key].is_u64(), "{key} in {report}");
     }
     assert_eq!(report["policy"], "fifo");
+    assert_eq!(report["compressor"], "lz4", "zram's default when none is named");
     assert!(report["evict_ns"]["p50"].is_u64() && report["evict_ns"]["p99"].is_u64());
     let f = &report["fault_ns"];
     assert!(f["p50"].as_u64() <= f["p99"].as_u64() && f["p99"].as_u64() <= f["max"].as_u64());
+}
+
+/// The C program's 16 MiB filled and read back twice under 4 MiB with `compressor`: every
+/// word back, pages evicted and faulted, and the report naming the compressor.
+fn read_back_with(test: &str, compressor: &str) {
+    let Some(p) = program(test) else { return };
+    let args = ["--budget", "4M", "--compressor", compressor, "--", p.to_str().unwrap()];
+    let r = tier(&[&args[..], &["fill", "16"]].concat());
+    if r.code == 2 && r.stderr.contains("needs liblzo2") {
+        return skip(test, r.stderr.trim());
+    }
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    assert_eq!(r.report.as_ref().unwrap()["compressor"], compressor);
+    assert!(r.stderr.contains(&format!("compressor            {compressor}")), "{}", r.stderr);
+    let (stored, packed) = (figure(&r, "stored_bytes"), figure(&r, "compressed_bytes"));
+    assert!(packed > 0 && packed < stored, "{stored} stored in {packed}");
+}
+
+#[test]
+fn zstd_pages_read_back() {
+    read_back_with("zstd_pages_read_back", "zstd");
+}
+
+#[test]
+fn lzo_pages_read_back() {
+    read_back_with("lzo_pages_read_back", "lzo");
 }
 
 #[test]
@@ -229,6 +257,15 @@ fn refusals_are_one_line_and_exit_2() {
     );
     let r = tier(&["--budget", "32K", "--", "true"]);
     assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
+    let r = tier(&["--compressor", "nope", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.trim(),
+        "zsmalloc tier: --compressor: invalid compressor 'nope' (accepted: lz4, lzo, zstd)"
+    );
+    let r = tier(&["--compressor", "lzo-rle", "--", "true"]);
+    assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
+    assert!(r.stderr.contains("only in the kernel"), "{}", r.stderr);
     let r = tier(&["--budget", "1024G", "--", "true"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("above this machine's memory"), "{}", r.stderr);

@@ -8,11 +8,11 @@
 
 use std::time::Instant;
 
+use zsmalloc_codec::same_filled;
 use zsmalloc_core::Backend;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Modes, Uffd, UffdError};
 
-use crate::page_codec;
 use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, RESIDENT, SAME, STORED};
 
@@ -146,14 +146,15 @@ impl Tier {
         let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };
         let e = self.entry(st, page);
         let w = tier::stats();
-        if let Some(v) = page_codec::same_filled(data) {
+        if let Some(v) = same_filled(data) {
             e.handle.store(v as usize, std::sync::atomic::Ordering::Relaxed);
             e.info = SAME;
             w.add(Field::SameFilledPages, 1);
         } else {
-            let State { pool, packed, .. } = st;
+            let State { pool, packed, codec, .. } = st;
             let pool = pool.as_ref().expect("the handler made the pool");
-            let n = page_codec::compress(data, packed).filter(|&n| n < PAGE).unwrap_or(PAGE);
+            // A page that does not shrink (or that the codec refuses) is stored whole.
+            let n = codec.compress(data, packed).ok().filter(|&n| n < PAGE).unwrap_or(PAGE);
             let object: &[u8] = if n == PAGE { data } else { &packed[..n] };
             // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
             // was resident).

@@ -1,7 +1,8 @@
 //! The tier's preloaded library (`libzsmalloc_tier_preload.so`), which `zsmalloc tier` puts
 //! under a program with `LD_PRELOAD`: the program's malloc family and anonymous private
 //! mappings come from one reserve the tier registers with userfaultfd; pages above the
-//! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted oldest first into a zsmalloc pool
+//! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted oldest first, compressed
+//! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
 //! is an allocator and nothing more.
@@ -26,6 +27,7 @@ mod tier;
 use std::alloc::{GlobalAlloc, Layout};
 
 use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR};
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -68,7 +70,7 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 2] = ["ZSMALLOC_TIER_BUDGET", "ZSMALLOC_TIER_STATS"];
+const OWN_VARS: [&str; 3] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -90,8 +92,9 @@ fn strip_environment() {
 }
 
 extern "C" fn start() {
-    let budget = std::env::var("ZSMALLOC_TIER_BUDGET").ok();
-    let stats = std::env::var("ZSMALLOC_TIER_STATS").ok();
+    let budget = std::env::var(BUDGET_VAR).ok();
+    let compressor = std::env::var(COMPRESSOR_VAR).ok();
+    let stats = std::env::var(STATS_VAR).ok();
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {
@@ -99,7 +102,11 @@ extern "C" fn start() {
     }
     let refuse = |why: String| tier::stats().set_state(TierState::SteppedAside, &why);
     let Some(pages) = budget.trim().parse::<u64>().ok().filter(|&p| p > 0) else {
-        return refuse(format!("ZSMALLOC_TIER_BUDGET '{budget}' is not a page count above 0"));
+        return refuse(format!("{BUDGET_VAR} '{budget}' is not a page count above 0"));
+    };
+    let compressor = match page_codec::compressor(compressor.as_deref()) {
+        Ok(c) => c,
+        Err(why) => return refuse(why),
     };
     let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
         Ok(c) => c,
@@ -110,7 +117,7 @@ extern "C" fn start() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor)) {
         refuse(why);
     }
 }

@@ -1,26 +1,29 @@
-//! The tier's one compressor, behind one pair of functions so that it can be swapped for
-//! another (lz4 today, zram's default, through the crate's liblz4 binding).
+//! The tier's compressor, named by the command in `ZSMALLOC_TIER_COMPRESSOR` (lz4 when unset:
+//! the library loaded by hand with a budget alone) and made once at the start, so that the
+//! handler compresses and decompresses without allocating (the codec crate's contract) and
+//! liblzo2, for `lzo`, is loaded before any fault is served.
 
-/// The room [`compress`] needs for one page.
-pub fn bound(len: usize) -> usize {
-    zsmalloc_tier::lz4::bound(len)
+use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
+use zsmalloc_tier::launch::{COMPRESSORS, COMPRESSOR_VAR, DEFAULT_COMPRESSOR};
+
+use crate::sys::PAGE;
+
+/// The compressor the variable's value names, or the line refusing it.
+pub fn compressor(value: Option<&str>) -> Result<Compressor, String> {
+    match value {
+        None => Ok(DEFAULT_COMPRESSOR),
+        Some(v) => Compressor::parse(v, COMPRESSORS).map_err(|e| format!("{COMPRESSOR_VAR}: {e}")),
+    }
 }
 
-/// `src` compressed into `dst`: its length, `None` when it does not fit.
-pub fn compress(src: &[u8], dst: &mut [u8]) -> Option<usize> {
-    zsmalloc_tier::lz4::compress(src, dst)
+/// A codec of `compressor` for one page (zstd at zram's default level).
+pub fn new(compressor: Compressor) -> Result<Codec, String> {
+    Codec::new(compressor, DEFAULT_ZSTD_LEVEL, PAGE).map_err(|e| format!("{COMPRESSOR_VAR}: {e}"))
 }
 
-/// `src` decompressed into `dst`: the length written, `None` when `src` is corrupt.
-pub fn decompress(src: &[u8], dst: &mut [u8]) -> Option<usize> {
-    zsmalloc_tier::lz4::decompress(src, dst)
-}
-
-/// The value every word of `page` holds, when they all hold one (zram's same-filled page).
-pub fn same_filled(page: &[u8]) -> Option<u64> {
-    let mut words = page.chunks_exact(8).map(|w| u64::from_ne_bytes(w.try_into().expect("8")));
-    let first = words.next()?;
-    words.all(|w| w == first).then_some(first)
+/// The room a compressed page, or a page stored whole, needs in the handler's buffer.
+pub fn buffer_len() -> usize {
+    zsmalloc_codec::bound(PAGE).max(PAGE) + 64
 }
 
 #[cfg(test)]
@@ -28,14 +31,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn same_filled_pages_are_one_word_repeated() {
-        let mut page = vec![0u8; 4096];
-        assert_eq!(same_filled(&page), Some(0));
-        for w in page.chunks_exact_mut(8) {
-            w.copy_from_slice(&0x0102_0304_0506_0708u64.to_ne_bytes());
-        }
-        assert_eq!(same_filled(&page), Some(0x0102_0304_0506_0708));
-        page[4095] ^= 1;
-        assert_eq!(same_filled(&page), None);
+    fn the_variable_names_a_compressor_or_is_refused_in_one_line() {
+        assert_eq!(compressor(None), Ok(Compressor::Lz4));
+        assert_eq!(compressor(Some("zstd")), Ok(Compressor::Zstd));
+        assert_eq!(
+            compressor(Some("nope")).unwrap_err(),
+            "ZSMALLOC_TIER_COMPRESSOR: invalid compressor 'nope' (accepted: lz4, lzo, zstd)"
+        );
+        let mut codec = new(Compressor::Zstd).expect("zstd needs no library");
+        let page: Vec<u8> = (0..PAGE).map(|i| (i / 64) as u8).collect();
+        let mut packed = vec![0u8; buffer_len()];
+        let n = codec.compress(&page, &mut packed).expect("fits");
+        let mut back = vec![0u8; PAGE];
+        assert_eq!(codec.decompress(&packed[..n], &mut back), Ok(PAGE));
+        assert_eq!(back, page);
     }
 }

@@ -7,12 +7,12 @@
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use zsmalloc_codec::fill_word;
 use zsmalloc_core::Backend;
 use zsmalloc_tier::stats::{Field, State as TierState};
 use zsmalloc_tier::uffd::UffdError;
 
 use crate::heap;
-use crate::page_codec;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
 
@@ -80,13 +80,11 @@ impl Tier {
             SAME => {
                 // The word was the value's; it must be empty again for a later store.
                 let v = e.handle.swap(0, Ordering::Relaxed) as u64;
-                for w in st.page.chunks_exact_mut(8) {
-                    w.copy_from_slice(&v.to_ne_bytes());
-                }
+                fill_word(&mut st.page, v);
                 tier::stats().sub(Field::SameFilledPages, 1);
             }
             STORED => {
-                let State { pool, packed, page: out, .. } = &mut *st;
+                let State { pool, packed, page: out, codec, .. } = &mut *st;
                 let pool = pool.as_ref().expect("objects are stored only once the pool exists");
                 // SAFETY: the handle word is this entry's, at a fixed address, holding the
                 // object the eviction stored.
@@ -96,7 +94,7 @@ impl Tier {
                 };
                 if n == PAGE {
                     out.copy_from_slice(&packed[..PAGE]);
-                } else if page_codec::decompress(&packed[..n], out) != Some(PAGE) {
+                } else if codec.decompress(&packed[..n], out) != Ok(PAGE) {
                     tier::fatal("an evicted page did not decompress to a page");
                 }
                 self.free_object(st, page);

@@ -1,9 +1,11 @@
-//! The tier's start: the userfaultfd opened, the page table and staging area made, the handler
-//! thread started (it registers the reserve); the program runs on once it has.
+//! The tier's start: the userfaultfd opened, the page table, staging area and codec made (the
+//! compressor's library loaded: nothing of it is made in the handler), the handler thread
+//! started (it registers the reserve); the program runs on once it has.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use zsmalloc_codec::Compressor;
 use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
@@ -13,8 +15,10 @@ use crate::tier::{stats, Entry, State, Tier, TIER};
 use crate::{evict, handler, page_codec, reserve, serve};
 
 /// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
-/// memory is tiered from then on, under `budget_pages`.
-pub fn start(budget_pages: u64, config: PoolConfig) -> Result<(), String> {
+/// memory is tiered from then on, under `budget_pages`, evicted pages compressed with
+/// `compressor`.
+pub fn start(budget_pages: u64, config: PoolConfig, compressor: Compressor) -> Result<(), String> {
+    let codec = page_codec::new(compressor)?;
     let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;
@@ -34,7 +38,8 @@ pub fn start(budget_pages: u64, config: PoolConfig) -> Result<(), String> {
         config: Some(config),
         zero: vec![0; serve::FAULT_AROUND * PAGE],
         page: vec![0; PAGE],
-        packed: vec![0; page_codec::bound(PAGE).max(PAGE) + 64],
+        packed: vec![0; page_codec::buffer_len()],
+        codec,
         staging,
         staging_used: 0,
         paused: false,

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
+use zsmalloc_codec::Codec;
 use zsmalloc_core::{AnyPool, PoolConfig};
 use zsmalloc_tier::stats::{Field, State as TierState, Words, WORDS};
 use zsmalloc_tier::uffd::Uffd;
@@ -55,6 +56,9 @@ pub struct State {
     pub zero: Vec<u8>,
     pub page: Vec<u8>,
     pub packed: Vec<u8>,
+    /// Compresses evicted pages into `packed` and decompresses them into `page`; made at the
+    /// start, it allocates nothing in the handler.
+    pub codec: Codec,
     pub staging: usize,
     pub staging_used: usize,
     /// A fork is under way: nothing is evicted until it is done.

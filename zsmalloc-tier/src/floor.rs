@@ -10,9 +10,11 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
+
 use crate::cpu;
 use crate::latency::Summary;
-use crate::lz4;
+use crate::pattern::pattern_page;
 use crate::region::Region;
 use crate::uffd::{page_size, Event, Features, Modes, Uffd, UffdError, Wait};
 
@@ -63,6 +65,8 @@ impl Scenario {
 #[derive(Debug)]
 pub enum FloorError {
     Uffd(UffdError),
+    /// The page's compressor could not be made.
+    Codec(zsmalloc_codec::Error),
     /// A system call around the measurement failed (`what` names it).
     Os {
         what: &'static str,
@@ -86,6 +90,7 @@ impl fmt::Display for FloorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FloorError::Uffd(e) => write!(f, "{e}"),
+            FloorError::Codec(e) => write!(f, "{e}"),
             FloorError::Os { what, reason } => write!(f, "{what}: {reason}"),
             FloorError::OneCpu => {
                 f.write_str("needs two allowed CPUs to place the handler apart (see taskset)")
@@ -106,6 +111,12 @@ impl fmt::Display for FloorError {
 }
 
 impl std::error::Error for FloorError {}
+
+impl From<zsmalloc_codec::Error> for FloorError {
+    fn from(e: zsmalloc_codec::Error) -> FloorError {
+        FloorError::Codec(e)
+    }
+}
 
 impl From<UffdError> for FloorError {
     fn from(e: UffdError) -> FloorError {
@@ -148,6 +159,14 @@ pub struct Plan {
     pub breakdown: bool,
 }
 
+/// The floor's compressor: lz4, the cheapest of the three to decompress.
+pub const COMPRESSOR: Compressor = Compressor::Lz4;
+
+/// A codec of [`COMPRESSOR`] for one page.
+fn page_codec() -> Result<Codec, FloorError> {
+    Ok(Codec::new(COMPRESSOR, DEFAULT_ZSTD_LEVEL, page_size())?)
+}
+
 /// The page every fault is served with, and its lz4 image.
 pub struct ServedPage {
     pub page: Vec<u8>,
@@ -155,14 +174,14 @@ pub struct ServedPage {
 }
 
 impl ServedPage {
-    /// A [`lz4::pattern_page`] page and its compression.
-    pub fn pattern(seed: u64) -> ServedPage {
+    /// A [`pattern_page`] page and its compression.
+    pub fn pattern(seed: u64) -> Result<ServedPage, FloorError> {
         let mut page = vec![0u8; page_size()];
-        lz4::pattern_page(seed, &mut page);
-        let mut packed = vec![0u8; lz4::bound(page.len())];
-        let n = lz4::compress(&page, &mut packed).expect("the bound fits any page");
+        pattern_page(seed, &mut page);
+        let mut packed = vec![0u8; COMPRESSOR.bound(page.len())];
+        let n = page_codec()?.compress(&page, &mut packed)?;
         packed.truncate(n);
-        ServedPage { page, packed }
+        Ok(ServedPage { page, packed })
     }
 }
 
@@ -190,7 +209,9 @@ pub fn measure(scenario: Scenario, served: &ServedPage, plan: Plan) -> Result<Ou
             uffd.register(region.addr(), region.len(), Modes::MISSING)?;
             let packed = served.packed.clone();
             let steps = Steps { expected: total, warmup, timed: breakdown };
-            Some(thread::spawn(move || serve(uffd, &packed, steps, cpu)))
+            // Made here: the handler allocates nothing once it serves.
+            let codec = page_codec()?;
+            Some(thread::spawn(move || serve(uffd, codec, &packed, steps, cpu)))
         }
         None => None,
     };
@@ -250,7 +271,13 @@ struct Handled {
 /// The handler: serves `steps.expected` faults with `packed` decompressed, then closes the
 /// userfaultfd. On any failure it returns early, and closing the descriptor releases the
 /// waiting thread (whose page then reads as zeros, which the check after the run reports).
-fn serve(uffd: Uffd, packed: &[u8], steps: Steps, cpu: usize) -> Result<Handled, FloorError> {
+fn serve(
+    uffd: Uffd,
+    mut codec: Codec,
+    packed: &[u8],
+    steps: Steps,
+    cpu: usize,
+) -> Result<Handled, FloorError> {
     cpu::pin_current_thread(cpu).map_err(os("sched_setaffinity"))?;
     let page = page_size();
     let mut buf = vec![0u8; page];
@@ -265,7 +292,7 @@ fn serve(uffd: Uffd, packed: &[u8], steps: Steps, cpu: usize) -> Result<Handled,
             Some(Event::PageFault { address, .. }) => {
                 let timed = steps.timed && h.served >= steps.warmup;
                 let t0 = timed.then(Instant::now);
-                if lz4::decompress(packed, &mut buf) != Some(page) {
+                if codec.decompress(packed, &mut buf) != Ok(page) {
                     return Err(FloorError::Handler("the page does not decompress".into()));
                 }
                 let t1 = timed.then(Instant::now);

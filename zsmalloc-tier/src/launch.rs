@@ -8,6 +8,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 use zsmalloc_core::PoolConfig;
 
@@ -20,6 +21,17 @@ use crate::uffd::{Features, Uffd, Wait};
 pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
 /// Names the library to use instead of the one found beside the command.
 pub const LIBRARY_VAR: &str = "ZSMALLOC_TIER_LIBRARY";
+/// The resident pages the program's tiered memory may take, for the library.
+pub const BUDGET_VAR: &str = "ZSMALLOC_TIER_BUDGET";
+/// The compressor's name ([`Compressor::name`]), for the library.
+pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
+/// The stats file the library writes its figures to.
+pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
+/// The compressor when none is named: lz4, the fastest of the three (zram's own default,
+/// lzo-rle, exists only in the kernel).
+pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
+/// The compressors the tier offers: every one the workspace has.
+pub const COMPRESSORS: &[Compressor] = Compressor::ALL;
 const PAGE: u64 = 4096;
 /// The smallest budget: an instruction touches a few pages at most (a string move spanning
 /// two pages on each side), and they must all fit, or it would fault forever.
@@ -29,6 +41,8 @@ pub const MIN_BUDGET: u64 = 16 * PAGE;
 #[derive(Debug, Clone)]
 pub struct Launch {
     pub budget_bytes: u64,
+    /// Evicted pages are compressed with it (zstd at [`DEFAULT_ZSTD_LEVEL`]).
+    pub compressor: Compressor,
     pub command: Vec<OsString>,
     /// The `ZSMALLOC_*` variables of the pool's configuration, set for the program.
     pub pool_env: Vec<(String, String)>,
@@ -105,6 +119,10 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
     };
     PoolConfig::from_lookup(lookup)
         .map_err(|e| refuse(format!("the pool's configuration: {e}")))?;
+    // Made once here so that a compressor the machine lacks (liblzo2) is refused before the
+    // program runs rather than by the library inside it.
+    Codec::new(launch.compressor, DEFAULT_ZSTD_LEVEL, PAGE as usize)
+        .map_err(|e| refuse(format!("--compressor {}: {e}", launch.compressor.name())))?;
     Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| refuse(e.to_string()))?;
     Ok(())
 }
@@ -151,8 +169,9 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
     cmd.arg0(name)
         .args(&launch.command[1..])
         .env("LD_PRELOAD", preload)
-        .env("ZSMALLOC_TIER_BUDGET", (launch.budget_bytes / PAGE).to_string())
-        .env("ZSMALLOC_TIER_STATS", &stats)
+        .env(BUDGET_VAR, (launch.budget_bytes / PAGE).to_string())
+        .env(COMPRESSOR_VAR, launch.compressor.name())
+        .env(STATS_VAR, &stats)
         .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
@@ -180,6 +199,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
     Ok(Report {
         command: shown,
         budget_bytes: launch.budget_bytes,
+        compressor: launch.compressor,
         exit_status: status,
         figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
     })

@@ -9,7 +9,7 @@ pub mod cpu;
 pub mod floor;
 pub mod latency;
 pub mod launch;
-pub mod lz4;
+pub mod pattern;
 pub mod program;
 pub mod region;
 pub mod report;

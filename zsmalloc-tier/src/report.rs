@@ -2,6 +2,7 @@
 //! exit status, as JSON (`--report FILE`) and as text (stderr).
 
 use serde_json::{json, Value};
+use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 
 use crate::stats::{Field, Percentiles, Snapshot, State};
 
@@ -16,6 +17,7 @@ const PAGE: u64 = 4096;
 pub struct Report {
     pub command: String,
     pub budget_bytes: u64,
+    pub compressor: Compressor,
     pub exit_status: i32,
     /// The figures; `None` when the tier never started in the program.
     pub figures: Option<Snapshot>,
@@ -69,12 +71,21 @@ impl Report {
         self.figures.as_ref().map(Snapshot::evict_ns).unwrap_or_default()
     }
 
+    /// The compressor as the text names it: zstd with its level.
+    fn compressor_text(&self) -> String {
+        match self.compressor {
+            Compressor::Zstd => format!("zstd (level {DEFAULT_ZSTD_LEVEL})"),
+            c => c.name().to_string(),
+        }
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "command": self.command,
             "state": self.state_name(),
             "message": self.message(),
             "budget_bytes": self.budget_bytes,
+            "compressor": self.compressor.name(),
             "peak_resident_bytes": self.get(Field::PeakResidentPages) * PAGE,
             "resident_bytes": self.get(Field::ResidentPages) * PAGE,
             "evictions": self.get(Field::Evictions),
@@ -121,6 +132,7 @@ impl Report {
             mib(self.budget_bytes),
             self.budget_bytes
         );
+        s += &format!("  compressor            {}\n", self.compressor_text());
         s += &format!(
             "  resident              {} at the peak, {} at the end\n",
             mib(self.get(Field::PeakResidentPages) * PAGE),

@@ -11,7 +11,8 @@ use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
-use zsmalloc_tier::lz4;
+use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
+use zsmalloc_tier::pattern::pattern_page;
 use zsmalloc_tier::region::Region;
 use zsmalloc_tier::uffd::{page_size, Event, Features, Modes, Uffd, UffdError, Wait};
 
@@ -36,13 +37,17 @@ fn open_or_skip(test: &str, features: Features) -> Option<Uffd> {
 
 fn pattern(seed: usize) -> Vec<u8> {
     let mut page = vec![0u8; page_size()];
-    lz4::pattern_page(seed as u64, &mut page);
+    pattern_page(seed as u64, &mut page);
     page
 }
 
+fn lz4() -> Codec {
+    Codec::new(Compressor::Lz4, DEFAULT_ZSTD_LEVEL, page_size()).expect("lz4 needs no library")
+}
+
 fn packed(page: &[u8]) -> Vec<u8> {
-    let mut out = vec![0u8; lz4::bound(page.len())];
-    let n = lz4::compress(page, &mut out).expect("the bound fits");
+    let mut out = vec![0u8; Compressor::Lz4.bound(page.len())];
+    let n = lz4().compress(page, &mut out).expect("the bound fits");
     out.truncate(n);
     out
 }
@@ -86,6 +91,7 @@ fn serve(
 ) -> Result<Served, String> {
     let page = page_size();
     let mut buf = vec![0u8; page];
+    let mut codec = lz4();
     let mut served = Vec::new();
     while served.len() < expected {
         if !uffd.poll(TIMEOUT).map_err(|e| e.to_string())? {
@@ -103,7 +109,7 @@ fn serve(
         }
         let i = (address - base) / page;
         let image = images[i].as_ref().ok_or(format!("page {i} has no image"))?;
-        if lz4::decompress(image, &mut buf) != Some(page) {
+        if codec.decompress(image, &mut buf) != Ok(page) {
             return Err(format!("page {i} does not decompress"));
         }
         uffd.copy(base + i * page, &buf, true).map_err(|e| e.to_string())?;

@@ -1,4 +1,5 @@
-//! `zsmalloc tier [--budget BYTES] [--report FILE] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [POOL FLAGS] -- COMMAND
+//! [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
 //! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
 //! finds the library, runs, prints the report and gives the program's exit status.
@@ -10,18 +11,21 @@ use clap::Args;
 
 use crate::atomic_file;
 use crate::flag_values;
+use zsmalloc_codec::Compressor;
 use zsmalloc_core::text_input::escape;
-use zsmalloc_tier::launch::{self, Launch};
+use zsmalloc_tier::launch::{self, Launch, COMPRESSORS};
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
-arrival) are compressed with lz4 into the pool and brought back on their next touch. Needs root \
+arrival) are compressed (--compressor: lz4, lzo or zstd at level 3) into the pool and brought \
+back on their next touch. Needs root \
 or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
 (128+N after signal N, 127 when not found); 2 when the tier refuses.
 
 Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
+  zsmalloc tier --budget 32M --compressor zstd -- ./my-program
 
 See docs/TIER.md.";
 
@@ -32,6 +36,10 @@ pub struct TierArgs {
     #[arg(long, value_name = "BYTES", default_value = "64M",
           value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
     pub budget: u64,
+    /// The compressor of evicted pages: lz4 (the fastest), lzo (liblzo2's LZO1X-1, needs
+    /// liblzo2) or zstd (level 3)
+    #[arg(long, value_name = "NAME", default_value = "lz4")]
+    pub compressor: String,
     /// Write the report as JSON to FILE as well
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -85,6 +93,10 @@ pub fn run(a: TierArgs) -> i32 {
         eprintln!("zsmalloc tier: {}", escape(msg));
         code
     };
+    let compressor = match Compressor::parse(&a.compressor, COMPRESSORS) {
+        Ok(c) => c,
+        Err(e) => return refused(&format!("--compressor: {e}"), 2),
+    };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {
         Ok(l) => l,
@@ -93,6 +105,7 @@ pub fn run(a: TierArgs) -> i32 {
     let named = a.pool_env();
     let launch = Launch {
         budget_bytes: a.budget,
+        compressor,
         command: a.command.clone(),
         pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
         library,

@@ -53,7 +53,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let served = ServedPage::pattern(1);
+    let served = match ServedPage::pattern(1) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("uffd-floor: {e}");
+            return ExitCode::from(1);
+        }
+    };
     let mut rows: Vec<(Scenario, Result<Outcome, FloorError>)> = Vec::new();
     for scenario in Scenario::ALL {
         let plan = Plan { faults, warmup, faulting_cpu, other_cpu, breakdown: args.breakdown };
