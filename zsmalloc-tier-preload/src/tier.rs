@@ -108,6 +108,18 @@ pub fn map_stats(path: &str) {
     if fd < 0 {
         return;
     }
+    // A file shorter than the layout (one set by hand) would fault on its missing pages: it is
+    // left alone, as a missing one is, and the figures are kept in the process only.
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat of the descriptor opened above into a buffer of its size.
+    let short = unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0
+        // SAFETY: fstat succeeded, so it filled the buffer.
+        || (unsafe { st.assume_init() }.st_size as u64) < (WORDS * 8) as u64;
+    if short {
+        // SAFETY: the descriptor opened above.
+        unsafe { libc::close(fd) };
+        return;
+    }
     // SAFETY: a shared mapping of the file's first WORDS words; it aliases nothing of ours.
     let p = unsafe {
         sys::mmap(0, WORDS * 8, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
