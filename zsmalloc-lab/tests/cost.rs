@@ -332,8 +332,9 @@ fn the_readme_run_is_planned_under_7_gib_whatever_cache_is_reported() {
             assert!(plan.phases.iter().all(|p| p.pools.len() == 3 * 3));
         }
         // Where that is more than the machine has, the plan falls back to a phase per pool
-        // read mode: a third of that, as the plan says.
-        opts.max_memory = Some(plan.peak_bytes - 1);
+        // read mode: a third of that, as the plan says. (The limit is well below the peak: the
+        // plan counts the process's resident memory, which moves by a few MiB between calls.)
+        opts.max_memory = Some(plan.peak_bytes - (256 << 20));
         let apart = cost::memory_plan(&opts).unwrap();
         assert!(apart.modes_apart && apart.phases.len() == 2 * 3, "{}", apart.describe());
         assert!(apart.peak_bytes < 4 << 30, "cache {llc}: {}", apart.describe());
