@@ -115,7 +115,10 @@ def test_refusals_raise_with_the_tiers_line(capture: bool) -> None:
         tier.run(["no-such-program"], budget="1M", capture=capture, timeout=TIMEOUT)
 
 
-def test_keywords_are_the_commands_pool_flags() -> None:
+def test_keywords_are_the_commands_pool_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Read from the command's help, colored or not (a Jupyter kernel forces colors).
+    monkeypatch.setenv("CLICOLOR_FORCE", "1")
+    monkeypatch.setattr(tier, "_ACCEPTED", {})
     assert {"chain_size", "chain_policy", "class_table", "backend", "pool_limit"} <= tier.pool_flags()
     with pytest.raises(TypeError, match="'chain_length'.*chain_size"):
         tier.run(["true"], budget="1M", chain_length=4)

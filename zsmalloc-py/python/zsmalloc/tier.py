@@ -14,7 +14,6 @@ as the command finds it (``ZSMALLOC_TIER_LIBRARY``, else beside the command).
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import re
@@ -31,6 +30,9 @@ from .lab import command
 __all__ = ["TierReport", "run", "pool_flags"]
 
 _PREFIXES = ("zsmalloc tier: ", "zsmalloc: ")
+# The command's help and errors are colored where the environment forces colors (a Jupyter
+# kernel sets CLICOLOR_FORCE); what is read of them is the text.
+_COLORS = re.compile(r"\x1b\[[0-9;]*m")
 # Flags of the command that run() sets itself rather than take as pool keywords.
 _OWN_FLAGS = {"budget", "report", "help"}
 
@@ -74,15 +76,23 @@ class TierReport:
         return sorted({*super().__dir__(), *self.fields})
 
 
-@functools.lru_cache(maxsize=8)
+# The flags of each command asked, by its path (one --help per command and process).
+_ACCEPTED: dict[str, frozenset[str]] = {}
+
+
 def _accepted(lab: str) -> frozenset[str]:
+    if lab in _ACCEPTED:
+        return _ACCEPTED[lab]
     done = subprocess.run(
         [lab, "tier", "--help"], capture_output=True, text=True, check=False, timeout=60
     )
     if done.returncode != 0:
         raise RuntimeError(f"{lab} tier --help failed: {done.stderr.strip() or done.returncode}")
-    flags = re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)", done.stdout, re.MULTILINE)
-    return frozenset(f.replace("-", "_") for f in flags) - _OWN_FLAGS
+    text = _COLORS.sub("", done.stdout)
+    flags = re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)", text, re.MULTILINE)
+    accepted = frozenset(f.replace("-", "_") for f in flags) - _OWN_FLAGS
+    _ACCEPTED[lab] = accepted
+    return accepted
 
 
 def pool_flags(*, lab: Optional[str] = None) -> frozenset[str]:
@@ -126,7 +136,7 @@ def _refusal(line: str, exit_code: int) -> Exception:
 
 
 def _last_line(text: str) -> str:
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in _COLORS.sub("", text).splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 
