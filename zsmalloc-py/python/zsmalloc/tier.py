@@ -37,6 +37,14 @@ _COLORS = re.compile(r"\x1b\[[0-9;]*m")
 _OWN_FLAGS = {"budget", "report", "help"}
 
 
+def _thawed(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _thawed(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return [_thawed(v) for v in value]
+    return value
+
+
 def _frozen(value: Any) -> Any:
     if isinstance(value, dict):
         return MappingProxyType({k: _frozen(v) for k, v in value.items()})
@@ -74,6 +82,23 @@ class TierReport:
 
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *self.fields})
+
+    def as_dict(self) -> dict[str, Any]:
+        """The report as the JSON reads, in plain dicts and lists
+        (``pandas.json_normalize(r.as_dict())`` makes it a row)."""
+        fields: dict[str, Any] = _thawed(self.fields)
+        return fields
+
+    @classmethod
+    def from_json(
+        cls, fields: Mapping[str, Any], stdout: Optional[str] = None, stderr: Optional[str] = None
+    ) -> TierReport:
+        """A report from the command's JSON (a ``--report`` file's, loaded)."""
+        return cls(fields=_frozen(dict(fields)), stdout=stdout, stderr=stderr)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle; the plain one does (multiprocessing, dask).
+        return (TierReport.from_json, (self.as_dict(), self.stdout, self.stderr))
 
 
 # The flags of each command asked, by its path (one --help per command and process).
@@ -238,4 +263,4 @@ def run(
     if report is not None:
         with open(report, "w") as f:
             f.write(text)
-    return TierReport(fields=_frozen(json.loads(text)), stdout=out, stderr=err)
+    return TierReport.from_json(json.loads(text), stdout=out, stderr=err)
