@@ -44,8 +44,9 @@ step "type stubs match the built module (stubtest)"
 ALLOWLIST="$PWD/zsmalloc-py/stubtest-allowlist.txt"
 (cd "$TARGET" && "$PY" -m mypy.stubtest zsmalloc --allowlist "$ALLOWLIST")
 
-step "the lab's zsmalloc command (zsmalloc.lab and zsmalloc.kernel run it)"
+step "the lab's zsmalloc command and the tier's library (zsmalloc.lab, .kernel and .tier run them)"
 cargo build --release --quiet -p zsmalloc-lab --bin zsmalloc
+cargo build --release --quiet -p zsmalloc-tier-preload
 ZSMALLOC_BIN="$(cd "${CARGO_TARGET_DIR:-target}/release" && pwd)/zsmalloc"
 export ZSMALLOC_BIN
 

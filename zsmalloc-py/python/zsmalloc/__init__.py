@@ -33,6 +33,7 @@ from ._zsmalloc import (
     ZsError,
     class_table,
 )
+from . import tier
 from .machine import inspect
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "library_path",
     "kernel_test",
     "inspect",
+    "tier",
     "utilization_pct",
     "__version__",
 ]
