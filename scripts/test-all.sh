@@ -22,6 +22,9 @@ cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --release -- -D warnings
 
 step "Rust tests (release profile: one build serves tests, benches and the CLI)"
+# The library `zsmalloc tier` preloads is a cdylib, which `cargo test` does not link: the tier's
+# tests run programs under it.
+cargo build --release -p zsmalloc-tier-preload
 cargo test --workspace --release
 
 step "instruction-count guard of the main run (bench/instructions.baseline)"
