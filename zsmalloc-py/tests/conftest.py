@@ -4,6 +4,7 @@ example notebooks run top to bottom."""
 from __future__ import annotations
 
 import ctypes
+import os
 import ctypes.util
 from pathlib import Path
 
@@ -13,6 +14,18 @@ import zsmalloc
 
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "examples" / "notebooks"
+
+
+def lab_binary() -> str | None:
+    """The `zsmalloc` command the tests drive: `ZSMALLOC_BIN`, else this checkout's release build."""
+    repo = Path(__file__).resolve().parents[2]
+    for candidate in (
+        os.environ.get("ZSMALLOC_BIN"),
+        os.path.join(os.environ.get("CARGO_TARGET_DIR", repo / "target"), "release", "zsmalloc"),
+    ):
+        if candidate and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return None
 
 
 def run_notebook(name: str, timeout: int) -> tuple[str, int]:

@@ -10,18 +10,8 @@ from pathlib import Path
 import pytest
 
 from zsmalloc import kernel
+from conftest import lab_binary
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _binary() -> str | None:
-    for candidate in (
-        os.environ.get("ZSMALLOC_BIN"),
-        os.path.join(os.environ.get("CARGO_TARGET_DIR", REPO / "target"), "release", "zsmalloc"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
 
 
 def _skip_reason() -> str | None:
@@ -29,7 +19,7 @@ def _skip_reason() -> str | None:
         return "the kernel commands need root"
     if not Path("/sys/class/zram-control/hot_add").exists():
         return "this kernel has no zram control"
-    if _binary() is None:
+    if lab_binary() is None:
         return "the zsmalloc command is not built (cargo build --release -p zsmalloc-lab)"
     return None
 
@@ -39,7 +29,7 @@ pytestmark = pytest.mark.skipif(_skip_reason() is not None, reason=str(_skip_rea
 
 @pytest.fixture(autouse=True)
 def _bin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZSMALLOC_BIN", str(_binary()))
+    monkeypatch.setenv("ZSMALLOC_BIN", str(lab_binary()))
 
 
 def test_check_agrees_at_every_step() -> None:

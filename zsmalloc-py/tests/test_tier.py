@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_notebook
+from conftest import lab_binary, run_notebook
 from zsmalloc import tier
 
-REPO = Path(__file__).resolve().parents[2]
 LIBRARY = "libzsmalloc_tier_preload.so"
 # The tier preloads its library into the program it starts, so that must be the interpreter
 # itself, not a launcher script (pyenv's shim) that executes it untiered.
@@ -31,18 +30,8 @@ print(len(rows), hashlib.sha256("".join(rows).encode()).hexdigest())
 TIMEOUT = 300
 
 
-def _binary() -> str | None:
-    for candidate in (
-        os.environ.get("ZSMALLOC_BIN"),
-        os.path.join(os.environ.get("CARGO_TARGET_DIR", REPO / "target"), "release", "zsmalloc"),
-    ):
-        if candidate and os.access(candidate, os.X_OK):
-            return str(candidate)
-    return None
-
-
 def _skip_reason() -> str | None:
-    binary = _binary()
+    binary = lab_binary()
     if os.geteuid() != 0:
         return "the tier needs root (userfaultfd)"
     if not Path("/dev/userfaultfd").exists():
@@ -62,7 +51,7 @@ pytestmark = pytest.mark.skipif(SKIP is not None, reason=str(SKIP))
 
 @pytest.fixture(autouse=True)
 def _bin(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ZSMALLOC_BIN", str(_binary()))
+    monkeypatch.setenv("ZSMALLOC_BIN", str(lab_binary()))
 
 
 def test_a_program_under_a_small_budget_prints_what_it_prints_untiered(tmp_path: Path) -> None:
