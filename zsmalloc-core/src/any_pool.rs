@@ -6,7 +6,7 @@
 
 use std::sync::atomic::AtomicUsize;
 
-use crate::backend::{Backend, ReadKind, ReadPlacement};
+use crate::backend::{Backend, PrefetchStage, ReadKind, ReadPlacement};
 use crate::class_table::ClassTable;
 use crate::config::{BackendKind, PoolConfig};
 use crate::error::Result;
@@ -167,6 +167,10 @@ impl Backend for AnyPool {
     #[inline]
     fn keeps_bytes(&self) -> bool {
         on_backend!(self, b => Backend::keeps_bytes(b))
+    }
+    #[inline]
+    fn prefetch_raw(&self, h: &AtomicUsize, stage: PrefetchStage) {
+        on_backend!(self, b => Backend::prefetch_raw(b, h, stage))
     }
     #[inline]
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {

@@ -16,6 +16,17 @@ use crate::pool::Pool;
 use crate::read::SgSegments;
 use crate::stats::{ClassStats, PoolStats};
 
+/// The stages of [`Backend::prefetch_raw`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrefetchStage {
+    /// The handle word itself.
+    Word,
+    /// The metadata the handle word names (its zspage entry, its page's entry).
+    Metadata,
+    /// The object's header word (found through the metadata).
+    Header,
+}
+
 /// The read a placement read stands for: a section that hands out one address (in `copy` mode,
 /// a spanning object is copied for it), or a scatter-gather section (never copies).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,6 +67,14 @@ pub trait Backend: Send + Sync {
     fn lookup_class_index(&self, size: usize) -> u32;
     /// Heap bytes of metadata outside the pages: (allocator metadata, handle tables).
     fn metadata_bytes(&self) -> (usize, usize);
+    /// Starts loading what an operation on the object `h` holds will touch, in `stage`s a
+    /// caller runs over a batch of operations one after the other (each stage's loads wait on
+    /// the lines the one before fetched). A hint: nothing is checked or changed; the default
+    /// does nothing.
+    #[inline]
+    fn prefetch_raw(&self, h: &AtomicUsize, stage: PrefetchStage) {
+        let _ = (h, stage);
+    }
     /// Whether the pool keeps objects' bytes (`false`: placement only, `payload.rs`; every read
     /// of bytes is refused with [`crate::Error::NoPayload`]).
     fn keeps_bytes(&self) -> bool {

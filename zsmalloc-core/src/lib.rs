@@ -90,7 +90,7 @@ pub mod zblock;
 mod zspage;
 
 pub use any_pool::AnyPool;
-pub use backend::{Backend, ReadKind, ReadPlacement};
+pub use backend::{Backend, PrefetchStage, ReadKind, ReadPlacement};
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
 pub use class_spec::{ClassSpec, ClassTableSpec};
 pub use class_table::{ClassInfo, ClassTable, HDR};

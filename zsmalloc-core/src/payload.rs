@@ -149,6 +149,29 @@ impl PlacementOnly {
         (hi.div_ceil(size) - lo.div_ceil(size)) as u32
     }
 
+    /// Starts loading the entry of page `pfn` (a hint).
+    #[inline]
+    pub(crate) fn prefetch_first_word(&self, pfn: usize) {
+        if let Some(f) = self.first_word.get(pfn) {
+            crate::arena::prefetch_line(f as *const AtomicU32 as *const u8);
+        }
+    }
+
+    /// Starts loading the header word at `offset` of a non-huge class `info` (a hint: nothing
+    /// is checked; an offset of no unit prefetches nothing).
+    #[inline]
+    pub(crate) fn prefetch_header(&self, page_shift: u32, offset: usize, info: &ClassInfo) {
+        let mask = info.unit_mask as usize;
+        let pfn = (offset & !mask) >> page_shift;
+        let Some(first) = self.first_word.get(pfn).map(|f| f.load(Ordering::Relaxed)) else {
+            return;
+        };
+        let k = (offset & mask) as u32 / info.size.max(1);
+        if let Some(w) = first.checked_sub(1).and_then(|f| self.words.get((f + k) as usize)) {
+            crate::arena::prefetch_line(w as *const AtomicU64 as *const u8);
+        }
+    }
+
     #[inline]
     fn word(&self, pfn: Pfn, in_unit: usize, info: &ClassInfo) -> &AtomicU64 {
         let first = self.first_word.get(pfn as usize).map_or(0, |f| f.load(Ordering::Acquire));

@@ -8,9 +8,11 @@
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use crate::backend::{Backend, ReadKind, ReadPlacement};
+use crate::arena::prefetch_line;
+use crate::backend::{Backend, PrefetchStage, ReadKind, ReadPlacement};
 use crate::config::{PoolConfig, ReadMode};
 use crate::error::{Error, Result};
+use crate::handle_word::Location;
 use crate::handle_word::ObjectLocation;
 use crate::header;
 use crate::payload::Payload;
@@ -150,6 +152,31 @@ impl Backend for PlacementPool {
     }
     fn keeps_bytes(&self) -> bool {
         false
+    }
+    #[inline]
+    fn prefetch_raw(&self, h: &AtomicUsize, stage: PrefetchStage) {
+        if stage == PrefetchStage::Word {
+            prefetch_line(h as *const AtomicUsize as *const u8);
+            return;
+        }
+        let Some(loc) = Location::decode(h.load(Ordering::Relaxed)).filter(|l| l.tag == self.tag)
+        else {
+            return;
+        };
+        let Some(z) = self.zspages.get(loc.entry) else { return };
+        match stage {
+            PrefetchStage::Metadata => {
+                prefetch_line(z as *const Zspage as *const u8);
+                self.payload.prefetch_first_word(loc.offset() >> self.page_shift());
+            }
+            PrefetchStage::Word => {}
+            PrefetchStage::Header => {
+                let Some(class) = self.classes.get(z.class_pos()) else { return };
+                if !class.info.huge {
+                    self.payload.prefetch_header(self.page_shift(), loc.offset(), &class.info);
+                }
+            }
+        }
     }
     unsafe fn store_raw(&self, h: &AtomicUsize, data: &[u8]) -> Result<()> {
         // SAFETY: forwarded contract.

@@ -12,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{
     AnyPool, Backend, BackendKind, Backing, ClassTableSpec, Error, Fixed, Heuristic, PolicyRef,
-    PoolConfig, ReadKind, ReadMode,
+    PoolConfig, PrefetchStage, ReadKind, ReadMode,
 };
 
 /// One operation of a sequence; indices pick among the live objects.
@@ -183,8 +183,17 @@ impl Twins {
         assert_eq!(self.full.total_pages(), self.bare.total_pages(), "{what}: pages, step {step}");
     }
 
-    /// Everything placement decides, compared.
+    /// Everything placement decides, compared. The prefetch hints run first, over every
+    /// handle and over words that name nothing: they change nothing.
     fn assert_same(&self, what: &str) {
+        let garbage =
+            [AtomicUsize::new(0), AtomicUsize::new(usize::MAX), AtomicUsize::new(1 << 56)];
+        for stage in [PrefetchStage::Word, PrefetchStage::Metadata, PrefetchStage::Header] {
+            for w in self.words.iter().flat_map(|w| w.iter()).chain(&garbage) {
+                self.full.prefetch_raw(w, stage);
+                self.bare.prefetch_raw(w, stage);
+            }
+        }
         assert_eq!(self.full.stats(), self.bare.stats(), "{what}: pool counters");
         assert_eq!(self.full.class_stats(), self.bare.class_stats(), "{what}: class rows");
         for w in &self.words {
