@@ -380,6 +380,15 @@ fn a_recorded_trace_replays_to_the_same_pool_pages() {
         zsmalloc(&["compare".as_ref(), "trace".as_ref(), trace.as_os_str(), "--no-time".as_ref()]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("heuristic"), "{out}");
+
+    // A record that cannot be written stops; the program is tiered to its end all the same.
+    let r =
+        tier(&["--budget", "4M", "--record", "/dev/full", "--", p.to_str().unwrap(), "fill", "4"]);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    let report = r.report.as_ref().unwrap();
+    assert_eq!(report["record_error"], "the record stopped: no space left on device", "{report}");
+    assert_eq!(figure(&r, "recorded_operations"), 0);
+    assert!(r.stderr.contains("the record stopped"), "{}", r.stderr);
 }
 
 #[test]

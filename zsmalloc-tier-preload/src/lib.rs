@@ -115,10 +115,9 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
     };
-    let record = match record.map(|path| start::open_record(&path, &config)).transpose() {
-        Ok(r) => r,
-        Err(why) => return refuse(why),
-    };
+    let mut record = record.map(|path| start::open_record(&path, &config));
+    // A record that could not begin is reported; the program is tiered all the same.
+    tier::record(&mut record, |_| {});
     // The reserve exists before the handler registers it (the first malloc usually made it).
     if heap::HEAP.with(|h| h.alloc(1, 16)).map(|(p, _)| heap::HEAP.with(|h| h.free(p))).is_none() {
         return refuse("the reserve of address space could not be made".into());

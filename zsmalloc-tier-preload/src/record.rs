@@ -25,26 +25,30 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// Opens `path` (made by the command) and writes `header`, each line a comment.
-    pub fn open(path: &str, header: &[String]) -> Result<Recorder, String> {
-        let c = std::ffi::CString::new(path).map_err(|_| "the record's path holds a NUL")?;
+    /// Opens `path` (made by the command) and writes `header`, each line a comment. A file
+    /// that cannot be opened or written gives a recorder that has stopped (its `errno` says
+    /// why): the program is tiered all the same.
+    pub fn open(path: &str, header: &[String]) -> Recorder {
+        let mut r =
+            Recorder { fd: -1, buf: 0, len: 0, pending: 0, written: 0, errno: 0, direct: false };
+        let Ok(c) = std::ffi::CString::new(path) else {
+            r.errno = libc::EINVAL;
+            return r;
+        };
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC;
         // SAFETY: open of a NUL-terminated path; the descriptor is the recorder's.
-        let fd = unsafe {
-            libc::open(
-                c.as_ptr(),
-                libc::O_WRONLY | libc::O_CREAT | libc::O_TRUNC | libc::O_CLOEXEC,
-                0o644,
-            )
-        };
-        if fd < 0 {
-            return Err(format!("the record file: {}", std::io::Error::last_os_error()));
+        r.fd = unsafe { libc::open(c.as_ptr(), flags, 0o644) };
+        if r.fd < 0 {
+            r.errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO);
+            return r;
         }
-        let Some(buf) = sys::own_memory(BUFFER) else {
-            // SAFETY: the descriptor opened above.
-            unsafe { libc::close(fd) };
-            return Err("no memory for the record's buffer".into());
-        };
-        let mut r = Recorder { fd, buf, len: 0, pending: 0, written: 0, errno: 0, direct: false };
+        match sys::own_memory(BUFFER) {
+            Some(buf) => r.buf = buf,
+            None => {
+                r.errno = libc::ENOMEM;
+                return r;
+            }
+        }
         r.put(b"# zsmalloc trace v1: store <id> <len> | read <id> <len> | free <id> | compact\n");
         for h in header {
             r.put(b"# ");
@@ -52,10 +56,7 @@ impl Recorder {
             r.put(b"\n");
         }
         r.flush();
-        if r.errno != 0 {
-            return Err(format!("the record file: {}", std::io::Error::from_raw_os_error(r.errno)));
-        }
-        Ok(r)
+        r
     }
 
     fn put(&mut self, bytes: &[u8]) {
@@ -153,5 +154,51 @@ impl Recorder {
     pub fn at_exit(&mut self) {
         self.flush();
         self.direct = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_are_the_trace_format_and_counted_once_written() {
+        let path = std::env::temp_dir().join(format!("record-test-{}.trace", std::process::id()));
+        let p = path.to_str().unwrap();
+        let mut r = Recorder::open(p, &["workload: test".into()]);
+        assert_eq!(r.errno, 0);
+        r.store(0, 4096);
+        r.read(usize::MAX, 1);
+        r.free(1_234_567);
+        assert_eq!(r.written, 0, "buffered, not yet written");
+        for i in 0..5000 {
+            r.store(i, 100 + i % 7);
+        }
+        assert!(r.written > 0, "a full buffer is written");
+        r.at_exit();
+        r.free(9);
+        assert_eq!(r.written, 5004, "after the exit's flush, each line at once");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].starts_with("# zsmalloc trace v1"));
+        assert_eq!(lines[1], "# workload: test");
+        assert_eq!(lines[2], "store 0 4096");
+        assert_eq!(lines[3], format!("read {} 1", usize::MAX));
+        assert_eq!(lines[4], "free 1234567");
+        assert_eq!(lines[5 + 4999], "store 4999 101");
+        assert_eq!(lines.last(), Some(&"free 9"));
+        assert_eq!(lines.len(), 2 + 5004);
+    }
+
+    #[test]
+    fn a_failed_write_stops_the_recording() {
+        let mut r = Recorder::open("/dev/full", &[]);
+        assert_eq!(r.errno, libc::ENOSPC);
+        r.store(1, 2);
+        r.flush();
+        assert_eq!((r.written, r.errno), (0, libc::ENOSPC));
+        let r = Recorder::open("/nonexistent/x", &[]);
+        assert_eq!(r.errno, libc::ENOENT);
     }
 }

@@ -72,7 +72,7 @@ pub fn start(
 
 /// The record file, its header naming the program (its command line) and the pool's
 /// configuration (the variables set for it, and the page size and chain size they gave).
-pub fn open_record(path: &str, config: &PoolConfig) -> Result<Recorder, String> {
+pub fn open_record(path: &str, config: &PoolConfig) -> Recorder {
     let command = std::fs::read("/proc/self/cmdline").unwrap_or_default();
     let command: Vec<String> = command
         .split(|&b| b == 0)
