@@ -124,6 +124,12 @@ impl AtomicFile {
         &self.target
     }
 
+    /// Where the bytes go until the commit: the temporary, or the target written in place.
+    /// Another process may write them there (a program `tier --record` runs).
+    pub fn writing_path(&self) -> &Path {
+        self.temp.as_ref().map_or(&self.dest, |t| &t.path)
+    }
+
     /// Puts the complete file at its target.
     pub fn commit(self) -> LabResult<()> {
         let target = self.target.clone();

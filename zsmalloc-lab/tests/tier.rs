@@ -74,12 +74,10 @@ struct Run {
     report: Option<Value>,
 }
 
-/// `zsmalloc tier ARGS` (with `--report` added), killed with its group past the deadline.
-fn tier(args: &[&str]) -> Run {
-    let report = tempfile("report.json");
+/// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
+fn zsmalloc(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
-    cmd.arg("tier").arg("--report").arg(&report).args(args);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
     let mut child = cmd.spawn().expect("run zsmalloc");
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let readers = [
@@ -95,15 +93,25 @@ fn tier(args: &[&str]) -> Run {
             // SAFETY: kill(2) of the process group this test made (the child leads it).
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
-            panic!("zsmalloc tier {args:?} did not end within {DEADLINE:?}");
+            panic!("zsmalloc {args:?} did not end within {DEADLINE:?}");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
+    (status.code().expect("zsmalloc exits"), stdout, stderr)
+}
+
+/// `zsmalloc tier ARGS` (with `--report` added).
+fn tier(args: &[&str]) -> Run {
+    let report = tempfile("report.json");
+    let mut all: Vec<&std::ffi::OsStr> =
+        vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
+    all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let (code, stdout, stderr) = zsmalloc(&all);
     let report = std::fs::read_to_string(&report)
         .ok()
         .map(|t| serde_json::from_str(&t).expect("JSON report"));
-    Run { code: status.code().expect("zsmalloc exits"), stdout, stderr, report }
+    Run { code, stdout, stderr, report }
 }
 
 fn tempfile(name: &str) -> PathBuf {
@@ -334,4 +342,59 @@ fn python_prints_the_same_under_a_small_budget() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, String::from_utf8_lossy(&plain.stdout));
     assert!(figure(&r, "evictions") > 0 && figure(&r, "faults") > 0, "{:?}", r.report);
+}
+
+#[test]
+fn a_recorded_trace_replays_to_the_same_pool_pages() {
+    let Some(p) = program("a_recorded_trace_replays_to_the_same_pool_pages") else { return };
+    let trace = tempfile("t.trace");
+    let t = trace.to_str().unwrap();
+    let r = tier(&["--budget", "4M", "--record", t, "--", p.to_str().unwrap(), "fill", "16"]);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    let report = r.report.as_ref().unwrap();
+    assert_eq!(report["record"], t, "{report}");
+    assert_eq!(report["record_error"], "", "{report}");
+    let text = std::fs::read_to_string(&trace).expect("the trace");
+    assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
+    let ops: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(ops.len() as u64, figure(&r, "recorded_operations"));
+    let stores = ops.iter().filter(|l| l.starts_with("store ")).count() as u64;
+    let reads = ops.iter().filter(|l| l.starts_with("read ")).count() as u64;
+    // Every store an eviction; the evictions of same-filled pages are not in the pool.
+    assert!(stores > 0 && stores <= figure(&r, "evictions"), "{stores} stores: {report}");
+    assert!(reads > 0 && reads <= figure(&r, "faults"), "{reads} reads: {report}");
+
+    let (code, out, err) = zsmalloc(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--no-time".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
+    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(&r, "max_pool_pages")), "{replay}");
+    assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
+    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
+    let (code, out, err) =
+        zsmalloc(&["compare".as_ref(), "trace".as_ref(), trace.as_os_str(), "--no-time".as_ref()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("heuristic"), "{out}");
+
+    // A record that cannot be written stops; the program is tiered to its end all the same.
+    let r =
+        tier(&["--budget", "4M", "--record", "/dev/full", "--", p.to_str().unwrap(), "fill", "4"]);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    let report = r.report.as_ref().unwrap();
+    assert_eq!(report["record_error"], "the record stopped: no space left on device", "{report}");
+    assert_eq!(figure(&r, "recorded_operations"), 0);
+    assert!(r.stderr.contains("the record stopped"), "{}", r.stderr);
+}
+
+#[test]
+fn an_unwritable_record_is_refused_before_the_program_runs() {
+    let r = tier(&["--record", "/nonexistent/x", "--", "true"]);
+    assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
+    assert!(r.stderr.contains("/nonexistent/x"), "{}", r.stderr);
+    assert!(r.report.is_none(), "no report: the program did not run");
 }

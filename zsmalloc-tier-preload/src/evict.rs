@@ -151,7 +151,7 @@ impl Tier {
             e.info = SAME;
             w.add(Field::SameFilledPages, 1);
         } else {
-            let State { pool, packed, codec, .. } = st;
+            let State { pool, packed, codec, record, .. } = st;
             let pool = pool.as_ref().expect("the handler made the pool");
             // A page that does not shrink (or that the codec refuses) is stored whole.
             let n = codec.compress(data, packed).ok().filter(|&n| n < PAGE).unwrap_or(PAGE);
@@ -165,6 +165,7 @@ impl Tier {
                 return Outcome::PoolFull;
             }
             e.info = STORED | ((n as u64) << 8);
+            tier::record(record, |r| r.store(page, n));
             w.add(Field::StoredPages, 1);
             w.add(Field::CompressedBytes, n as u64);
             let pages = pool.total_pages();

@@ -27,6 +27,9 @@ extern "C" fn prepare() {
             st.paused = true;
             tier::stats().add(Field::Forks, 1);
         }
+        // The child inherits the record's buffer: written now, it is never written twice.
+        // SAFETY: the state's lock is held (above).
+        tier::record(&mut unsafe { t.state.held() }.record, crate::record::Recorder::flush);
     }
 }
 

@@ -17,6 +17,7 @@ mod handler;
 mod heap;
 mod interpose;
 mod page_codec;
+mod record;
 mod reserve;
 mod serve;
 mod spans;
@@ -25,9 +26,10 @@ mod sys;
 mod tier;
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
-use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -70,7 +72,7 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 3] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR];
+const OWN_VARS: [&str; 4] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -95,6 +97,7 @@ extern "C" fn start() {
     let budget = std::env::var(BUDGET_VAR).ok();
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
+    let record = std::env::var(RECORD_VAR).ok();
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {
@@ -112,12 +115,15 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
     };
+    let mut record = record.map(|path| start::open_record(&path, &config));
+    // A record that could not begin is reported; the program is tiered all the same.
+    tier::record(&mut record, |_| {});
     // The reserve exists before the handler registers it (the first malloc usually made it).
     if heap::HEAP.with(|h| h.alloc(1, 16)).map(|(p, _)| heap::HEAP.with(|h| h.free(p))).is_none() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record)) {
         refuse(why);
     }
 }
@@ -125,3 +131,14 @@ extern "C" fn start() {
 #[used]
 #[link_section = ".init_array"]
 static START: extern "C" fn() = start;
+
+/// At the program's exit (`exit`, or the end of `main`): the record's last lines written.
+extern "C" fn finish() {
+    if let Some(t) = tier::TIER.get().filter(|_| !tier::IN_CHILD.load(Ordering::Relaxed)) {
+        t.with_state(|st| tier::record(&mut st.record, record::Recorder::at_exit));
+    }
+}
+
+#[used]
+#[link_section = ".fini_array"]
+static FINISH: extern "C" fn() = finish;

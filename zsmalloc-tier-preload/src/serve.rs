@@ -84,7 +84,7 @@ impl Tier {
                 tier::stats().sub(Field::SameFilledPages, 1);
             }
             STORED => {
-                let State { pool, packed, page: out, codec, .. } = &mut *st;
+                let State { pool, packed, page: out, codec, record, .. } = &mut *st;
                 let pool = pool.as_ref().expect("objects are stored only once the pool exists");
                 // SAFETY: the handle word is this entry's, at a fixed address, holding the
                 // object the eviction stored.
@@ -92,6 +92,7 @@ impl Tier {
                     Ok(n) => n,
                     Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
                 };
+                tier::record(record, |r| r.read(page, n));
                 if n == PAGE {
                     out.copy_from_slice(&packed[..PAGE]);
                 } else if codec.decompress(&packed[..n], out) != Ok(PAGE) {

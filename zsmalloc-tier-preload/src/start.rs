@@ -10,6 +10,7 @@ use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
+use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
 use crate::tier::{stats, Entry, State, Tier, TIER};
 use crate::{evict, handler, page_codec, reserve, serve};
@@ -17,7 +18,12 @@ use crate::{evict, handler, page_codec, reserve, serve};
 /// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
 /// memory is tiered from then on, under `budget_pages`, evicted pages compressed with
 /// `compressor`.
-pub fn start(budget_pages: u64, config: PoolConfig, compressor: Compressor) -> Result<(), String> {
+pub fn start(
+    budget_pages: u64,
+    config: PoolConfig,
+    compressor: Compressor,
+    record: Option<Recorder>,
+) -> Result<(), String> {
     let codec = page_codec::new(compressor)?;
     let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
@@ -44,6 +50,7 @@ pub fn start(budget_pages: u64, config: PoolConfig, compressor: Compressor) -> R
         staging_used: 0,
         paused: false,
         pool_full: false,
+        record,
     };
     let tier = Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false) };
     if TIER.set(tier).is_err() {
@@ -61,4 +68,32 @@ pub fn start(budget_pages: u64, config: PoolConfig, compressor: Compressor) -> R
         std::thread::sleep(std::time::Duration::from_micros(100));
     }
     Ok(())
+}
+
+/// The record file, its header naming the program (its command line) and the pool's
+/// configuration (the variables set for it, and the page size and chain size they gave).
+pub fn open_record(path: &str, config: &PoolConfig) -> Recorder {
+    let command = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let command: Vec<String> = command
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let mut vars: Vec<String> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("ZSMALLOC_") && !k.starts_with("ZSMALLOC_TIER_"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    vars.sort();
+    let header = [
+        format!("workload: tier {}", command.join(" ")),
+        format!(
+            "config: page_size {} chain_size {}{}{}",
+            config.page_size,
+            config.chain_size,
+            if vars.is_empty() { "" } else { ", " },
+            vars.join(" ")
+        ),
+        "ids are pages of the tier's reserve; same-filled pages are not in the pool".into(),
+    ];
+    Recorder::open(path, &header)
 }

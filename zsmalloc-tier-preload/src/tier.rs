@@ -14,6 +14,7 @@ use zsmalloc_core::{AnyPool, PoolConfig};
 use zsmalloc_tier::stats::{Field, State as TierState, Words, WORDS};
 use zsmalloc_tier::uffd::Uffd;
 
+use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
 
@@ -65,6 +66,18 @@ pub struct State {
     pub paused: bool,
     /// The pool refused a store: nothing is evicted until an object is freed.
     pub pool_full: bool,
+    /// The pool's operations written as a trace (`ZSMALLOC_TIER_RECORD`).
+    pub record: Option<Recorder>,
+}
+
+/// Runs `f` on the recorder, if there is one, and shows what it has written in the stats.
+pub fn record(r: &mut Option<Recorder>, f: impl FnOnce(&mut Recorder)) {
+    if let Some(r) = r {
+        f(r);
+        let w = stats();
+        w.set(Field::RecordedOps, r.written);
+        w.set(Field::RecordErrno, r.errno as u64);
+    }
 }
 
 // SAFETY: `table` is an address of the tier's own memory, reached only with the lock held.
@@ -186,6 +199,7 @@ impl Tier {
             // SAFETY: the handle word is this entry's, at a fixed address in the tier's
             // memory, written only by the pool; it holds an object (kind STORED).
             let _ = unsafe { zsmalloc_core::Backend::free_raw(pool, &e.handle) };
+            record(&mut st.record, |r| r.free(page));
             let w = stats();
             w.sub(Field::StoredPages, 1);
             w.sub(Field::CompressedBytes, e.len() as u64);

@@ -27,6 +27,8 @@ pub const BUDGET_VAR: &str = "ZSMALLOC_TIER_BUDGET";
 pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
 /// The stats file the library writes its figures to.
 pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
+/// The file the library writes the pool's operations to, as a lab trace.
+pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
@@ -47,6 +49,8 @@ pub struct Launch {
     /// The `ZSMALLOC_*` variables of the pool's configuration, set for the program.
     pub pool_env: Vec<(String, String)>,
     pub library: PathBuf,
+    /// The file the library writes the pool's operations to (a trace), if any.
+    pub record: Option<PathBuf>,
 }
 
 /// Why a run was not made: the exit status to give and the line to print.
@@ -172,6 +176,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .env(BUDGET_VAR, (launch.budget_bytes / PAGE).to_string())
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
+        .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
         .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
@@ -201,6 +206,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         budget_bytes: launch.budget_bytes,
         compressor: launch.compressor,
         exit_status: status,
+        record: None,
         figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
     })
 }

@@ -3,6 +3,7 @@
 
 use serde_json::{json, Value};
 use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
+use zsmalloc_core::text_input::io_reason;
 
 use crate::stats::{Field, Percentiles, Snapshot, State};
 
@@ -19,6 +20,8 @@ pub struct Report {
     pub budget_bytes: u64,
     pub compressor: Compressor,
     pub exit_status: i32,
+    /// The trace of the pool's operations, as the command names it (`--record`).
+    pub record: Option<String>,
     /// The figures; `None` when the tier never started in the program.
     pub figures: Option<Snapshot>,
 }
@@ -63,6 +66,17 @@ impl Report {
         }
     }
 
+    /// Why the recording stopped early ("" when it did not).
+    pub fn record_error(&self) -> String {
+        match self.get(Field::RecordErrno) {
+            0 => String::new(),
+            e => format!(
+                "the record stopped: {}",
+                io_reason(&std::io::Error::from_raw_os_error(e as i32))
+            ),
+        }
+    }
+
     pub fn fault_ns(&self) -> Percentiles {
         self.figures.as_ref().map(Snapshot::fault_ns).unwrap_or_default()
     }
@@ -80,7 +94,7 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut v = json!({
             "command": self.command,
             "state": self.state_name(),
             "message": self.message(),
@@ -105,7 +119,13 @@ impl Report {
             "evict_ns": ns(self.evict_ns(), true),
             "policy": POLICY,
             "exit_status": self.exit_status,
-        })
+        });
+        if let Some(path) = &self.record {
+            v["record"] = json!(path);
+            v["recorded_operations"] = json!(self.get(Field::RecordedOps));
+            v["record_error"] = json!(self.record_error());
+        }
+        v
     }
 
     /// The text for stderr, after the program's own output.
@@ -173,6 +193,16 @@ impl Report {
             (Field::PoolFullStops, "stops with the pool full"),
             (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
         ];
+        if let Some(path) = &self.record {
+            s += &format!(
+                "  record                {} operations to {path}\n",
+                self.get(Field::RecordedOps)
+            );
+            let why = self.record_error();
+            if !why.is_empty() {
+                s += &format!("  {:<21} {why}\n", "");
+            }
+        }
         for (field, what) in notes {
             if self.get(field) > 0 {
                 s += &format!("  {:<21} {} {what}\n", "", self.get(field));

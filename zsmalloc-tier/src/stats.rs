@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0001;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0002;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,9 +37,13 @@ pub enum Field {
     Forks,
     FaultMaxNs,
     EvictMaxNs,
+    /// Trace lines (pool operations) written to the record file (`ZSMALLOC_TIER_RECORD`).
+    RecordedOps,
+    /// The OS error that stopped the recording (0: none).
+    RecordErrno,
 }
 
-const FIELDS: usize = Field::EvictMaxNs as usize + 1;
+const FIELDS: usize = Field::RecordErrno as usize + 1;
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,5 +1,5 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [POOL FLAGS] -- COMMAND
-//! [ARGS...]`: runs
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE] [POOL
+//! FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
 //! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
 //! finds the library, runs, prints the report and gives the program's exit status.
@@ -26,6 +26,7 @@ Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
   zsmalloc tier --budget 32M --compressor zstd -- ./my-program
+  zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
 
 See docs/TIER.md.";
 
@@ -43,6 +44,10 @@ pub struct TierArgs {
     /// Write the report as JSON to FILE as well
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
+    /// Write the pool's operations to FILE as a trace (for replay, compare trace, optimize
+    /// trace); same-filled pages are not in the pool and not recorded
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
     /// The pool's page size
     #[arg(long, value_name = "BYTES", help_heading = "Pool")]
     pub page_size: Option<String>,
@@ -103,12 +108,13 @@ pub fn run(a: TierArgs) -> i32 {
         Err(r) => return refused(&r.message, r.exit_code),
     };
     let named = a.pool_env();
-    let launch = Launch {
+    let mut launch = Launch {
         budget_bytes: a.budget,
         compressor,
         command: a.command.clone(),
         pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
         library,
+        record: None,
     };
     if let Some(path) = &a.report {
         if let Err(e) = atomic_file::check(path) {
@@ -116,7 +122,14 @@ pub fn run(a: TierArgs) -> i32 {
             return refused(&e.to_string(), 2);
         }
     }
-    let report = match launch::run(&launch) {
+    // The program writes the trace's temporary; it becomes the file once the program is done,
+    // and a refusal or an interruption leaves nothing.
+    let record = match a.record.as_deref().map(atomic_file::AtomicFile::create).transpose() {
+        Ok(r) => r,
+        Err(e) => return refused(&e.to_string(), 2),
+    };
+    launch.record = record.as_ref().map(|f| f.writing_path().to_path_buf());
+    let mut report = match launch::run(&launch) {
         Ok(r) => r,
         Err(r) => {
             // A pool variable set by a flag is named by its flag.
@@ -127,6 +140,14 @@ pub fn run(a: TierArgs) -> i32 {
             return refused(&msg, r.exit_code);
         }
     };
+    if let Some(file) = record {
+        report.record = Some(file.target().display().to_string());
+        if let Err(e) = file.commit() {
+            eprint!("{}", report.to_text());
+            eprintln!("zsmalloc tier: {e}");
+            return if report.exit_status == 0 { 2 } else { report.exit_status };
+        }
+    }
     eprint!("{}", report.to_text());
     if let Some(path) = &a.report {
         let text = serde_json::to_string_pretty(&report.to_json()).expect("JSON of plain values");
