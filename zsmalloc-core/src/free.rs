@@ -166,7 +166,7 @@ impl<P: Payload> Pool<P> {
     /// The object `word` names, checked (`ZSPAGE`) under the lock of `class`, which must still be
     /// the class of `z`, the zspage the word names: where it is and its header word.
     #[inline(always)]
-    fn locked_object<'a>(
+    pub(crate) fn locked_object<'a>(
         &'a self,
         word: usize,
         z: &'a Zspage,

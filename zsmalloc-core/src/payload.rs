@@ -157,30 +157,37 @@ impl PlacementOnly {
         }
     }
 
-    /// Starts loading the header word at `offset` of a non-huge class `info` (a hint: nothing
-    /// is checked; an offset of no unit prefetches nothing).
+    /// Starts loading the header word at arena byte `offset` of a non-huge class `info` (a
+    /// hint: an offset of no unit prefetches nothing).
     #[inline]
     pub(crate) fn prefetch_header(&self, page_shift: u32, offset: usize, info: &ClassInfo) {
-        let mask = info.unit_mask as usize;
-        let pfn = (offset & !mask) >> page_shift;
-        let Some(first) = self.first_word.get(pfn).map(|f| f.load(Ordering::Relaxed)) else {
-            return;
-        };
-        let k = (offset & mask) as u32 / info.size.max(1);
-        if let Some(w) = first.checked_sub(1).and_then(|f| self.words.get((f + k) as usize)) {
+        let (pfn, in_unit) = unit_of(page_shift, offset, info);
+        if let Some(w) = self.find(pfn, in_unit, info) {
             crate::arena::prefetch_line(w as *const AtomicU64 as *const u8);
         }
     }
 
+    /// The header word at `in_unit` of the unit starting at page `pfn`, if that page ever
+    /// started a unit. The unit's first start lies below `size` (starts are `size` apart), so
+    /// the index of the start at `in_unit` among the unit's starts is `in_unit / size`.
+    #[inline]
+    fn find(&self, pfn: Pfn, in_unit: usize, info: &ClassInfo) -> Option<&AtomicU64> {
+        let first = self.first_word.get(pfn as usize)?.load(Ordering::Acquire).checked_sub(1)?;
+        self.words.get((first + in_unit as u32 / info.size) as usize)
+    }
+
     #[inline]
     fn word(&self, pfn: Pfn, in_unit: usize, info: &ClassInfo) -> &AtomicU64 {
-        let first = self.first_word.get(pfn as usize).map_or(0, |f| f.load(Ordering::Acquire));
-        assert!(first != 0, "page {pfn} holds no header words");
-        // The unit's first start lies below `size` (starts are `size` apart), so the index of
-        // the start at `in_unit` among the unit's starts is `in_unit / size`.
-        let k = in_unit as u32 / info.size;
-        self.words.get((first - 1 + k) as usize).expect("a unit's header words were taken")
+        self.find(pfn, in_unit, info).expect("a unit's header words were taken")
     }
+}
+
+/// The first page of the unit holding arena byte `offset` of class `info`, and the offset
+/// within that unit (units are aligned, so both are bits of `offset`).
+#[inline]
+fn unit_of(page_shift: u32, offset: usize, info: &ClassInfo) -> (Pfn, usize) {
+    let mask = info.unit_mask as usize;
+    (((offset & !mask) >> page_shift) as Pfn, offset & mask)
 }
 
 impl Payload for PlacementOnly {
@@ -236,9 +243,8 @@ impl Payload for PlacementOnly {
         offset: usize,
         info: &ClassInfo,
     ) -> &'a AtomicU64 {
-        let mask = info.unit_mask as usize;
-        let pfn = ((offset & !mask) >> arena.page_shift()) as Pfn;
-        self.word(pfn, offset & mask, info)
+        let (pfn, in_unit) = unit_of(arena.page_shift(), offset, info);
+        self.word(pfn, in_unit, info)
     }
 
     #[inline(always)]

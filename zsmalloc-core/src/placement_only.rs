@@ -16,7 +16,7 @@ use crate::handle_word::Location;
 use crate::handle_word::ObjectLocation;
 use crate::header;
 use crate::payload::Payload;
-use crate::placement::{Place, WORD, ZSPAGE};
+use crate::placement::{Place, WORD};
 use crate::pool::{PlacementPool, Pool};
 use crate::read::SgSegments;
 use crate::size_class::SizeClass;
@@ -68,11 +68,7 @@ impl<P: Payload> Pool<P> {
             if h.load(Ordering::Acquire) != word {
                 continue; // compaction moved it before we took the lock
             }
-            let p = self.place::<ZSPAGE>(word, Some(z)).map_err(Error::InvalidHandle)?;
-            if !std::ptr::eq(p.class, class) {
-                return Err(Error::InvalidHandle("stale handle: its object was freed"));
-            }
-            let hw = self.header_at(z, &class.info, p.loc);
+            let (p, hw) = self.locked_object(word, z, class)?;
             let addr = h as *const AtomicUsize as usize;
             header::check_owner(hw.load(Ordering::Acquire), addr)
                 .map_err(header::Refusal::into_error)?;
@@ -155,24 +151,24 @@ impl Backend for PlacementPool {
     }
     #[inline]
     fn prefetch_raw(&self, h: &AtomicUsize, stage: PrefetchStage) {
-        if stage == PrefetchStage::Word {
-            prefetch_line(h as *const AtomicUsize as *const u8);
-            return;
-        }
-        let Some(loc) = Location::decode(h.load(Ordering::Relaxed)).filter(|l| l.tag == self.tag)
-        else {
-            return;
+        // The location and zspage the word names, if it names one of this pool's (a hint
+        // checks no more than it needs to compute an address).
+        let named = || {
+            let loc = Location::decode(h.load(Ordering::Relaxed)).filter(|l| l.tag == self.tag)?;
+            Some((loc, self.zspages.get(loc.entry)?))
         };
-        let Some(z) = self.zspages.get(loc.entry) else { return };
         match stage {
+            PrefetchStage::Word => prefetch_line(h as *const AtomicUsize as *const u8),
             PrefetchStage::Metadata => {
-                prefetch_line(z as *const Zspage as *const u8);
-                self.payload.prefetch_first_word(loc.offset() >> self.page_shift());
+                if let Some((loc, z)) = named() {
+                    prefetch_line(z as *const Zspage as *const u8);
+                    self.payload.prefetch_first_word(loc.offset() >> self.page_shift());
+                }
             }
-            PrefetchStage::Word => {}
             PrefetchStage::Header => {
-                let Some(class) = self.classes.get(z.class_pos()) else { return };
-                if !class.info.huge {
+                let class =
+                    named().and_then(|(loc, z)| Some((loc, self.classes.get(z.class_pos())?)));
+                if let Some((loc, class)) = class.filter(|(_, c)| !c.info.huge) {
                     self.payload.prefetch_header(self.page_shift(), loc.offset(), &class.info);
                 }
             }
