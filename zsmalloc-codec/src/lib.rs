@@ -21,6 +21,8 @@
 //! - [`mod@same_filled`]: zram's test for a page that repeats one word, kept outside the pool;
 //! - [`error`]: [`Error`], the crate's own (callers map it to theirs).
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod bound;
 pub mod codec;
 pub mod compressor;

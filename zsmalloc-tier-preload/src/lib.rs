@@ -11,6 +11,8 @@
 //! allocator under its own names, and the handler thread's calls of the interposed functions
 //! go to glibc and the kernel.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 mod evict;
 mod fork;
 mod handler;

@@ -5,6 +5,8 @@
 //! the launch ([`launch`]), the figures the preloaded library keeps ([`stats`]) and the report
 //! ([`report`]). The library itself is crate `zsmalloc-tier-preload`.
 
+#![deny(clippy::undocumented_unsafe_blocks)]
+
 pub mod cpu;
 pub mod floor;
 pub mod latency;
