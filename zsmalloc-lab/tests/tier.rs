@@ -1,9 +1,9 @@
 //! `zsmalloc tier` on real programs: a C program (zsmalloc-tier/tests/programs/tier_check.c)
 //! filling 64 MiB of malloc blocks and mappings under a 4 MiB budget and reading every word
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
-//! munmap and mremap, Python, the pages compressed with each compressor; the exit statuses and
-//! refusals. They need root (or access to /dev/userfaultfd) and a C compiler, and skip with the
-//! reason printed otherwise. Every run has a deadline, after which its process group is killed
+//! munmap and mremap, a signal handler touching evicted memory, Python, the pages compressed with
+//! each compressor; the exit statuses and refusals. They need root (or access to
+//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run has a deadline, after which its process group is killed
 //! and the test fails.
 
 use std::io::Write;
@@ -210,6 +210,17 @@ fn writers_racing_the_evictor_lose_no_write() {
     let Some(p) = program("writers_racing_the_evictor_lose_no_write") else { return };
     let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "race", "4", "32"]);
     assert_tiered(&r, 4 << 20, &["race"]);
+}
+
+#[test]
+fn a_signal_handler_touching_evicted_memory_during_free_is_served() {
+    // A timer's handler reads evicted words and writes its own buffer while the program frees
+    // and unmaps blocks (the tier's lock held by the interrupted thread, signals blocked).
+    let Some(p) = program("a_signal_handler_touching_evicted_memory_during_free_is_served") else {
+        return;
+    };
+    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "signals", "32"]);
+    assert_tiered(&r, 4 << 20, &["signals"]);
 }
 
 #[test]

@@ -11,6 +11,9 @@
  *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
  *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
  *                     executes) and check every word after
+ *   signals MIB       fill, then check and free and allocate again while a timer's signal
+ *                     handler reads words of the blocks (evicted, mostly) and writes its own
+ *                     buffer, each write checked against the one before it
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -22,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -161,6 +165,53 @@ static int remap(void) {
   return report("remap", bad);
 }
 
+/* The timer's signal handler touches tiered memory wherever the program is, inside free and
+ * munmap too: the tier must never hold what its handler needs while a signal handler waits on
+ * a fault. */
+#define TICK_WORDS (1 << 17)
+static uint64_t *ticks;
+static volatile sig_atomic_t tick_bad;
+static volatile uint64_t tick_count;
+
+static void on_tick(int sig) {
+  (void)sig;
+  uint64_t k = tick_count;
+  uint64_t id = mix(k) % nblocks, i = mix(k + 1) % blocks[id].words;
+  if (blocks[id].p[i] != word(id, i)) tick_bad = 1;
+  uint64_t *t = &ticks[(k * 509) % TICK_WORDS];
+  if (*t != (k >= TICK_WORDS ? k - TICK_WORDS : 0) && *t != 0) tick_bad = 1;
+  *t = k;
+  tick_count = k + 1;
+}
+
+static int signals(size_t mib) {
+  make(mib);
+  ticks = calloc(TICK_WORDS, sizeof *ticks);
+  struct sigaction sa = {.sa_handler = on_tick, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  long bad = 0;
+  for (int round = 0; round < 4; round++) {
+    bad += check_all();
+    /* Large blocks freed and made again: their pages are emptied under the tier's lock. */
+    for (size_t id = 5; id < nblocks; id += 8) {
+      if (blocks[id].mapped) munmap(blocks[id].p, blocks[id].words * 8); else free(blocks[id].p);
+      blocks[id].p = malloc(blocks[id].words * 8);
+      if (!blocks[id].p) { perror("malloc"); return 1; }
+      blocks[id].mapped = 0;
+      fill(&blocks[id], id);
+    }
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  bad += check_all();
+  if (tick_bad) { fprintf(stderr, "the signal handler read or wrote a wrong word\n"); bad++; }
+  if (tick_count < 100) { fprintf(stderr, "only %llu ticks\n", (unsigned long long)tick_count); bad++; }
+  return report("signals", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *mode = argv[1];
@@ -169,6 +220,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
   if (!strcmp(mode, "remap")) return remap();
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
+  if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
