@@ -3,8 +3,8 @@
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
 //! munmap and mremap, a signal handler touching evicted memory, Python, the pages compressed with
 //! each compressor; the exit statuses and refusals. They need root (or access to
-//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run has a deadline, after which its process group is killed
-//! and the test fails.
+//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run has
+//! a deadline, after which its process group is killed and the test fails.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
