@@ -454,6 +454,9 @@ fn parts_of_a_folio_emptied_read_zeros_and_the_rest_keeps_its_bytes() {
     for folio in ["16K", "64K"] {
         folio_run(p, folio, "2M", &["partial", "8"], &["partial"]);
         folio_run(p, folio, "256K", &["remap"], &["remap"]);
+        // Groups whose other pages were first touched while one was out leave whole again.
+        let r = folio_run(p, folio, "2M", &["sparse", "8"], &["sparse"]);
+        assert_eq!(figure(&r, "pool_full_stops"), 0, "{:?}", r.report);
     }
 }
 

@@ -7,7 +7,8 @@
 //! runs of consecutive pages (the pages of the group that did not leave are not touched).
 //!
 //! The pages that left are the group's members (kind GROUP); the object is the group's, in a
-//! table of its own. A member emptied meanwhile (free, munmap, madvise) is no longer a member:
+//! table of its own. A group some of whose pages came in since (first touched) while the
+//! others are still out is brought back whole before it is evicted again. A member emptied meanwhile (free, munmap, madvise) is no longer a member:
 //! its bytes stay in the object, unused, and are never handed back; the last member to go
 //! frees the object.
 
@@ -75,6 +76,11 @@ impl Tier {
     /// stored as one object (or kept as a value).
     pub fn evict_group(&self, st: &mut State, victim: usize) -> Outcome {
         let group = self.group_of(st, victim);
+        if self.group_entry(st, group.start / group.len()).kind() != EMPTY {
+            // Some of its pages are still out in an object (the others came in since, first
+            // touched): they come back, so that the whole group leaves as one object.
+            self.restore_group(st, victim);
+        }
         let slots = self.slots(st, group.len());
         let mut out = 0u32; // a bit per page of the group that left
         let mut victim_stays = false;

@@ -13,6 +13,10 @@
  *                     emptied (madvise, a MAP_FIXED mapping over them, munmap of its tail at
  *                     a page inside a group) and the rest grown by mremap: the emptied pages
  *                     read zeros, every other word its own, before and after more eviction
+ *   sparse MIB        the last page of each 64K group written (from the top down, so that
+ *                     a first touch fills no other page of its group) and pushed out, then the
+ *                     group's other pages first touched (some of them all zeros), pushed out
+ *                     again, and every word checked
  *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
  *                     executes) and check every word after
  *   exit N            exit with status N
@@ -212,6 +216,29 @@ static int partial(size_t mib) {
   return report("partial", bad);
 }
 
+/* sparse's words: in every other group, the last page one value and the others zeros. */
+static uint64_t sparse_word(size_t p, size_t i) {
+  if ((p / 16) % 2 == 0) return word(95, i);
+  return p % 16 == 15 ? 0x5555555555555555ull : 0;
+}
+
+static int sparse(size_t mib) {
+  size_t len = mib << 20, pages = len / 4096;
+  uint64_t *a = anon(len), *push = anon(len);
+  struct block pushed = {push, len / 8, 1};
+  for (size_t p = pages - 1; p < pages; p -= 16)
+    for (size_t i = p * 512; i < (p + 1) * 512; i++) a[i] = sparse_word(p, i);
+  fill(&pushed, 96);
+  for (size_t p = 0; p < pages; p++)
+    if (p % 16 != 15)
+      for (size_t i = p * 512; i < (p + 1) * 512; i++) a[i] = sparse_word(p, i);
+  fill(&pushed, 97);
+  long bad = 0;
+  for (size_t p = 0; p < pages; p++)
+    for (size_t i = p * 512; i < (p + 1) * 512; i++) bad += a[i] != sparse_word(p, i);
+  return report("sparse", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *mode = argv[1];
@@ -220,6 +247,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
   if (!strcmp(mode, "remap")) return remap();
   if (!strcmp(mode, "partial")) return partial(n);
+  if (!strcmp(mode, "sparse")) return sparse(n);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "fill")) {
     make(n);
