@@ -472,6 +472,17 @@ fn readahead_hits_on_a_sequential_reread() {
     assert!(hits < figure(&r, "faults"), "a hit is a fault served from the cache");
     assert_eq!(figure(&r, "readahead"), 3);
     assert!(r.stderr.contains("page-cluster 3 (8 pages)"), "{}", r.stderr);
+    // The readahead's reads are in the trace, its objects freed at the hits.
+    let trace = tempfile("readahead.trace");
+    let t = trace.to_str().unwrap();
+    let r = tier(&["--budget", "4M", "--readahead", "3", "--record", t, "--", p, "fill", "16"]);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    let args = [trace.as_os_str(), "--no-time".as_ref(), "--format".as_ref(), "json".as_ref()];
+    let (code, out, err) = zsmalloc(&[&["replay".as_ref()][..], &args].concat());
+    assert_eq!(code, 0, "{err}");
+    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
+    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(&r, "max_pool_pages")), "{replay}");
+    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
     let none = tier(&["--budget", "4M", "--", p, "fill", "16"]);
     assert_eq!((figure(&none, "readahead_pages"), figure(&none, "readahead_hits")), (0, 0));
     let r = tier(&["--budget", "4M", "--readahead", "4", "--", p, "fork", "32"]);
