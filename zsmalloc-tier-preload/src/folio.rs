@@ -214,8 +214,8 @@ impl Tier {
     }
 
     /// Brings back every member of `page`'s group from the group's object or value (which
-    /// is freed); returns the members.
-    pub fn restore_group(&self, st: &mut State, page: usize) -> u32 {
+    /// is freed).
+    pub fn restore_group(&self, st: &mut State, page: usize) {
         let group = self.group_of(st, page);
         let n = group.len();
         let members = u64::from(self.members(st, &group));
@@ -264,11 +264,11 @@ impl Tier {
             }
             i += run;
         }
-        members as u32
     }
 
-    /// Fills the holes at `addr` with `data`; a page found there already (it cannot be a
-    /// member's, which only this handler fills) is skipped, never overwritten.
+    /// Fills the holes at `addr` with `data`. Only this handler fills a member's hole, so none
+    /// should be filled already; a page found there all the same is left as it is, never
+    /// overwritten, and its waiters woken.
     fn fill_run(&self, addr: usize, data: &[u8]) {
         match self.uffd.copy(addr, data, true) {
             Ok(()) => {}

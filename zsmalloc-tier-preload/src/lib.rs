@@ -129,6 +129,14 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
     };
+    // The command sets the band a folio needs; a variable set by hand may not have.
+    if unit.folio_pages * sys::PAGE > config.max_object_size() as usize {
+        return refuse(format!(
+            "{FOLIO_VAR} {} needs a pool that stores objects of {} bytes (ZSMALLOC_MULTI_PAGE_SIZE)",
+            unit.folio_pages,
+            unit.folio_pages * sys::PAGE
+        ));
+    }
     let mut record = record.map(|path| start::open_record(&path, &config));
     // A record that could not begin is reported; the program is tiered all the same.
     tier::record(&mut record, |_| {});
