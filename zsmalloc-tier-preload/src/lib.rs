@@ -14,11 +14,13 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod evict;
+mod folio;
 mod fork;
 mod handler;
 mod heap;
 mod interpose;
 mod page_codec;
+mod readahead;
 mod record;
 mod reserve;
 mod serve;
@@ -31,6 +33,7 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::folio::{FOLIO_VAR, MAX_READAHEAD, READAHEAD_VAR};
 use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
 use zsmalloc_tier::stats::State as TierState;
 
@@ -74,7 +77,8 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 4] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR];
+const OWN_VARS: [&str; 6] =
+    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLIO_VAR, READAHEAD_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -100,6 +104,8 @@ extern "C" fn start() {
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
     let record = std::env::var(RECORD_VAR).ok();
+    let folio = std::env::var(FOLIO_VAR).ok();
+    let readahead = std::env::var(READAHEAD_VAR).ok();
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {
@@ -113,10 +119,24 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(why) => return refuse(why),
     };
+    let Some(unit) = unit(folio.as_deref(), readahead.as_deref()) else {
+        return refuse(format!(
+            "{FOLIO_VAR} (1, 4 or 16) or {READAHEAD_VAR} (0..={MAX_READAHEAD}, 0 with folios) \
+             is not accepted"
+        ));
+    };
     let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
     };
+    // The command sets the band a folio needs; a variable set by hand may not have.
+    if unit.folio_pages * sys::PAGE > config.max_object_size() as usize {
+        return refuse(format!(
+            "{FOLIO_VAR} {} needs a pool that stores objects of {} bytes (ZSMALLOC_MULTI_PAGE_SIZE)",
+            unit.folio_pages,
+            unit.folio_pages * sys::PAGE
+        ));
+    }
     let mut record = record.map(|path| start::open_record(&path, &config));
     // A record that could not begin is reported; the program is tiered all the same.
     tier::record(&mut record, |_| {});
@@ -125,9 +145,19 @@ extern "C" fn start() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record, unit)) {
         refuse(why);
     }
+}
+
+/// The eviction unit and readahead the variables name (unset: a page, none), if accepted.
+fn unit(folio: Option<&str>, readahead: Option<&str>) -> Option<start::Unit> {
+    let folio_pages = folio.map_or(Some(1), |v| v.trim().parse::<usize>().ok())?;
+    let readahead = readahead.map_or(Some(0), |v| v.trim().parse::<u32>().ok())?;
+    let fits = matches!(folio_pages, 1 | 4 | 16)
+        && readahead <= MAX_READAHEAD
+        && (readahead == 0 || folio_pages == 1);
+    fits.then_some(start::Unit { folio_pages, readahead })
 }
 
 #[used]

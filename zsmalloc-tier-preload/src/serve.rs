@@ -14,7 +14,7 @@ use zsmalloc_tier::uffd::UffdError;
 
 use crate::heap;
 use crate::sys::PAGE;
-use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
+use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
 /// The most pages a first touch fills.
 pub const FAULT_AROUND: usize = 16;
@@ -42,6 +42,12 @@ impl Tier {
                     let w = tier::stats();
                     w.add(Field::Faults, 1);
                     w.fault(t0.elapsed().as_nanos() as u64);
+                    // After the copy, which woke the faulting thread: it runs meanwhile.
+                    if kind == CACHED {
+                        w.add(Field::ReadaheadHits, 1);
+                    } else {
+                        self.read_ahead(st, page);
+                    }
                 }
             }
             self.evict_over_budget(st);
@@ -98,7 +104,13 @@ impl Tier {
                 } else if codec.decompress(&packed[..n], out) != Ok(PAGE) {
                     tier::fatal("an evicted page did not decompress to a page");
                 }
+                tier::stats().add(Field::DecompressedBytes, PAGE as u64);
                 self.free_object(st, page);
+            }
+            CACHED => self.take_cached(st, page),
+            GROUP => {
+                self.restore_group(st, page);
+                return;
             }
             _ => return,
         }
@@ -109,7 +121,7 @@ impl Tier {
     /// Brings every evicted page back (before a fork, or stepping aside).
     pub fn bring_back_all(&self, st: &mut State) {
         for page in 0..heap::high_water_pages() {
-            if matches!(self.entry(st, page).kind(), SAME | STORED) {
+            if matches!(self.entry(st, page).kind(), SAME | STORED | GROUP | CACHED) {
                 self.restore(st, page);
             }
         }

@@ -12,6 +12,7 @@ use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 use zsmalloc_core::PoolConfig;
 
+use crate::folio::{FOLIO_VAR, READAHEAD_VAR};
 use crate::program::{self, Unfit};
 use crate::report::Report;
 use crate::stats::{Snapshot, BYTES};
@@ -51,6 +52,10 @@ pub struct Launch {
     pub library: PathBuf,
     /// The file the library writes the pool's operations to (a trace), if any.
     pub record: Option<PathBuf>,
+    /// Pages evicted as one object (`--folio-size`: 1, 4 or 16).
+    pub folio_pages: u32,
+    /// The readahead's page-cluster (`--readahead`: 0, none, to 4, 16 pages).
+    pub readahead: u32,
 }
 
 /// Why a run was not made: the exit status to give and the line to print.
@@ -117,7 +122,8 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
             launch.budget_bytes
         )));
     }
-    let env = launch.pool_env.clone();
+    crate::folio::check_readahead(launch.readahead, launch.folio_pages).map_err(refuse)?;
+    let env = pool_env(launch)?;
     let lookup = |name: &str| {
         env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
     };
@@ -129,6 +135,16 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
         .map_err(|e| refuse(format!("--compressor {}: {e}", launch.compressor.name())))?;
     Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| refuse(e.to_string()))?;
     Ok(())
+}
+
+/// The pool's variables for the program: the given ones, with the multi-page band a folio
+/// above a page needs.
+fn pool_env(launch: &Launch) -> Result<Vec<(String, String)>, Refusal> {
+    let given = &launch.pool_env;
+    let lookup = |name: &str| {
+        given.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
+    };
+    crate::folio::pool_env(launch.folio_pages, given, lookup).map_err(refuse)
 }
 
 /// A fresh stats file of the right length, in the temporary directory.
@@ -177,7 +193,9 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
         .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
-        .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
+        .envs(pool_env(launch)?)
+        .envs((launch.folio_pages > 1).then(|| (FOLIO_VAR, launch.folio_pages.to_string())))
+        .envs((launch.readahead > 0).then(|| (READAHEAD_VAR, launch.readahead.to_string())));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
         unsafe { libc::signal(sig, libc::SIG_IGN) }
@@ -207,6 +225,8 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         compressor: launch.compressor,
         exit_status: status,
         record: None,
+        folio_pages: launch.folio_pages,
+        readahead: launch.readahead,
         figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
     })
 }

@@ -9,6 +9,8 @@
 
 pub mod cpu;
 pub mod floor;
+pub mod folio;
+mod folio_report;
 pub mod latency;
 pub mod launch;
 pub mod pattern;

@@ -22,6 +22,10 @@ pub struct Report {
     pub exit_status: i32,
     /// The trace of the pool's operations, as the command names it (`--record`).
     pub record: Option<String>,
+    /// Pages evicted as one object (`--folio-size`).
+    pub folio_pages: u32,
+    /// The readahead's page-cluster (`--readahead`; 0: none).
+    pub readahead: u32,
     /// The figures; `None` when the tier never started in the program.
     pub figures: Option<Snapshot>,
 }
@@ -35,7 +39,7 @@ fn ns(p: Percentiles, with_max: bool) -> Value {
 }
 
 impl Report {
-    fn get(&self, f: Field) -> u64 {
+    pub(crate) fn get(&self, f: Field) -> u64 {
         self.figures.as_ref().map_or(0, |s| s.get(f))
     }
 
@@ -120,6 +124,7 @@ impl Report {
             "policy": POLICY,
             "exit_status": self.exit_status,
         });
+        self.add_folio_json(&mut v);
         if let Some(path) = &self.record {
             v["record"] = json!(path);
             v["recorded_operations"] = json!(self.get(Field::RecordedOps));
@@ -193,6 +198,7 @@ impl Report {
             (Field::PoolFullStops, "stops with the pool full"),
             (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
         ];
+        s += &self.folio_text();
         if let Some(path) = &self.record {
             s += &format!(
                 "  record                {} operations to {path}\n",

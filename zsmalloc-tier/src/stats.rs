@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0002;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0003;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +41,23 @@ pub enum Field {
     RecordedOps,
     /// The OS error that stopped the recording (0: none).
     RecordErrno,
+    /// Pages per eviction unit (`ZSMALLOC_TIER_FOLIO_PAGES`): 1, 4 or 16.
+    FolioPages,
+    /// Bytes decompressed (or copied, for objects stored whole) out of pool objects.
+    DecompressedBytes,
+    /// Aligned groups evicted as one object (with folios above a page).
+    GroupEvictions,
+    /// Pages decompressed into the readahead cache beside a faulting page.
+    ReadaheadPages,
+    /// Faults served from the readahead cache, without a pool read.
+    ReadaheadHits,
+    /// Pages stored over the whole run (each eviction's, same-filled ones apart).
+    StoresTotalPages,
+    /// Compressed bytes stored over the whole run.
+    StoresTotalBytes,
 }
 
-const FIELDS: usize = Field::RecordErrno as usize + 1;
+const FIELDS: usize = Field::StoresTotalBytes as usize + 1;
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
