@@ -8,9 +8,9 @@
 //!
 //! The pages that left are the group's members (kind GROUP); the object is the group's, in a
 //! table of its own. A group some of whose pages came in since (first touched) while the
-//! others are still out is brought back whole before it is evicted again. A member emptied meanwhile (free, munmap, madvise) is no longer a member:
-//! its bytes stay in the object, unused, and are never handed back; the last member to go
-//! frees the object.
+//! others are still out is brought back whole before it is evicted again. A member emptied
+//! meanwhile (free, munmap, madvise) is no longer a member: its bytes stay in the object,
+//! unused, and are never handed back; the last member to go frees the object.
 
 use std::sync::atomic::Ordering;
 
