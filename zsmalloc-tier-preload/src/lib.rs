@@ -13,6 +13,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod defer;
 mod evict;
 mod fork;
 mod handler;
@@ -24,6 +25,7 @@ mod reserve;
 mod serve;
 mod spans;
 mod start;
+mod steps;
 mod sys;
 mod tier;
 
@@ -31,7 +33,7 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
-use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -100,6 +102,7 @@ extern "C" fn start() {
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
     let record = std::env::var(RECORD_VAR).ok();
+    steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {

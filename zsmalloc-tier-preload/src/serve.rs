@@ -2,17 +2,18 @@
 //! pages after it), an evicted one from
 //! its same-filled value or its pool object, decompressed; each fills the hole with
 //! `UFFDIO_COPY`, which also wakes the threads waiting on it. The object is freed once the
-//! page is back.
+//! page is back. Eviction waits for the slack to be used up (`defer.rs`).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use zsmalloc_codec::fill_word;
 use zsmalloc_core::Backend;
-use zsmalloc_tier::stats::{Field, State as TierState};
+use zsmalloc_tier::stats::{Field, State as TierState, Step};
 use zsmalloc_tier::uffd::UffdError;
 
 use crate::heap;
+use crate::steps;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
 
@@ -38,13 +39,15 @@ impl Tier {
                 // dropped it (MADV_FREE): zeros, if it is a hole.
                 RESIDENT => self.fill(addr, &st.zero[..PAGE]),
                 _ => {
+                    steps::arm(t0);
                     self.restore(st, page);
                     let w = tier::stats();
                     w.add(Field::Faults, 1);
                     w.fault(t0.elapsed().as_nanos() as u64);
                 }
             }
-            self.evict_over_budget(st);
+            self.evict_after_fault(st);
+            steps::finish(Step::Evict);
         });
     }
 
@@ -61,12 +64,17 @@ impl Tier {
     /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
     /// fill (the pages after it stay holes, served as zeros when touched).
     fn fill(&self, addr: usize, data: &[u8]) {
-        match self.uffd.copy(addr, data, true) {
-            Ok(()) => {}
-            Err(UffdError::AlreadyMapped { .. }) => {
+        // Timing its steps, the copy does not wake: on one CPU the woken thread runs before the
+        // clock is read again, and its time would count as the copy's.
+        let wake = !steps::on();
+        match self.uffd.copy(addr, data, wake) {
+            Ok(()) if wake => {}
+            Err(UffdError::AlreadyMapped { .. }) | Ok(()) => {
+                steps::lap(Step::Copy);
                 if let Err(e) = self.uffd.wake(addr, data.len()) {
                     tier::fatal(&format!("wake: {e}"));
                 }
+                steps::skip();
             }
             Err(e) => tier::fatal(&format!("a fault could not be served: {e}")),
         }
@@ -92,12 +100,14 @@ impl Tier {
                     Ok(n) => n,
                     Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
                 };
+                steps::lap(Step::Read);
                 tier::record(record, |r| r.read(page, n));
                 if n == PAGE {
                     out.copy_from_slice(&packed[..PAGE]);
                 } else if codec.decompress(&packed[..n], out) != Ok(PAGE) {
                     tier::fatal("an evicted page did not decompress to a page");
                 }
+                steps::lap(Step::Decompress);
                 self.free_object(st, page);
             }
             _ => return,
