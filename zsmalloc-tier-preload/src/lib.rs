@@ -15,6 +15,7 @@
 
 mod defer;
 mod evict;
+mod first_touch;
 mod fork;
 mod handler;
 mod heap;
