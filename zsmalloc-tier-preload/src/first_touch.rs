@@ -19,6 +19,9 @@ use crate::tier::{self, State, Tier};
 /// The most pages a first touch fills while the budget has room for twice as many: 2 MiB.
 pub const ROOM_RUN: usize = 512;
 
+/// The pages after the faulting one come in this many at a time.
+const CHUNK: usize = 16;
+
 /// [`ROOM_RUN`] pages of zeros to copy from: a read-only anonymous mapping never written, so
 /// every page of it is the kernel's zero page and it takes no memory. Empty if it could not be
 /// made (the state's own zeros serve then).
@@ -58,7 +61,15 @@ impl Tier {
         let zeros = zeros();
         let zeros = if zeros.is_empty() { &st.zero[..] } else { zeros };
         let run = self.untouched_run(st, page).min(zeros.len() / PAGE);
-        self.fill(self.addr(page), &zeros[..run * PAGE]);
+        let addr = self.addr(page);
+        // The faulting page first, which wakes the thread: it runs on (on another CPU) while
+        // the rest comes in, a chunk at a time, so that a touch of the next pages waits for
+        // one chunk at most, never for the whole run.
+        self.fill(addr, &zeros[..PAGE]);
+        for at in (1..run).step_by(CHUNK) {
+            let n = CHUNK.min(run - at);
+            self.fill(addr + at * PAGE, &zeros[..n * PAGE]);
+        }
         for p in page..page + run {
             self.arrive(st, p);
         }
