@@ -53,13 +53,19 @@ for r in $(seq 1 "$rounds"); do
   row "$r" "floor (same CPU)" "$tmp/floor$r.json"
   for mode in plain steps; do
     flag=0; [[ $mode == steps ]] && flag=1
+    status=0
     ZSMALLOC_TIER_BREAKDOWN=$flag taskset -c "$cpu" "$T/zsmalloc" tier --budget "$budget" \
       --report "$tmp/report-$mode$r.json" -- "$T/tier-touch" --json --pages "$pages" \
-      --faults "$faults" --warmup "$warmup" >"$tmp/tier-$mode$r.json" 2>"$tmp/stderr"
-    if [[ $(jq -r .state "$tmp/report-$mode$r.json") != tiering ]]; then
+      --faults "$faults" --warmup "$warmup" >"$tmp/tier-$mode$r.json" 2>"$tmp/stderr" || status=$?
+    if ((status)) || [[ $(jq -r .state "$tmp/report-$mode$r.json") != tiering ]]; then
       echo "bench-tier-faults.sh: the tier did not run to the end:" >&2
       cat "$tmp/stderr" >&2
       exit 1
+    fi
+    if (($(jq .faults "$tmp/report-$mode$r.json") < faults)); then
+      echo "bench-tier-faults.sh: fewer faults on evicted pages than touches timed: --pages $pages" \
+        "must be well above the budget's pages and their slack" >&2
+      exit 2
     fi
     name="tier"; [[ $mode == steps ]] && name="tier, steps timed"
     row "$r" "$name" "$tmp/tier-$mode$r.json"
