@@ -62,8 +62,14 @@ impl Tier {
     /// Evicts the oldest pages until the resident ones fit the budget, or until 64 could not
     /// be moved in a row.
     pub fn evict_over_budget(&self, st: &mut State) {
+        self.evict_down_to(st, st.budget);
+    }
+
+    /// Evicts the oldest pages until `target` pages are resident, or until 64 could not be
+    /// moved in a row.
+    pub fn evict_down_to(&self, st: &mut State, target: u64) {
         let mut skipped = 0;
-        while st.resident > st.budget && !st.paused && !st.pool_full && skipped < 64 {
+        while st.resident > target && !st.paused && !st.pool_full && skipped < 64 {
             let Some((page, seq)) = st.fifo.pop_front() else { break };
             let e = self.entry(st, page as usize);
             if e.kind() != RESIDENT || e.seq() != seq {

@@ -13,7 +13,9 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod defer;
 mod evict;
+mod first_touch;
 mod folio;
 mod fork;
 mod handler;
@@ -26,6 +28,7 @@ mod reserve;
 mod serve;
 mod spans;
 mod start;
+mod steps;
 mod sys;
 mod tier;
 
@@ -34,7 +37,7 @@ use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::folio::{FOLIO_VAR, MAX_READAHEAD, READAHEAD_VAR};
-use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -77,8 +80,8 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 6] =
-    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLIO_VAR, READAHEAD_VAR];
+const OWN_VARS: [&str; 7] =
+    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLIO_VAR, READAHEAD_VAR, BREAKDOWN_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -106,6 +109,7 @@ extern "C" fn start() {
     let record = std::env::var(RECORD_VAR).ok();
     let folio = std::env::var(FOLIO_VAR).ok();
     let readahead = std::env::var(READAHEAD_VAR).ok();
+    steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {

@@ -30,6 +30,9 @@ pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
 pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
 /// The file the library writes the pool's operations to, as a lab trace.
 pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
+/// Set (to anything but "0"), the library times each step of a fault's service
+/// ([`crate::stats::Step`]); unset, it reads no clock for them.
+pub const BREAKDOWN_VAR: &str = "ZSMALLOC_TIER_BREAKDOWN";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;

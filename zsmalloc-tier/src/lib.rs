@@ -17,5 +17,6 @@ pub mod pattern;
 pub mod program;
 pub mod region;
 pub mod report;
+pub mod slack;
 pub mod stats;
 pub mod uffd;

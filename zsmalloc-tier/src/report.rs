@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 
-use crate::stats::{Field, Percentiles, Snapshot, State};
+use crate::stats::{Field, Percentiles, Snapshot, State, Step};
 
 /// The eviction policy, as the report names it.
 pub const POLICY: &str = "fifo";
@@ -89,6 +89,15 @@ impl Report {
         self.figures.as_ref().map(Snapshot::evict_ns).unwrap_or_default()
     }
 
+    /// Each step of the faults' service, when they were timed (`ZSMALLOC_TIER_BREAKDOWN`).
+    pub fn step_ns(&self) -> Option<Vec<(Step, Percentiles)>> {
+        let steps: Vec<(Step, Percentiles)> = Step::ALL
+            .iter()
+            .map(|&st| (st, self.figures.as_ref().map(|s| s.step_ns(st)).unwrap_or_default()))
+            .collect();
+        steps.iter().any(|(_, p)| p.count > 0).then_some(steps)
+    }
+
     /// The compressor as the text names it: zstd with its level.
     fn compressor_text(&self) -> String {
         match self.compressor {
@@ -103,6 +112,7 @@ impl Report {
             "state": self.state_name(),
             "message": self.message(),
             "budget_bytes": self.budget_bytes,
+            "slack_bytes": crate::slack::slack_pages(self.budget_bytes / PAGE) * PAGE,
             "compressor": self.compressor.name(),
             "peak_resident_bytes": self.get(Field::PeakResidentPages) * PAGE,
             "resident_bytes": self.get(Field::ResidentPages) * PAGE,
@@ -125,6 +135,18 @@ impl Report {
             "exit_status": self.exit_status,
         });
         self.add_folio_json(&mut v);
+        if let Some(steps) = self.step_ns() {
+            let mean = |st| self.figures.as_ref().map_or(0, |s| s.step_mean_ns(st));
+            let m: serde_json::Map<String, Value> = steps
+                .into_iter()
+                .map(|(st, p)| {
+                    let mut v = ns(p, true);
+                    v["mean"] = json!(mean(st));
+                    (st.key().to_string(), v)
+                })
+                .collect();
+            v["fault_steps_ns"] = Value::Object(m);
+        }
         if let Some(path) = &self.record {
             v["record"] = json!(path);
             v["recorded_operations"] = json!(self.get(Field::RecordedOps));
@@ -179,6 +201,11 @@ impl Report {
             us(f.max),
             self.get(Field::FirstTouches)
         );
+        if let Some(steps) = self.step_ns() {
+            let cells: Vec<String> =
+                steps.iter().map(|(st, p)| format!("{} {}", st.key(), us(p.p50))).collect();
+            s += &format!("  fault steps           µs p50: {}\n", cells.join(", "));
+        }
         let stored = self.get(Field::StoredPages);
         s += &format!(
             "  held at the end       {} same-filled pages, {stored} pages ({}) stored in {} \
