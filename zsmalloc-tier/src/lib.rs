@@ -11,6 +11,7 @@ pub mod cpu;
 pub mod floor;
 pub mod latency;
 pub mod launch;
+pub mod pagemap;
 pub mod pattern;
 pub mod program;
 pub mod region;
