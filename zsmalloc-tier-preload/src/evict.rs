@@ -1,5 +1,4 @@
-//! Eviction, oldest arrival first (FIFO: the tier sees faults, not accesses, so a page's
-//! arrival is all it knows of its use). A page leaves the program's region in one step
+//! Eviction of the victims the policy (module `policy`) names. A page leaves the program's region in one step
 //! (`UFFDIO_MOVE` into a staging slot registered with the same userfaultfd): from then on a
 //! thread touching it faults and waits for the handler, which is busy with this eviction, so a
 //! write can never land on the copy being compressed. The slot is then kept as a same-filled
@@ -59,16 +58,19 @@ enum Outcome {
 }
 
 impl Tier {
-    /// Evicts the oldest pages until the resident ones fit the budget, or until 64 could not
-    /// be moved in a row.
+    /// Evicts the policy's victims until the resident pages fit the budget, or until 64
+    /// could not be moved in a row.
     pub fn evict_over_budget(&self, st: &mut State) {
+        let table = st.table;
+        let live = move |p: u32, s: u32| {
+            // SAFETY: as `Tier::entry`: the table's entries, with the lock held (the caller
+            // passes the state).
+            let e = unsafe { &*(table as *const tier::Entry).add(p as usize) };
+            e.kind() == RESIDENT && e.seq() == s
+        };
         let mut skipped = 0;
         while st.resident > st.budget && !st.paused && !st.pool_full && skipped < 64 {
-            let Some((page, seq)) = st.fifo.pop_front() else { break };
-            let e = self.entry(st, page as usize);
-            if e.kind() != RESIDENT || e.seq() != seq {
-                continue;
-            }
+            let Some((page, seq)) = st.policy.next_victim(&live) else { break };
             let t0 = Instant::now();
             match self.evict(st, page as usize) {
                 Outcome::Evicted => {
@@ -79,22 +81,17 @@ impl Tier {
                 Outcome::Skipped => {
                     skipped += 1;
                     tier::stats().add(Field::SharedSkips, 1);
-                    st.fifo.push_back((page, seq));
+                    st.policy.kept(page, seq);
                 }
                 Outcome::PoolFull => {
                     tier::stats().add(Field::PoolFullStops, 1);
                     st.pool_full = true;
-                    st.fifo.push_front((page, seq));
+                    st.policy.refused(page, seq);
                 }
                 Outcome::Stale => {}
             }
         }
-        if st.fifo.len() > 2 * st.resident as usize + 4096 {
-            let table = st.table;
-            // SAFETY: as `Tier::entry`: the table's entries, with the lock held.
-            let entry = |p: u32| unsafe { &*(table as *const tier::Entry).add(p as usize) };
-            st.fifo.retain(|&(p, s)| entry(p).kind() == RESIDENT && entry(p).seq() == s);
-        }
+        st.policy.compact(st.resident, &live);
     }
 
     fn slot(&self, st: &mut State) -> usize {
@@ -159,7 +156,7 @@ impl Tier {
             // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
             // was resident).
             if unsafe { pool.store_raw(&e.handle, object) }.is_err() {
-                if let Err(err) = self.uffd.copy(addr, data, true) {
+                if let Err(err) = self.copy_in(addr, data) {
                     tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
                 }
                 return Outcome::PoolFull;

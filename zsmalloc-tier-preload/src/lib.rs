@@ -19,6 +19,7 @@ mod handler;
 mod heap;
 mod interpose;
 mod page_codec;
+mod policy;
 mod record;
 mod reserve;
 mod serve;
@@ -31,7 +32,8 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
-use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, POLICY_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -74,7 +76,7 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 4] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR];
+const OWN_VARS: [&str; 5] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, POLICY_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -100,6 +102,7 @@ extern "C" fn start() {
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
     let record = std::env::var(RECORD_VAR).ok();
+    let policy = std::env::var(POLICY_VAR).ok();
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {
@@ -113,6 +116,11 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(why) => return refuse(why),
     };
+    // Unset: the default, as for a library loaded without the command.
+    let policy = match policy.as_deref().map(PolicyName::parse).transpose() {
+        Ok(p) => p.unwrap_or_default(),
+        Err(why) => return refuse(format!("{POLICY_VAR}: {why}")),
+    };
     let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
@@ -125,7 +133,7 @@ extern "C" fn start() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, policy, record)) {
         refuse(why);
     }
 }

@@ -61,7 +61,7 @@ impl Tier {
     /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
     /// fill (the pages after it stay holes, served as zeros when touched).
     fn fill(&self, addr: usize, data: &[u8]) {
-        match self.uffd.copy(addr, data, true) {
+        match self.copy_in(addr, data) {
             Ok(()) => {}
             Err(UffdError::AlreadyMapped { .. }) => {
                 if let Err(e) = self.uffd.wake(addr, data.len()) {

@@ -2,30 +2,34 @@
 //! compressor's library loaded: nothing of it is made in the handler), the handler thread
 //! started (it registers the reserve); the program runs on once it has.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use zsmalloc_codec::Compressor;
 use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
 use crate::tier::{stats, Entry, State, Tier, TIER};
-use crate::{evict, handler, page_codec, reserve, serve};
+use crate::{evict, handler, page_codec, policy, reserve, serve};
 
 /// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
 /// memory is tiered from then on, under `budget_pages`, evicted pages compressed with
-/// `compressor`.
+/// `compressor`, the victims chosen by `policy`.
 pub fn start(
     budget_pages: u64,
     config: PoolConfig,
     compressor: Compressor,
+    policy: PolicyName,
     record: Option<Recorder>,
 ) -> Result<(), String> {
     let codec = page_codec::new(compressor)?;
-    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
+    let victims = policy::new(policy)?;
+    let protect = victims.protects();
+    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE | policy.features())
+        .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;
     if pages == 0 {
@@ -36,7 +40,7 @@ pub fn start(
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
     let state = State {
         table,
-        fifo: VecDeque::new(),
+        policy: victims,
         seq: 0,
         resident: 0,
         budget: budget_pages,
@@ -52,7 +56,8 @@ pub fn start(
         pool_full: false,
         record,
     };
-    let tier = Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false) };
+    let tier =
+        Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false), protect };
     if TIER.set(tier).is_err() {
         return Err("started twice".into());
     }

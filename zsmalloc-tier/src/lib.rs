@@ -13,6 +13,7 @@ pub mod latency;
 pub mod launch;
 pub mod pagemap;
 pub mod pattern;
+pub mod policy;
 pub mod program;
 pub mod region;
 pub mod report;

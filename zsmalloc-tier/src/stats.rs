@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0002;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0003;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,9 +41,17 @@ pub enum Field {
     RecordedOps,
     /// The OS error that stopped the recording (0: none).
     RecordErrno,
+    /// Pages the policy kept for another round because they were written (`clock`).
+    SecondChances,
+    /// `PAGEMAP_SCAN` ioctls the policy made to learn which pages were written.
+    WrittenScans,
+    /// Pages the scans reported written (each then protected again).
+    WrittenSeen,
+    /// The OS error that stopped the scans (0: none); the policy goes on by arrival.
+    ScanErrno,
 }
 
-const FIELDS: usize = Field::RecordErrno as usize + 1;
+const FIELDS: usize = Field::ScanErrno as usize + 1;
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@ use crate::flag_values;
 use zsmalloc_codec::Compressor;
 use zsmalloc_core::text_input::escape;
 use zsmalloc_tier::launch::{self, Launch, COMPRESSORS};
+use zsmalloc_tier::policy::PolicyName;
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
@@ -26,6 +27,7 @@ Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
   zsmalloc tier --budget 32M --compressor zstd -- ./my-program
+  zsmalloc tier --budget 32M --policy clock -- ./my-program
   zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
 
 See docs/TIER.md.";
@@ -41,6 +43,10 @@ pub struct TierArgs {
     /// liblzo2) or zstd (level 3)
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
+    /// The eviction policy: fifo (oldest arrival first) or clock (second chance for pages
+    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN)
+    #[arg(long, value_name = "NAME", default_value = "fifo")]
+    pub policy: String,
     /// Write the report as JSON to FILE as well
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -102,6 +108,10 @@ pub fn run(a: TierArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return refused(&format!("--compressor: {e}"), 2),
     };
+    let policy = match PolicyName::parse(&a.policy) {
+        Ok(p) => p,
+        Err(e) => return refused(&format!("--policy: {e}"), 2),
+    };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {
         Ok(l) => l,
@@ -115,6 +125,7 @@ pub fn run(a: TierArgs) -> i32 {
         pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
         library,
         record: None,
+        policy,
     };
     if let Some(path) = &a.report {
         if let Err(e) = atomic_file::check(path) {
