@@ -1,12 +1,16 @@
 //! Second chance by writes (a clock whose reference bit is "written"). Every page comes in
 //! write-protected (`UFFDIO_COPY_MODE_WP`, the reserve registered for write-protect under
 //! `UFFD_FEATURE_WP_ASYNC`): the kernel lifts the protection at the page's first write, with
-//! no message and no wait on the handler. Once per round of the hand (after it has passed as
-//! many entries as the ring held at the last scan), one `PAGEMAP_SCAN` over the reserve's used
-//! part reports the pages written since and protects them again; they are marked. The hand
+//! no message and no wait on the handler. Every eighth of a round of the hand (an eighth of the
+//! resident pages evicted, at least 16), one `PAGEMAP_SCAN` over the reserve's used part
+//! reports the pages written since the last and protects them again; they are marked. The hand
 //! takes the oldest arrival: marked, it loses the mark and goes to the back (a second chance),
-//! else it is the victim. One call gives at most a ring's worth of second chances, so a
-//! program that writes everything still gets its pages evicted, oldest first.
+//! else it is the victim. So a page written at least once between two passes of the hand (an
+//! eighth of a round before the second, at the latest) stays; a page written once when it came
+//! in (a stream's) gets one more round. Scanning once per round would not do: when every page
+//! is marked the hand passes all of them in one eviction, and a scan right after that sees no
+//! writes, so a whole round would go by arrival. One call gives at most a ring's worth of
+//! second chances, so a program that writes everything still gets its pages evicted.
 //!
 //! Reads are not seen (a page read and never written is evicted as in FIFO), nor are writes
 //! after the last scan until the next. `MADV_POPULATE_WRITE` (before moving a page a fork left
@@ -25,6 +29,10 @@ use crate::tier;
 
 /// Page runs one scan ioctl answers with (more take another ioctl).
 const REGIONS: usize = 512;
+/// Scans per round of the hand.
+const SCANS_PER_ROUND: usize = 8;
+/// The fewest evictions between two scans.
+const MIN_SCAN_INTERVAL: usize = 16;
 
 pub struct Clock {
     /// Resident pages by arrival (page, arrival number), stale ones among them; the hand is
@@ -33,8 +41,8 @@ pub struct Clock {
     /// A bit per page of the reserve: written before the last scan and not passed by the
     /// hand since.
     written: Vec<u64>,
-    /// Entries the hand passes before the next scan.
-    until_scan: usize,
+    /// Victims given since the last scan.
+    since_scan: usize,
     /// `None` once a scan failed: the hand goes on by arrival alone.
     pagemap: Option<Pagemap>,
     regions: Vec<PageRegion>,
@@ -46,7 +54,7 @@ impl Clock {
         Ok(Clock {
             ring: VecDeque::new(),
             written: Vec::new(),
-            until_scan: 0,
+            since_scan: usize::MAX,
             pagemap: Some(pagemap),
             regions: vec![PageRegion::default(); REGIONS],
         })
@@ -103,14 +111,13 @@ impl Policy for Clock {
 
     fn next_victim(&mut self, live: &dyn Fn(u32, u32) -> bool) -> Option<(u32, u32)> {
         let round = self.ring.len();
+        if self.since_scan >= (round / SCANS_PER_ROUND).max(MIN_SCAN_INTERVAL) {
+            self.scan();
+            self.since_scan = 0;
+        }
         let mut chances = 0;
         loop {
-            if self.until_scan == 0 {
-                self.scan();
-                self.until_scan = self.ring.len().max(1);
-            }
             let (page, seq) = self.ring.pop_front()?;
-            self.until_scan -= 1;
             if !live(page, seq) {
                 continue;
             }
@@ -120,6 +127,7 @@ impl Policy for Clock {
                 self.ring.push_back((page, seq));
                 continue;
             }
+            self.since_scan += 1;
             return Some((page, seq));
         }
     }

@@ -11,6 +11,10 @@
  *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
  *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
  *                     executes) and check every word after
+ *   hotcold KIB MIB   KIB of hot pages written again and again (every word checked against
+ *                     the one before it) while streaming once through MIB of cold pages, each
+ *                     written once and never touched again: a policy that sees writes keeps
+ *                     the hot pages, one by arrival evicts them with the stream
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -161,6 +165,30 @@ static int remap(void) {
   return report("remap", bad);
 }
 
+static int hotcold(size_t hot_kib, size_t cold_mib) {
+  size_t hot_words = hot_kib * 128, cold_pages = cold_mib * 256;
+  uint64_t *hot = malloc(hot_words * 8);
+  uint64_t *cold = mmap(NULL, cold_pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!hot || cold == MAP_FAILED) { perror("hotcold"); return 1; }
+  memset(hot, 0, hot_words * 8);
+  long bad = 0;
+  uint64_t round = 0;
+  for (size_t pg = 0; pg < cold_pages; pg++) {
+    for (size_t i = 0; i < 512; i++) cold[pg * 512 + i] = word(pg, i);
+    /* Every 16 cold pages, a round over the hot ones: 8 words of each page. */
+    if (pg % 16 == 0) {
+      for (size_t i = 0; i < hot_words; i += 64) {
+        bad += hot[i] != round;
+        hot[i] = round + 1;
+      }
+      round++;
+    }
+  }
+  printf("hotcold: %llu rounds over %zu hot pages, %zu cold pages\n", (unsigned long long)round,
+         hot_words / 512, cold_pages);
+  return report("hotcold", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *mode = argv[1];
@@ -168,6 +196,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "exit")) return (int)n;
   if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
   if (!strcmp(mode, "remap")) return remap();
+  if (!strcmp(mode, "hotcold")) return hotcold((size_t)n, argc > 3 ? atol(argv[3]) : 64);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "fill")) {
     make(n);
