@@ -130,6 +130,7 @@ impl Report {
             "second_chances": self.get(Field::SecondChances),
             "written_scans": self.get(Field::WrittenScans),
             "written_seen": self.get(Field::WrittenSeen),
+            "written_scan_ns": self.get(Field::WrittenScanNs),
             "scan_error": self.scan_error(),
             "exit_status": self.exit_status,
         });
@@ -204,10 +205,11 @@ impl Report {
         );
         if self.policy != PolicyName::Fifo {
             s += &format!(
-                "  policy saw            {} pages written in {} scans, {} second chances (pages \
-                 kept because written)\n",
+                "  policy saw            {} pages written in {} scans ({:.1} ms in all), {} \
+                 second chances (pages kept because written)\n",
                 self.get(Field::WrittenSeen),
                 self.get(Field::WrittenScans),
+                self.get(Field::WrittenScanNs) as f64 / 1e6,
                 self.get(Field::SecondChances)
             );
             let why = self.scan_error();

@@ -49,9 +49,11 @@ pub enum Field {
     WrittenSeen,
     /// The OS error that stopped the scans (0: none); the policy goes on by arrival.
     ScanErrno,
+    /// The scans' time in all, in nanoseconds.
+    WrittenScanNs,
 }
 
-const FIELDS: usize = Field::ScanErrno as usize + 1;
+const FIELDS: usize = Field::WrittenScanNs as usize + 1;
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -67,6 +67,7 @@ impl Clock {
         let end = base + reserve::high_water_pages() * PAGE;
         let written = &mut self.written;
         let mut seen = 0;
+        let t0 = std::time::Instant::now();
         let scanned = pm.written(base, end, true, &mut self.regions, |from, to| {
             for page in (from - base) / PAGE..(to - base) / PAGE {
                 if page / 64 >= written.len() {
@@ -77,6 +78,7 @@ impl Clock {
             seen += ((to - from) / PAGE) as u64;
         });
         let w = tier::stats();
+        w.add(Field::WrittenScanNs, t0.elapsed().as_nanos() as u64);
         match scanned {
             Ok(calls) => {
                 w.add(Field::WrittenScans, calls);
