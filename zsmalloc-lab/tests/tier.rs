@@ -1,8 +1,9 @@
 //! `zsmalloc tier` on real programs: a C program (zsmalloc-tier/tests/programs/tier_check.c)
 //! filling 64 MiB of malloc blocks and mappings under a 4 MiB budget and reading every word
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
-//! munmap and mremap, Python, the pages compressed with each compressor; the exit statuses and
-//! refusals. They need root (or access to /dev/userfaultfd) and a C compiler, and skip with the
+//! munmap and mremap, Python, the pages compressed with each compressor, the correctness runs
+//! under the clock policy too and a hot set the clock keeps where FIFO evicts it; the exit
+//! statuses and refusals. They need root (or access to /dev/userfaultfd) and a C compiler, and skip with the
 //! reason printed otherwise. Every run has a deadline, after which its process group is killed
 //! and the test fails.
 
@@ -241,8 +242,12 @@ fn fork_under(test: &str, policy: &str) {
 
 #[test]
 fn a_spawned_program_leaves_every_word() {
-    let Some(p) = program("a_spawned_program_leaves_every_word") else { return };
-    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "spawn", "32"]);
+    spawn_under("a_spawned_program_leaves_every_word", "fifo");
+}
+
+fn spawn_under(test: &str, policy: &str) {
+    let Some(p) = program_under(test, policy) else { return };
+    let r = tier(&["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "spawn", "32"]);
     assert_tiered(&r, 4 << 20, &["spawn"]);
 }
 
@@ -342,9 +347,15 @@ fn a_setuid_program_is_named_and_refused() {
 
 #[test]
 fn python_prints_the_same_under_a_small_budget() {
-    let test = "python_prints_the_same_under_a_small_budget";
+    python_under("python_prints_the_same_under_a_small_budget", "fifo");
+}
+
+fn python_under(test: &str, policy: &str) {
     if let Err(why) = userfaultfd() {
         return skip(test, &why);
+    }
+    if policy != "fifo" && program_under(test, policy).is_none() {
+        return;
     }
     // An ELF python: a launcher script (pyenv's) would be tiered, the python it runs not.
     let Some(python) = ["/usr/bin/python3", "/usr/local/bin/python3"]
@@ -357,7 +368,7 @@ fn python_prints_the_same_under_a_small_budget() {
         "x = [str(i) * 7 for i in range(400000)]\nprint(len(x), sum(map(len, x)), x[123456])";
     let plain = Command::new(python).args(["-c", script]).output().expect("python3");
     assert!(plain.status.success());
-    let r = tier(&["--budget", "2M", "--", python, "-c", script]);
+    let r = tier(&["--budget", "2M", "--policy", policy, "--", python, "-c", script]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, String::from_utf8_lossy(&plain.stdout));
     assert!(figure(&r, "evictions") > 0 && figure(&r, "faults") > 0, "{:?}", r.report);
@@ -459,6 +470,16 @@ fn writers_racing_the_evictor_lose_no_write_with_clock() {
 #[test]
 fn a_forked_child_sees_every_word_with_clock() {
     fork_under("a_forked_child_sees_every_word_with_clock", "clock");
+}
+
+#[test]
+fn a_spawned_program_leaves_every_word_with_clock() {
+    spawn_under("a_spawned_program_leaves_every_word_with_clock", "clock");
+}
+
+#[test]
+fn python_prints_the_same_under_a_small_budget_with_clock() {
+    python_under("python_prints_the_same_under_a_small_budget_with_clock", "clock");
 }
 
 #[test]
