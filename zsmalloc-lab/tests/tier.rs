@@ -1,11 +1,11 @@
 //! `zsmalloc tier` on real programs: a C program (zsmalloc-tier/tests/programs/tier_check.c)
 //! filling 64 MiB of malloc blocks and mappings under a 4 MiB budget and reading every word
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
-//! munmap and mremap, Python, the pages compressed with each compressor, the correctness runs
-//! under the clock policy too and a hot set the clock keeps where FIFO evicts it; the exit
-//! statuses and refusals. They need root (or access to /dev/userfaultfd) and a C compiler, and skip with the
-//! reason printed otherwise. Every run has a deadline, after which its process group is killed
-//! and the test fails.
+//! munmap and mremap, a signal handler touching evicted memory, Python, the pages compressed with
+//! each compressor, the correctness runs under the clock policy too and a hot set the clock keeps
+//! where FIFO evicts it; the exit statuses and refusals. They need root (or access to
+//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run has
+//! a deadline, after which its process group is killed and the test fails.
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -222,6 +222,20 @@ fn race_under(test: &str, policy: &str) {
     let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "race", "4", "32"];
     let r = tier(&args);
     assert_tiered(&r, 4 << 20, &["race"]);
+}
+
+#[test]
+fn a_signal_handler_touching_evicted_memory_during_free_is_served() {
+    signals_under("a_signal_handler_touching_evicted_memory_during_free_is_served", "fifo");
+}
+
+fn signals_under(test: &str, policy: &str) {
+    // A timer's handler reads evicted words and writes its own buffer while the program frees
+    // and unmaps blocks (the tier's lock held by the interrupted thread, signals blocked).
+    let Some(p) = program_under(test, policy) else { return };
+    let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "signals", "32"];
+    let r = tier(&args);
+    assert_tiered(&r, 4 << 20, &["signals"]);
 }
 
 #[test]
@@ -465,6 +479,11 @@ fn sixty_four_mib_read_back_under_four_with_clock() {
 #[test]
 fn writers_racing_the_evictor_lose_no_write_with_clock() {
     race_under("writers_racing_the_evictor_lose_no_write_with_clock", "clock");
+}
+
+#[test]
+fn a_signal_handler_touching_evicted_memory_during_free_is_served_with_clock() {
+    signals_under("a_signal_handler_touching_evicted_memory_with_clock", "clock");
 }
 
 #[test]

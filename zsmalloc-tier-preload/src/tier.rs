@@ -150,9 +150,10 @@ pub fn map_stats(path: &str) {
 
 impl Tier {
     /// The state, for a program thread: what the pool allocates meanwhile (its per-thread
-    /// data) comes from glibc, since the heap's lock may be held by this very thread.
+    /// data) comes from glibc, since the heap's lock may be held by this very thread; its
+    /// signals are blocked while it holds the lock (`sys::signals_blocked`).
     pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        self.state.with(|st| sys::as_tier(|| f(st)))
+        sys::signals_blocked(|| self.state.with(|st| sys::as_tier(|| f(st))))
     }
 
     pub fn entry(&self, st: &State, page: usize) -> &'static mut Entry {

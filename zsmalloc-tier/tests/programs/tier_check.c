@@ -15,6 +15,9 @@
  *                     the one before it) while streaming once through MIB of cold pages, each
  *                     written once and never touched again: a policy that sees writes keeps
  *                     the hot pages, one by arrival evicts them with the stream
+ *   signals MIB       fill, then check and free and allocate again while a timer's signal
+ *                     handler reads words of the blocks (evicted, mostly) and writes its own
+ *                     buffer, each write checked against the one before it
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -26,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -189,6 +193,53 @@ static int hotcold(size_t hot_kib, size_t cold_mib) {
   return report("hotcold", bad);
 }
 
+/* The timer's signal handler touches tiered memory wherever the program is, inside free and
+ * munmap too: the tier must never hold what its handler needs while a signal handler waits on
+ * a fault. */
+#define TICK_WORDS (1 << 17)
+static uint64_t *ticks;
+static volatile sig_atomic_t tick_bad;
+static volatile uint64_t tick_count;
+
+static void on_tick(int sig) {
+  (void)sig;
+  uint64_t k = tick_count;
+  uint64_t id = mix(k) % nblocks, i = mix(k + 1) % blocks[id].words;
+  if (blocks[id].p[i] != word(id, i)) tick_bad = 1;
+  uint64_t *t = &ticks[(k * 509) % TICK_WORDS];
+  if (*t != (k >= TICK_WORDS ? k - TICK_WORDS : 0) && *t != 0) tick_bad = 1;
+  *t = k;
+  tick_count = k + 1;
+}
+
+static int signals(size_t mib) {
+  make(mib);
+  ticks = calloc(TICK_WORDS, sizeof *ticks);
+  struct sigaction sa = {.sa_handler = on_tick, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  long bad = 0;
+  for (int round = 0; round < 4; round++) {
+    bad += check_all();
+    /* Large blocks freed and made again: their pages are emptied under the tier's lock. */
+    for (size_t id = 5; id < nblocks; id += 8) {
+      if (blocks[id].mapped) munmap(blocks[id].p, blocks[id].words * 8); else free(blocks[id].p);
+      blocks[id].p = malloc(blocks[id].words * 8);
+      if (!blocks[id].p) { perror("malloc"); return 1; }
+      blocks[id].mapped = 0;
+      fill(&blocks[id], id);
+    }
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  bad += check_all();
+  if (tick_bad) { fprintf(stderr, "the signal handler read or wrote a wrong word\n"); bad++; }
+  if (tick_count < 100) { fprintf(stderr, "only %llu ticks\n", (unsigned long long)tick_count); bad++; }
+  return report("signals", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *mode = argv[1];
@@ -198,6 +249,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "remap")) return remap();
   if (!strcmp(mode, "hotcold")) return hotcold((size_t)n, argc > 3 ? atol(argv[3]) : 64);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
+  if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
