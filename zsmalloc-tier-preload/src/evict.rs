@@ -1,5 +1,5 @@
-//! Eviction of the victims the policy (module `policy`) names. A page leaves the program's region in one step
-//! (`UFFDIO_MOVE` into a staging slot registered with the same userfaultfd): from then on a
+//! Eviction of the victims the policy (module `policy`) names. A page leaves the program's
+//! region in one step (`UFFDIO_MOVE` into a staging slot registered with the same userfaultfd): from then on a
 //! thread touching it faults and waits for the handler, which is busy with this eviction, so a
 //! write can never land on the copy being compressed. The slot is then kept as a same-filled
 //! value or compressed into the pool. Slots are used once; when all are used the staging area

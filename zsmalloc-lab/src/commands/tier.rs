@@ -18,8 +18,8 @@ use zsmalloc_tier::policy::PolicyName;
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
-arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, lzo or zstd at level 3) into the pool and brought \
-back on their next touch. Needs root \
+arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
+lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
 or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
 (128+N after signal N, 127 when not found); 2 when the tier refuses.
 

@@ -172,7 +172,8 @@ static int remap(void) {
 static int hotcold(size_t hot_kib, size_t cold_mib) {
   size_t hot_words = hot_kib * 128, cold_pages = cold_mib * 256;
   uint64_t *hot = malloc(hot_words * 8);
-  uint64_t *cold = mmap(NULL, cold_pages * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  uint64_t *cold = mmap(NULL, cold_pages * 4096, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (!hot || cold == MAP_FAILED) { perror("hotcold"); return 1; }
   memset(hot, 0, hot_words * 8);
   long bad = 0;
