@@ -132,6 +132,7 @@ impl Report {
             "written_seen": self.get(Field::WrittenSeen),
             "written_scan_ns": self.get(Field::WrittenScanNs),
             "scan_error": self.scan_error(),
+            "moves_despite_eexist": self.get(Field::MovesDespiteEexist),
             "exit_status": self.exit_status,
         });
         if let Some(path) = &self.record {
@@ -222,6 +223,7 @@ impl Report {
             (Field::SharedSkips, "evictions skipped (page shared with a child or pinned)"),
             (Field::PoolFullStops, "stops with the pool full"),
             (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
+            (Field::MovesDespiteEexist, "pages moved out though the kernel answered EEXIST"),
         ];
         if let Some(path) = &self.record {
             s += &format!(

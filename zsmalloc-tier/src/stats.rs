@@ -51,9 +51,11 @@ pub enum Field {
     ScanErrno,
     /// The scans' time in all, in nanoseconds.
     WrittenScanNs,
+    /// Evictions whose `UFFDIO_MOVE` was answered `EEXIST` although the page moved.
+    MovesDespiteEexist,
 }
 
-const FIELDS: usize = Field::WrittenScanNs as usize + 1;
+const FIELDS: usize = Field::MovesDespiteEexist as usize + 1;
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
