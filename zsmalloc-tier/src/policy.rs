@@ -32,8 +32,9 @@ impl PolicyName {
             }
             PolicyName::Clock => {
                 "arrival order and writes: pages come in write-protected, PAGEMAP_SCAN reports \
-                 those written since (and protects them again) once per round; a written page \
-                 gets a second round, the oldest unwritten one leaves"
+                 those written since (and protects them again) every eighth of a round; a page \
+                 written since the hand last passed it gets another round, the oldest unwritten \
+                 one leaves"
             }
         }
     }
