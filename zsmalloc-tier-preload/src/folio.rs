@@ -126,7 +126,7 @@ impl Tier {
         if !stored {
             for i in (0..n).filter(|i| out & (1 << i) != 0) {
                 let back = &data[i * PAGE..(i + 1) * PAGE];
-                if let Err(err) = self.uffd.copy(self.addr(group.start + i), back, true) {
+                if let Err(err) = self.copy_in(self.addr(group.start + i), back, true) {
                     tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
                 }
             }
@@ -154,7 +154,8 @@ impl Tier {
         if victim_stays {
             // Its arrival was taken off the order; it stays resident, so it goes back.
             w.add(Field::SharedSkips, 1);
-            st.fifo.push_back((victim as u32, self.entry(st, victim).seq()));
+            let seq = self.entry(st, victim).seq();
+            st.policy.kept(victim as u32, seq);
         }
         Outcome::Evicted
     }
@@ -270,11 +271,11 @@ impl Tier {
     /// should be filled already; a page found there all the same is left as it is, never
     /// overwritten, and its waiters woken.
     fn fill_run(&self, addr: usize, data: &[u8]) {
-        match self.uffd.copy(addr, data, true) {
+        match self.copy_in(addr, data, true) {
             Ok(()) => {}
             Err(UffdError::AlreadyMapped { .. }) => {
                 for (k, page) in data.chunks(PAGE).enumerate() {
-                    match self.uffd.copy(addr + k * PAGE, page, true) {
+                    match self.copy_in(addr + k * PAGE, page, true) {
                         Ok(()) => {}
                         Err(UffdError::AlreadyMapped { .. }) => {
                             if let Err(e) = self.uffd.wake(addr + k * PAGE, PAGE) {

@@ -90,7 +90,11 @@ fn give_up(t: &Tier, e: UffdError) -> *mut libc::c_void {
 fn begin(t: &Tier) -> Result<(), String> {
     t.state.with(|st| {
         t.uffd
-            .register(heap::base(), heap::reserve_len(), Modes::MISSING)
+            .register(
+                heap::base(),
+                heap::reserve_len(),
+                if t.protect { Modes::MISSING_AND_WP } else { Modes::MISSING },
+            )
             .map_err(|e| e.to_string())?;
         let pages = heap::high_water_pages();
         let mut present = vec![0u8; pages];

@@ -1,7 +1,8 @@
 //! The tier's preloaded library (`libzsmalloc_tier_preload.so`), which `zsmalloc tier` puts
 //! under a program with `LD_PRELOAD`: the program's malloc family and anonymous private
 //! mappings come from one reserve the tier registers with userfaultfd; pages above the
-//! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted oldest first, compressed
+//! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted as the policy chooses them
+//! (`ZSMALLOC_TIER_POLICY`: fifo, oldest first, when unset; or clock), compressed
 //! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
@@ -22,6 +23,7 @@ mod handler;
 mod heap;
 mod interpose;
 mod page_codec;
+mod policy;
 mod readahead;
 mod record;
 mod reserve;
@@ -37,7 +39,10 @@ use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::folio::{FOLIO_VAR, MAX_READAHEAD, READAHEAD_VAR};
-use zsmalloc_tier::launch::{BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{
+    BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, POLICY_VAR, RECORD_VAR, STATS_VAR,
+};
+use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -80,8 +85,16 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 7] =
-    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLIO_VAR, READAHEAD_VAR, BREAKDOWN_VAR];
+const OWN_VARS: [&str; 8] = [
+    BUDGET_VAR,
+    COMPRESSOR_VAR,
+    STATS_VAR,
+    RECORD_VAR,
+    FOLIO_VAR,
+    READAHEAD_VAR,
+    BREAKDOWN_VAR,
+    POLICY_VAR,
+];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered.
@@ -110,6 +123,7 @@ extern "C" fn start() {
     let folio = std::env::var(FOLIO_VAR).ok();
     let readahead = std::env::var(READAHEAD_VAR).ok();
     steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
+    let policy = std::env::var(POLICY_VAR).ok();
     strip_environment();
     let Some(budget) = budget else { return };
     if let Some(path) = stats {
@@ -128,6 +142,11 @@ extern "C" fn start() {
             "{FOLIO_VAR} (1, 4 or 16) or {READAHEAD_VAR} (0..={MAX_READAHEAD}, 0 with folios) \
              is not accepted"
         ));
+    };
+    // Unset: the default, as for a library loaded without the command.
+    let policy = match policy.as_deref().map(PolicyName::parse).transpose() {
+        Ok(p) => p.unwrap_or_default(),
+        Err(why) => return refuse(format!("{POLICY_VAR}: {why}")),
     };
     let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
         Ok(c) => c,
@@ -149,7 +168,8 @@ extern "C" fn start() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record, unit)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, policy, record, unit))
+    {
         refuse(why);
     }
 }

@@ -69,7 +69,7 @@ impl Tier {
         // Timing its steps, the copy does not wake: on one CPU the woken thread runs before the
         // clock is read again, and its time would count as the copy's.
         let wake = !steps::on();
-        match self.uffd.copy(addr, data, wake) {
+        match self.copy_in(addr, data, wake) {
             Ok(()) if wake => {}
             Err(UffdError::AlreadyMapped { .. }) | Ok(()) => {
                 steps::lap(Step::Copy);

@@ -2,11 +2,11 @@
 //! compressor's library loaded: nothing of it is made in the handler), the handler thread
 //! started (it registers the reserve); the program runs on once it has.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use zsmalloc_codec::Compressor;
 use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
@@ -15,7 +15,7 @@ use crate::readahead::Readahead;
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
 use crate::tier::{stats, Entry, State, Tier, TIER};
-use crate::{evict, handler, page_codec, reserve, serve};
+use crate::{evict, handler, page_codec, policy, reserve, serve};
 
 /// How evicted pages leave and come back: pages per eviction unit (`folio.rs`) and the
 /// readahead's page-cluster (`readahead.rs`).
@@ -27,17 +27,21 @@ pub struct Unit {
 
 /// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
 /// memory is tiered from then on, under `budget_pages`, evicted pages compressed with
-/// `compressor`, `unit` at a time.
+/// `compressor`, `unit` at a time, the victims chosen by `policy`.
 pub fn start(
     budget_pages: u64,
     config: PoolConfig,
     compressor: Compressor,
+    policy: PolicyName,
     record: Option<Recorder>,
     unit: Unit,
 ) -> Result<(), String> {
     let bytes = unit.folio_pages.max(1) * PAGE;
     let codec = page_codec::new(compressor, bytes)?;
-    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
+    let victims = policy::new(policy)?;
+    let protect = victims.protects();
+    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE | policy.features())
+        .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;
     if pages == 0 {
@@ -48,7 +52,7 @@ pub fn start(
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
     let state = State {
         table,
-        fifo: VecDeque::new(),
+        policy: victims,
         seq: 0,
         resident: 0,
         budget: budget_pages,
@@ -66,7 +70,8 @@ pub fn start(
         folio: Folios::new(unit.folio_pages, pages)?,
         readahead: Readahead::new(unit.readahead, budget_pages),
     };
-    let tier = Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false) };
+    let tier =
+        Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false), protect };
     if TIER.set(tier).is_err() {
         return Err("started twice".into());
     }

@@ -5,15 +5,15 @@
 //! munmap, madvise) or around a fork, and never touches registered memory while it holds it,
 //! so the handler is never waiting on a thread that waits on the handler.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use zsmalloc_codec::Codec;
 use zsmalloc_core::{AnyPool, PoolConfig};
 use zsmalloc_tier::stats::{Field, State as TierState, Words, WORDS};
-use zsmalloc_tier::uffd::Uffd;
+use zsmalloc_tier::uffd::{Uffd, UffdError};
 
+use crate::policy::Policy;
 use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
@@ -51,9 +51,9 @@ impl Entry {
 
 pub struct State {
     pub table: usize,
-    /// Resident pages by arrival (page, arrival number); an entry whose number no longer
-    /// matches the page's is stale and skipped.
-    pub fifo: VecDeque<(u32, u32)>,
+    /// Chooses the victims (module `policy`): told of every arrival (page, arrival number);
+    /// an arrival whose number no longer matches the page's is stale.
+    pub policy: Box<dyn Policy>,
     pub seq: u32,
     pub resident: u64,
     pub budget: u64,
@@ -99,6 +99,9 @@ pub struct Tier {
     /// Faults are being served (registered, pages seeded); false before, after stepping
     /// aside and in a forked child.
     pub active: AtomicBool,
+    /// The policy watches writes: the reserve is registered for write-protect too and pages
+    /// come in write-protected.
+    pub protect: bool,
 }
 
 pub static TIER: OnceLock<Tier> = OnceLock::new();
@@ -176,11 +179,21 @@ impl Tier {
     pub fn arrive(&self, st: &mut State, page: usize) {
         st.seq = st.seq.wrapping_add(1);
         self.entry(st, page).info = RESIDENT | (u64::from(st.seq) << 32);
-        st.fifo.push_back((page as u32, st.seq));
+        st.policy.arrived(page as u32, st.seq);
         st.resident += 1;
         let w = stats();
         w.set(Field::ResidentPages, st.resident);
         w.raise(Field::PeakResidentPages, st.resident);
+    }
+
+    /// Fills the holes at `addr` with `data`, write-protected when the policy watches writes;
+    /// `wake` wakes the threads waiting on them.
+    pub fn copy_in(&self, addr: usize, data: &[u8], wake: bool) -> Result<(), UffdError> {
+        if self.protect {
+            self.uffd.copy_protected(addr, data, wake)
+        } else {
+            self.uffd.copy(addr, data, wake)
+        }
     }
 
     /// Forgets what page `page` held (its object freed): it reads zeros from now on.

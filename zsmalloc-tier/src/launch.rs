@@ -13,10 +13,11 @@ use zsmalloc_core::text_input::io_reason;
 use zsmalloc_core::PoolConfig;
 
 use crate::folio::{FOLIO_VAR, READAHEAD_VAR};
+use crate::policy::PolicyName;
 use crate::program::{self, Unfit};
 use crate::report::Report;
 use crate::stats::{Snapshot, BYTES};
-use crate::uffd::{Features, Uffd, Wait};
+use crate::uffd::{Features, Uffd, UffdError, Wait};
 
 /// The library's file name, as cargo builds it and `make install` installs it.
 pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
@@ -33,6 +34,8 @@ pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
 /// Set (to anything but "0"), the library times each step of a fault's service
 /// ([`crate::stats::Step`]); unset, it reads no clock for them.
 pub const BREAKDOWN_VAR: &str = "ZSMALLOC_TIER_BREAKDOWN";
+/// The eviction policy's name ([`PolicyName::name`]), for the library.
+pub const POLICY_VAR: &str = "ZSMALLOC_TIER_POLICY";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
@@ -59,6 +62,8 @@ pub struct Launch {
     pub folio_pages: u32,
     /// The readahead's page-cluster (`--readahead`: 0, none, to 4, 16 pages).
     pub readahead: u32,
+    /// Chooses the pages to evict.
+    pub policy: PolicyName,
 }
 
 /// Why a run was not made: the exit status to give and the line to print.
@@ -136,7 +141,15 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
     // program runs rather than by the library inside it.
     Codec::new(launch.compressor, DEFAULT_ZSTD_LEVEL, PAGE as usize)
         .map_err(|e| refuse(format!("--compressor {}: {e}", launch.compressor.name())))?;
-    Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| refuse(e.to_string()))?;
+    // With the policy's features, so that a kernel without them refuses it here, by name.
+    Uffd::open(Wait::NonBlocking, Features::MOVE | launch.policy.features()).map_err(
+        |e| match e {
+            UffdError::FeaturesUnavailable { .. } if !launch.policy.features().is_empty() => {
+                refuse(format!("--policy {}: {e}", launch.policy.name()))
+            }
+            e => refuse(e.to_string()),
+        },
+    )?;
     Ok(())
 }
 
@@ -195,6 +208,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .env(BUDGET_VAR, (launch.budget_bytes / PAGE).to_string())
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
+        .env(POLICY_VAR, launch.policy.name())
         .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
         .envs(pool_env(launch)?)
         .envs((launch.folio_pages > 1).then(|| (FOLIO_VAR, launch.folio_pages.to_string())))
@@ -226,6 +240,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         command: shown,
         budget_bytes: launch.budget_bytes,
         compressor: launch.compressor,
+        policy: launch.policy,
         exit_status: status,
         record: None,
         folio_pages: launch.folio_pages,

@@ -5,13 +5,9 @@ use serde_json::{json, Value};
 use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 
+use crate::policy::PolicyName;
 use crate::stats::{Field, Percentiles, Snapshot, State, Step};
 
-/// The eviction policy, as the report names it.
-pub const POLICY: &str = "fifo";
-/// What the policy knows of the pages' use.
-pub const POLICY_BASIS: &str = "arrival order: the oldest page to come in (first touch or \
-fault) leaves first";
 const PAGE: u64 = 4096;
 
 #[derive(Debug, Clone)]
@@ -19,6 +15,8 @@ pub struct Report {
     pub command: String,
     pub budget_bytes: u64,
     pub compressor: Compressor,
+    /// The eviction policy the run had.
+    pub policy: PolicyName,
     pub exit_status: i32,
     /// The trace of the pool's operations, as the command names it (`--record`).
     pub record: Option<String>,
@@ -81,6 +79,17 @@ impl Report {
         }
     }
 
+    /// Why the policy's scans stopped ("" when they did not).
+    pub fn scan_error(&self) -> String {
+        match self.get(Field::ScanErrno) {
+            0 => String::new(),
+            e => format!(
+                "PAGEMAP_SCAN failed: {}; the policy went on by arrival",
+                io_reason(&std::io::Error::from_raw_os_error(e as i32))
+            ),
+        }
+    }
+
     pub fn fault_ns(&self) -> Percentiles {
         self.figures.as_ref().map(Snapshot::fault_ns).unwrap_or_default()
     }
@@ -131,7 +140,14 @@ impl Report {
             "forks": self.get(Field::Forks),
             "fault_ns": ns(self.fault_ns(), true),
             "evict_ns": ns(self.evict_ns(), true),
-            "policy": POLICY,
+            "policy": self.policy.name(),
+            "policy_basis": self.policy.basis(),
+            "second_chances": self.get(Field::SecondChances),
+            "written_scans": self.get(Field::WrittenScans),
+            "written_seen": self.get(Field::WrittenSeen),
+            "written_scan_ns": self.get(Field::WrittenScanNs),
+            "scan_error": self.scan_error(),
+            "moves_despite_eexist": self.get(Field::MovesDespiteEexist),
             "exit_status": self.exit_status,
         });
         self.add_folio_json(&mut v);
@@ -175,9 +191,11 @@ impl Report {
         }
         let (f, e) = (self.fault_ns(), self.evict_ns());
         s += &format!(
-            "  budget                {} ({} B), policy {POLICY} ({POLICY_BASIS})\n",
+            "  budget                {} ({} B), policy {} ({})\n",
             mib(self.budget_bytes),
-            self.budget_bytes
+            self.budget_bytes,
+            self.policy.name(),
+            self.policy.basis()
         );
         s += &format!("  compressor            {}\n", self.compressor_text());
         s += &format!(
@@ -219,11 +237,26 @@ impl Report {
             self.get(Field::PoolPages),
             self.get(Field::MaxPoolPages)
         );
+        if self.policy != PolicyName::Fifo {
+            s += &format!(
+                "  policy saw            {} pages written in {} scans ({:.1} ms in all), {} \
+                 second chances (pages kept because written)\n",
+                self.get(Field::WrittenSeen),
+                self.get(Field::WrittenScans),
+                self.get(Field::WrittenScanNs) as f64 / 1e6,
+                self.get(Field::SecondChances)
+            );
+            let why = self.scan_error();
+            if !why.is_empty() {
+                s += &format!("  {:<21} {why}\n", "");
+            }
+        }
         let notes = [
             (Field::Forks, "forks (every page brought back before each)"),
             (Field::SharedSkips, "evictions skipped (page shared with a child or pinned)"),
             (Field::PoolFullStops, "stops with the pool full"),
             (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
+            (Field::MovesDespiteEexist, "pages moved out though the kernel answered EEXIST"),
         ];
         s += &self.folio_text();
         if let Some(path) = &self.record {

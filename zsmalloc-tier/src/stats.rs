@@ -61,9 +61,21 @@ pub enum Field {
     DecompressMaxNs,
     CopyMaxNs,
     FaultEvictMaxNs,
+    /// Pages the policy kept for another round because they were written (`clock`).
+    SecondChances,
+    /// `PAGEMAP_SCAN` ioctls the policy made to learn which pages were written.
+    WrittenScans,
+    /// Pages the scans reported written (each then protected again).
+    WrittenSeen,
+    /// The OS error that stopped the scans (0: none); the policy goes on by arrival.
+    ScanErrno,
+    /// The scans' time in all, in nanoseconds.
+    WrittenScanNs,
+    /// Evictions whose `UFFDIO_MOVE` was answered `EEXIST` although the page moved.
+    MovesDespiteEexist,
 }
 
-const FIELDS: usize = Field::FaultEvictMaxNs as usize + 1;
+const FIELDS: usize = Field::MovesDespiteEexist as usize + 1;
 
 /// The steps of serving a fault on an evicted page, each timed with its own histogram when the
 /// library is asked to (`ZSMALLOC_TIER_BREAKDOWN`): what the faulting thread waits for beyond

@@ -15,6 +15,7 @@ use zsmalloc_codec::Compressor;
 use zsmalloc_core::text_input::escape;
 use zsmalloc_tier::folio::MAX_READAHEAD;
 use zsmalloc_tier::launch::{self, Launch, COMPRESSORS};
+use zsmalloc_tier::policy::PolicyName;
 
 /// `--folio-size`: 4K, 16K or 64K, as pages.
 fn folio_pages(s: &str) -> Result<u32, String> {
@@ -28,8 +29,8 @@ fn folio_pages(s: &str) -> Result<u32, String> {
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
-arrival) are compressed (--compressor: lz4, lzo or zstd at level 3) into the pool and brought \
-back on their next touch. Needs root \
+arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
+lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
 or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
 (128+N after signal N, 127 when not found); 2 when the tier refuses.
 
@@ -37,6 +38,7 @@ Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
   zsmalloc tier --budget 32M --compressor zstd -- ./my-program
+  zsmalloc tier --budget 32M --policy clock -- ./my-program
   zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
   zsmalloc tier --budget 32M --folio-size 64K -- ./my-program
   zsmalloc tier --budget 32M --readahead 3 -- ./my-program
@@ -54,6 +56,10 @@ pub struct TierArgs {
     /// liblzo2) or zstd (level 3)
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
+    /// The eviction policy: fifo (oldest arrival first) or clock (second chance for pages
+    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN)
+    #[arg(long, value_name = "NAME", default_value = "fifo")]
+    pub policy: String,
     /// Write the report as JSON to FILE as well
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -131,6 +137,10 @@ pub fn run(a: TierArgs) -> i32 {
         Ok(c) => c,
         Err(e) => return refused(&format!("--compressor: {e}"), 2),
     };
+    let policy = match PolicyName::parse(&a.policy) {
+        Ok(p) => p,
+        Err(e) => return refused(&format!("--policy: {e}"), 2),
+    };
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {
         Ok(l) => l,
@@ -146,6 +156,7 @@ pub fn run(a: TierArgs) -> i32 {
         record: None,
         folio_pages: a.folio_size,
         readahead: a.readahead,
+        policy,
     };
     if let Some(path) = &a.report {
         if let Err(e) = atomic_file::check(path) {

@@ -62,6 +62,8 @@ pub const UFFDIO_REGISTER_MODE_MISSING: u64 = 1 << 0;
 pub const UFFDIO_REGISTER_MODE_WP: u64 = 1 << 1;
 
 pub const UFFDIO_COPY_MODE_DONTWAKE: u64 = 1 << 0;
+/// The copied pages come in write-protected (the range registered with `MODE_WP`).
+pub const UFFDIO_COPY_MODE_WP: u64 = 1 << 1;
 pub const UFFDIO_WRITEPROTECT_MODE_WP: u64 = 1 << 0;
 pub const UFFDIO_MOVE_MODE_DONTWAKE: u64 = 1 << 0;
 

@@ -216,12 +216,28 @@ impl Uffd {
     /// wakes the threads waiting on them. Only holes of a registered range are filled: a page
     /// already there is [`UffdError::AlreadyMapped`], never overwritten.
     pub fn copy(&self, dst: usize, src: &[u8], wake: bool) -> Result<(), UffdError> {
+        self.copy_mode(dst, src, wake, false)
+    }
+
+    /// As [`Uffd::copy`], the pages coming in write-protected (`UFFDIO_COPY_MODE_WP`; the
+    /// range registered with [`Modes::write_protect`]). Under [`Features::WP_ASYNC`] the
+    /// kernel lifts the protection at the first write without a message, and `PAGEMAP_SCAN`
+    /// reports the page written ([`crate::pagemap`]).
+    pub fn copy_protected(&self, dst: usize, src: &[u8], wake: bool) -> Result<(), UffdError> {
+        self.copy_mode(dst, src, wake, true)
+    }
+
+    fn copy_mode(&self, dst: usize, src: &[u8], wake: bool, wp: bool) -> Result<(), UffdError> {
         Uffd::check_range("UFFDIO_COPY", dst, src.len())?;
+        let mut mode = if wake { 0 } else { abi::UFFDIO_COPY_MODE_DONTWAKE };
+        if wp {
+            mode |= abi::UFFDIO_COPY_MODE_WP;
+        }
         let mut copy = abi::UffdioCopy {
             dst: dst as u64,
             src: src.as_ptr() as u64,
             len: src.len() as u64,
-            mode: if wake { 0 } else { abi::UFFDIO_COPY_MODE_DONTWAKE },
+            mode,
             copy: 0,
         };
         // SAFETY: UFFDIO_COPY reads and writes one `struct uffdio_copy`; the kernel reads

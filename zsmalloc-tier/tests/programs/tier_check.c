@@ -19,6 +19,10 @@
  *                     again, and every word checked
  *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
  *                     executes) and check every word after
+ *   hotcold KIB MIB   KIB of hot pages written again and again (every word checked against
+ *                     the one before it) while streaming once through MIB of cold pages, each
+ *                     written once and never touched again: a policy that sees writes keeps
+ *                     the hot pages, one by arrival evicts them with the stream
  *   signals MIB       fill, then check and free and allocate again while a timer's signal
  *                     handler reads words of the blocks (evicted, mostly) and writes its own
  *                     buffer, each write checked against the one before it
@@ -173,6 +177,31 @@ static int remap(void) {
   return report("remap", bad);
 }
 
+static int hotcold(size_t hot_kib, size_t cold_mib) {
+  size_t hot_words = hot_kib * 128, cold_pages = cold_mib * 256;
+  uint64_t *hot = malloc(hot_words * 8);
+  uint64_t *cold = mmap(NULL, cold_pages * 4096, PROT_READ | PROT_WRITE,
+                        MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (!hot || cold == MAP_FAILED) { perror("hotcold"); return 1; }
+  memset(hot, 0, hot_words * 8);
+  long bad = 0;
+  uint64_t round = 0;
+  for (size_t pg = 0; pg < cold_pages; pg++) {
+    for (size_t i = 0; i < 512; i++) cold[pg * 512 + i] = word(pg, i);
+    /* Every 16 cold pages, a round over the hot ones: 8 words of each page. */
+    if (pg % 16 == 0) {
+      for (size_t i = 0; i < hot_words; i += 64) {
+        bad += hot[i] != round;
+        hot[i] = round + 1;
+      }
+      round++;
+    }
+  }
+  printf("hotcold: %llu rounds over %zu hot pages, %zu cold pages\n", (unsigned long long)round,
+         hot_words / 512, cold_pages);
+  return report("hotcold", bad);
+}
+
 /* The timer's signal handler touches tiered memory wherever the program is, inside free and
  * munmap too: the tier must never hold what its handler needs while a signal handler waits on
  * a fault. */
@@ -180,12 +209,14 @@ static int remap(void) {
 static uint64_t *ticks;
 static volatile sig_atomic_t tick_bad;
 static volatile uint64_t tick_count;
+/* The block being freed and made again, which the handler must not check meanwhile. */
+static volatile long replacing = -1;
 
 static void on_tick(int sig) {
   (void)sig;
   uint64_t k = tick_count;
   uint64_t id = mix(k) % nblocks, i = mix(k + 1) % blocks[id].words;
-  if (blocks[id].p[i] != word(id, i)) tick_bad = 1;
+  if ((long)id != replacing && blocks[id].p[i] != word(id, i)) tick_bad = 1;
   uint64_t *t = &ticks[(k * 509) % TICK_WORDS];
   if (*t != (k >= TICK_WORDS ? k - TICK_WORDS : 0) && *t != 0) tick_bad = 1;
   *t = k;
@@ -205,11 +236,15 @@ static int signals(size_t mib) {
     bad += check_all();
     /* Large blocks freed and made again: their pages are emptied under the tier's lock. */
     for (size_t id = 5; id < nblocks; id += 8) {
+      replacing = (long)id;
+      __atomic_signal_fence(__ATOMIC_SEQ_CST);
       if (blocks[id].mapped) munmap(blocks[id].p, blocks[id].words * 8); else free(blocks[id].p);
       blocks[id].p = malloc(blocks[id].words * 8);
       if (!blocks[id].p) { perror("malloc"); return 1; }
       blocks[id].mapped = 0;
       fill(&blocks[id], id);
+      __atomic_signal_fence(__ATOMIC_SEQ_CST); /* the block filled before the handler sees it */
+      replacing = -1;
     }
   }
   struct itimerval off = {{0, 0}, {0, 0}};
@@ -299,6 +334,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "remap")) return remap();
   if (!strcmp(mode, "partial")) return partial(n);
   if (!strcmp(mode, "sparse")) return sparse(n);
+  if (!strcmp(mode, "hotcold")) return hotcold((size_t)n, argc > 3 ? atol(argv[3]) : 64);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "fill")) {
