@@ -43,12 +43,19 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
-    if let Some(t) = tiered() {
-        IN_CHILD.store(true, Ordering::Relaxed);
-        t.active.store(false, Ordering::Release);
-        t.state.lock.reset();
-    }
     HEAP.lock.reset();
+    if let Some(t) = tiered() {
+        let was_active = t.active.swap(false, Ordering::AcqRel);
+        t.state.lock.reset();
+        // With --follow-children the child is tiered on its own (if it can be).
+        if was_active
+            && crate::children::following()
+            && crate::sys::as_tier(|| crate::children::tier_the_child(t))
+        {
+            return;
+        }
+        IN_CHILD.store(true, Ordering::Relaxed);
+    }
 }
 
 pub fn install() {

@@ -13,6 +13,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod children;
 mod evict;
 mod fork;
 mod handler;
@@ -26,12 +27,15 @@ mod spans;
 mod start;
 mod sys;
 mod tier;
+mod user_faults;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
-use zsmalloc_tier::launch::{BUDGET_VAR, COMPRESSOR_VAR, RECORD_VAR, STATS_VAR};
+use zsmalloc_tier::launch::{
+    BUDGET_VAR, COMPRESSOR_VAR, FOLLOW_VAR, RECORD_VAR, STATS_VAR, USER_FAULTS_VAR,
+};
 use zsmalloc_tier::stats::State as TierState;
 
 struct GlibcAlloc;
@@ -74,11 +78,17 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 4] = [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR];
+const OWN_VARS: [&str; 6] =
+    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLLOW_VAR, USER_FAULTS_VAR];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
-/// that the programs this one executes run untiered.
+/// that the programs this one executes run untiered; with `--follow-children` all stays but
+/// the record, which is the started program's alone (two writers would mix their lines).
 fn strip_environment() {
+    if children::following() {
+        std::env::remove_var(RECORD_VAR);
+        return;
+    }
     if let Ok(list) = std::env::var("LD_PRELOAD") {
         let kept: Vec<&str> = list
             .split([':', ' '])
@@ -100,10 +110,15 @@ extern "C" fn start() {
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
     let record = std::env::var(RECORD_VAR).ok();
+    let set = |var| std::env::var(var).is_ok_and(|v| v == "1");
+    children::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
+    children::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
     strip_environment();
     let Some(budget) = budget else { return };
-    if let Some(path) = stats {
-        tier::map_stats(&path);
+    // A process beyond the stats file's blocks runs untiered: the report names every tiered
+    // one (and counts those).
+    if stats.is_some_and(|path| !tier::map_stats(&path)) {
+        return;
     }
     let refuse = |why: String| tier::stats().set_state(TierState::SteppedAside, &why);
     let Some(pages) = budget.trim().parse::<u64>().ok().filter(|&p| p > 0) else {

@@ -25,7 +25,8 @@ pub fn start(
     record: Option<Recorder>,
 ) -> Result<(), String> {
     let codec = page_codec::new(compressor)?;
-    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| e.to_string())?;
+    let uffd = Uffd::open_for(Wait::NonBlocking, Features::MOVE, crate::children::faults())
+        .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;
     if pages == 0 {

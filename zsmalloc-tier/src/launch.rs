@@ -14,8 +14,8 @@ use zsmalloc_core::PoolConfig;
 
 use crate::program::{self, Unfit};
 use crate::report::Report;
-use crate::stats::{Snapshot, BYTES};
-use crate::uffd::{Features, Uffd, Wait};
+use crate::stats::{Snapshot, FILE_BYTES};
+use crate::uffd::{Faults, Features, Uffd, UffdError, Wait};
 
 /// The library's file name, as cargo builds it and `make install` installs it.
 pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
@@ -29,6 +29,11 @@ pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
 pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
 /// The file the library writes the pool's operations to, as a lab trace.
 pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
+/// Set (to 1): the library stays in the environment of the programs the program executes,
+/// and a forked child is tiered on its own (`--follow-children`).
+pub const FOLLOW_VAR: &str = "ZSMALLOC_TIER_FOLLOW_CHILDREN";
+/// Set (to 1): the userfaultfd takes user-mode faults only (`--user-faults-only`).
+pub const USER_FAULTS_VAR: &str = "ZSMALLOC_TIER_USER_FAULTS_ONLY";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
@@ -51,6 +56,22 @@ pub struct Launch {
     pub library: PathBuf,
     /// The file the library writes the pool's operations to (a trace), if any.
     pub record: Option<PathBuf>,
+    /// The programs it executes and the children it forks are tiered too, each on its own.
+    pub follow_children: bool,
+    /// The userfaultfd takes only the faults of the program's own instructions: a system call
+    /// on a page that is not there fails with `EFAULT`.
+    pub user_faults_only: bool,
+}
+
+impl Launch {
+    /// The faults the tier's userfaultfd takes.
+    pub fn faults(&self) -> Faults {
+        if self.user_faults_only {
+            Faults::UserModeOnly
+        } else {
+            Faults::All
+        }
+    }
 }
 
 /// Why a run was not made: the exit status to give and the line to print.
@@ -127,8 +148,15 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
     // program runs rather than by the library inside it.
     Codec::new(launch.compressor, DEFAULT_ZSTD_LEVEL, PAGE as usize)
         .map_err(|e| refuse(format!("--compressor {}: {e}", launch.compressor.name())))?;
-    Uffd::open(Wait::NonBlocking, Features::MOVE).map_err(|e| refuse(e.to_string()))?;
-    Ok(())
+    match Uffd::open_for(Wait::NonBlocking, Features::MOVE, launch.faults()) {
+        Ok(_) => Ok(()),
+        Err(UffdError::NoPermission) => Err(refuse(
+            "userfaultfd: permission denied: needs root or access to /dev/userfaultfd, or \
+             --user-faults-only (a system call on evicted memory then fails with EFAULT); it \
+             never changes vm.unprivileged_userfaultfd itself",
+        )),
+        Err(e) => Err(refuse(e.to_string())),
+    }
 }
 
 /// A fresh stats file of the right length, in the temporary directory.
@@ -143,7 +171,7 @@ fn stats_file() -> Result<PathBuf, Refusal> {
         .write(true)
         .create_new(true)
         .open(&path)
-        .and_then(|f| f.set_len(BYTES as u64).map(|_| f));
+        .and_then(|f| f.set_len(FILE_BYTES as u64).map(|_| f));
     match f {
         Ok(_) => Ok(path),
         Err(e) => Err(refuse(format!("cannot make '{}': {}", path.display(), io_reason(&e)))),
@@ -177,6 +205,8 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
         .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
+        .envs(launch.follow_children.then_some((FOLLOW_VAR, "1")))
+        .envs(launch.user_faults_only.then_some((USER_FAULTS_VAR, "1")))
         .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
@@ -201,12 +231,15 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
             return Err(Refusal { exit_code: 126, message: format!("{shown}: {}", io_reason(&e)) })
         }
     };
+    let processes = bytes.map(|b| Snapshot::processes(&b)).unwrap_or_default();
     Ok(Report {
         command: shown,
         budget_bytes: launch.budget_bytes,
         compressor: launch.compressor,
         exit_status: status,
         record: None,
-        figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
+        figures: Snapshot::total(&processes),
+        processes: if launch.follow_children { processes } else { Vec::new() },
+        user_faults_only: launch.user_faults_only,
     })
 }

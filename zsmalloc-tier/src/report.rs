@@ -22,8 +22,42 @@ pub struct Report {
     pub exit_status: i32,
     /// The trace of the pool's operations, as the command names it (`--record`).
     pub record: Option<String>,
-    /// The figures; `None` when the tier never started in the program.
+    /// The figures (with `--follow-children`, every tiered process's added up); `None` when
+    /// the tier never started in the program.
     pub figures: Option<Snapshot>,
+    /// With `--follow-children`: each tiered process's own figures, the started program's
+    /// first (empty without the flag).
+    pub processes: Vec<Snapshot>,
+    /// The userfaultfd took user-mode faults only (`--user-faults-only`).
+    pub user_faults_only: bool,
+}
+
+fn state_name(state: State) -> &'static str {
+    match state {
+        State::NotStarted => "not started",
+        State::Tiering => "tiering",
+        State::SteppedAside => "stepped aside",
+        State::Failed => "failed",
+    }
+}
+
+/// One process's line of the JSON report.
+fn process_json(p: &Snapshot) -> Value {
+    json!({
+        "pid": p.pid(),
+        "command": p.command(),
+        "state": state_name(p.state()),
+        "message": p.message(),
+        "peak_resident_bytes": p.get(Field::PeakResidentPages) * PAGE,
+        "resident_bytes": p.get(Field::ResidentPages) * PAGE,
+        "evictions": p.get(Field::Evictions),
+        "faults": p.get(Field::Faults),
+        "first_touches": p.get(Field::FirstTouches),
+        "stored_pages": p.get(Field::StoredPages),
+        "compressed_bytes": p.get(Field::CompressedBytes),
+        "max_pool_pages": p.get(Field::MaxPoolPages),
+        "forks": p.get(Field::Forks),
+    })
 }
 
 fn ns(p: Percentiles, with_max: bool) -> Value {
@@ -58,12 +92,7 @@ impl Report {
     }
 
     fn state_name(&self) -> &'static str {
-        match self.state() {
-            State::NotStarted => "not started",
-            State::Tiering => "tiering",
-            State::SteppedAside => "stepped aside",
-            State::Failed => "failed",
-        }
+        state_name(self.state())
     }
 
     /// Why the recording stopped early ("" when it did not).
@@ -119,7 +148,12 @@ impl Report {
             "evict_ns": ns(self.evict_ns(), true),
             "policy": POLICY,
             "exit_status": self.exit_status,
+            "user_faults_only": self.user_faults_only,
         });
+        if !self.processes.is_empty() {
+            v["processes"] = self.processes.iter().map(process_json).collect();
+            v["processes_without_slot"] = json!(self.get(Field::SlotsFull));
+        }
         if let Some(path) = &self.record {
             v["record"] = json!(path);
             v["recorded_operations"] = json!(self.get(Field::RecordedOps));
@@ -187,6 +221,40 @@ impl Report {
             self.get(Field::PoolPages),
             self.get(Field::MaxPoolPages)
         );
+        if self.user_faults_only {
+            s += "  user faults only      a system call on tiered memory not resident fails \
+                  with EFAULT\n";
+        }
+        if !self.processes.is_empty() {
+            s += &format!(
+                "  processes             {} tiered (the figures above are their sum; the budget \
+                 is each one's)\n",
+                self.processes.len()
+            );
+            for p in &self.processes {
+                s += &format!(
+                    "    pid {:<8} {:<16} {} evictions, {} faults, peak {}, {}{}\n",
+                    p.pid(),
+                    p.command(),
+                    p.get(Field::Evictions),
+                    p.get(Field::Faults),
+                    mib(p.get(Field::PeakResidentPages) * PAGE),
+                    state_name(p.state()),
+                    Some(p.message())
+                        .filter(|m| !m.is_empty())
+                        .map_or(String::new(), |m| format!(": {m}"))
+                );
+            }
+            if self.get(Field::SlotsFull) > 0 {
+                s += &format!(
+                    "  {:<21} {} processes ran untiered: every one of the report's {} slots was \
+                     taken\n",
+                    "",
+                    self.get(Field::SlotsFull),
+                    crate::stats::SLOTS
+                );
+            }
+        }
         let notes = [
             (Field::Forks, "forks (every page brought back before each)"),
             (Field::SharedSkips, "evictions skipped (page shared with a child or pinned)"),

@@ -19,7 +19,8 @@ pub const HELP: &str = "The program's malloc blocks and anonymous private mappin
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
 arrival) are compressed (--compressor: lz4, lzo or zstd at level 3) into the pool and brought \
 back on their next touch. Needs root \
-or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
+or access to /dev/userfaultfd (else --user-faults-only). Programs it executes and children it \
+forks run untiered unless --follow-children. Exit status: the program's \
 (128+N after signal N, 127 when not found); 2 when the tier refuses.
 
 Examples:
@@ -48,6 +49,19 @@ pub struct TierArgs {
     /// trace); same-filled pages are not in the pool and not recorded
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// Tier the programs it executes (exec, posix_spawn, system, a shell's commands) and the
+    /// children it forks, down the generations: each process has its own handler, pool and
+    /// budget (the budget is per process, not shared); the report adds them up and gives a
+    /// line per process (at most 256)
+    #[arg(long)]
+    pub follow_children: bool,
+    /// Without root or access to /dev/userfaultfd: take only the faults of the program's own
+    /// instructions (UFFD_USER_MODE_ONLY). Caveat: a system call that reads or writes tiered
+    /// memory that is not resident (an evicted page) fails with EFAULT, so the program sees an
+    /// error from read(2), write(2), send(2)...; memory it has not touched yet is mapped as
+    /// zeros when handed out, so only evicted pages are affected
+    #[arg(long)]
+    pub user_faults_only: bool,
     /// The pool's page size
     #[arg(long, value_name = "BYTES", help_heading = "Pool")]
     pub page_size: Option<String>,
@@ -115,6 +129,8 @@ pub fn run(a: TierArgs) -> i32 {
         pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
         library,
         record: None,
+        follow_children: a.follow_children,
+        user_faults_only: a.user_faults_only,
     };
     if let Some(path) = &a.report {
         if let Err(e) = atomic_file::check(path) {

@@ -1,0 +1,76 @@
+//! `--user-faults-only`: the userfaultfd takes only the faults of the program's own
+//! instructions, so a system call that reads or writes a hole of the reserve fails with
+//! `EFAULT` instead of waiting for the handler. The holes are kept to the evicted pages: every
+//! page the heap lends (handed out for the first time, or emptied by `free`, `munmap` or
+//! `madvise`) is mapped at once as the zero page (`UFFDIO_ZEROPAGE`: no memory until written,
+//! and a write, by the program or a system call, is the kernel's copy-on-write, no userfault)
+//! and counted resident from then on, as a first touch would count it. So a `read(2)` into
+//! fresh memory works; into a page evicted since, it fails. Resident pages then include zero
+//! pages that hold no memory: the budget holds all the more.
+
+use std::sync::atomic::Ordering;
+
+use zsmalloc_tier::uffd::UffdError;
+
+use crate::serve::FAULT_AROUND;
+use crate::sys::PAGE;
+use crate::tier::{self, State, Tier, EMPTY, TIER};
+
+fn on() -> bool {
+    crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed)
+        && !tier::IN_CHILD.load(Ordering::Relaxed)
+}
+
+/// Pages `[first, end)` of the reserve were handed out for the first time (the heap's lock
+/// held): mapped as zero pages, then eviction down to the budget.
+pub fn lend(first: usize, end: usize) {
+    if !on() {
+        return;
+    }
+    let Some(t) = TIER.get() else { return };
+    t.with_state(|st| {
+        if t.active.load(Ordering::Acquire) {
+            map_untouched(t, st, first, end);
+            t.evict_over_budget(st);
+        }
+    });
+}
+
+/// Maps the untouched pages of `[first, end)` as the zero page, each arriving (the state's
+/// lock held, the tier active). A run that cannot be mapped stays holes: a first touch by
+/// the program serves them as before. False when `--user-faults-only` is not in force.
+pub fn map_untouched(t: &Tier, st: &mut State, first: usize, end: usize) -> bool {
+    if !on() {
+        return false;
+    }
+    let mut p = first;
+    while p < end {
+        if t.entry(st, p).kind() != EMPTY {
+            p += 1;
+            continue;
+        }
+        // Runs of up to a first touch's pages, evicted after each (once the pool exists), so
+        // that the budget is exceeded by no more than a fault would exceed it.
+        let run = p;
+        while p < end && p - run < FAULT_AROUND && t.entry(st, p).kind() == EMPTY {
+            p += 1;
+        }
+        match t.uffd.zeropage(t.addr(run), (p - run) * PAGE) {
+            Ok(()) => (run..p).for_each(|q| t.arrive(st, q)),
+            // Some page of the run is there already: page by page, each there counted.
+            Err(UffdError::AlreadyMapped { .. }) => {
+                for q in run..p {
+                    match t.uffd.zeropage(t.addr(q), PAGE) {
+                        Ok(()) | Err(UffdError::AlreadyMapped { .. }) => t.arrive(st, q),
+                        Err(_) => {}
+                    }
+                }
+            }
+            Err(_) => {}
+        }
+        if st.pool.is_some() {
+            t.evict_over_budget(st);
+        }
+    }
+    true
+}
