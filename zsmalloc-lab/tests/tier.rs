@@ -76,8 +76,17 @@ struct Run {
 
 /// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
 fn zsmalloc(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    zsmalloc_as(None, args)
+}
+
+/// `zsmalloc ARGS` as user and group `uid` (when given), as [`zsmalloc`] runs it.
+fn zsmalloc_as(uid: Option<u32>, args: &[&std::ffi::OsStr]) -> (i32, String, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(id) = uid {
+        // Run as root, std drops the supplementary groups with the ids.
+        cmd.uid(id).gid(id);
+    }
     let mut child = cmd.spawn().expect("run zsmalloc");
     let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
     let readers = [
@@ -103,11 +112,25 @@ fn zsmalloc(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
 
 /// `zsmalloc tier ARGS` (with `--report` added).
 fn tier(args: &[&str]) -> Run {
-    let report = tempfile("report.json");
+    tier_as(None, args)
+}
+
+/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write.
+fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
+    let report = match uid {
+        None => tempfile("report.json"),
+        Some(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile("anyone");
+            std::fs::create_dir_all(&dir).expect("a directory for the report");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+            dir.join("report.json")
+        }
+    };
     let mut all: Vec<&std::ffi::OsStr> =
         vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
     all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
-    let (code, stdout, stderr) = zsmalloc(&all);
+    let (code, stdout, stderr) = zsmalloc_as(uid, &all);
     let report = std::fs::read_to_string(&report)
         .ok()
         .map(|t| serde_json::from_str(&t).expect("JSON report"));
@@ -397,4 +420,122 @@ fn an_unwritable_record_is_refused_before_the_program_runs() {
     assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
     assert!(r.stderr.contains("/nonexistent/x"), "{}", r.stderr);
     assert!(r.report.is_none(), "no report: the program did not run");
+}
+
+/// The process lines of a `--follow-children` report.
+fn processes(r: &Run) -> Vec<Value> {
+    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
+    report["processes"].as_array().unwrap_or_else(|| panic!("processes in {report}")).clone()
+}
+
+fn line_of<'a>(procs: &'a [Value], command: &str) -> &'a Value {
+    procs.iter().find(|p| p["command"] == command).unwrap_or_else(|| panic!("{command}: {procs:?}"))
+}
+
+#[test]
+fn an_executed_program_is_tiered_with_follow_children_only() {
+    let Some(p) = program("an_executed_program_is_tiered_with_follow_children_only") else {
+        return;
+    };
+    let script = format!("{} fill 16; echo shell done", p.display());
+    let r = tier(&["--budget", "4M", "--follow-children", "--", "sh", "-c", &script]);
+    assert_ran(&r, 4 << 20, &["first pass", "second pass"]);
+    assert!(r.stdout.contains("shell done"), "{}", r.stdout);
+    let procs = processes(&r);
+    assert_eq!(procs[0]["command"], "sh", "the started program first: {procs:?}");
+    let child = line_of(&procs, "tier_check");
+    assert!(child["evictions"].as_u64() > Some(0) && child["faults"].as_u64() > Some(0));
+    assert_eq!(child["state"], "tiering", "{child}");
+    assert!(child["peak_resident_bytes"].as_u64() <= Some((4 << 20) + 16 * PAGE), "{child}");
+    let total: u64 = procs.iter().map(|p| p["evictions"].as_u64().unwrap()).sum();
+    assert_eq!(figure(&r, "evictions"), total, "the figures are the processes' sum");
+    assert!(r.stderr.contains("processes") && r.stderr.contains("tier_check"), "{}", r.stderr);
+
+    // Without the flag the shell is tiered and the program it runs is not.
+    let r = tier(&["--budget", "4M", "--", "sh", "-c", &script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("second pass: ok"), "{}", r.stdout);
+    assert_eq!(figure(&r, "evictions"), 0, "{:?}", r.report);
+    assert!(r.report.as_ref().unwrap().get("processes").is_none(), "{:?}", r.report);
+}
+
+#[test]
+fn a_forked_child_is_tiered_with_follow_children() {
+    let Some(p) = program("a_forked_child_is_tiered_with_follow_children") else { return };
+    let r = tier(&["--budget", "4M", "--follow-children", "--", p.to_str().unwrap(), "fork", "32"]);
+    assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
+    let procs = processes(&r);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    let (parent, child) = (&procs[0], &procs[1]);
+    assert_ne!(parent["pid"], child["pid"]);
+    assert_eq!(parent["forks"], 1, "{parent}");
+    // The child inherited every page (32 MiB resident), evicted down to its own budget and
+    // faulted the pages back for its second check.
+    assert!(child["peak_resident_bytes"].as_u64() >= Some(32 << 20), "{child}");
+    assert!(child["evictions"].as_u64() >= Some((24 << 20) / PAGE), "{child}");
+    assert!(child["faults"].as_u64() > Some(0), "{child}");
+    assert_eq!(child["state"], "tiering", "{child}");
+}
+
+#[test]
+fn processes_beyond_the_slots_run_untiered_and_are_counted() {
+    let Some(_) = program("processes_beyond_the_slots_run_untiered_and_are_counted") else {
+        return;
+    };
+    let script = "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done";
+    let r = tier(&["--budget", "1M", "--follow-children", "--", "sh", "-c", script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(processes(&r).len(), 256, "every slot taken");
+    // The shell takes one slot and each command one (a fork that executes stays one process).
+    assert!(figure(&r, "processes_without_slot") >= 300 - 255, "{:?}", r.report);
+    assert!(r.stderr.contains("ran untiered: every one of the report's 256 slots"), "{}", r.stderr);
+}
+
+/// Whether the tests may run the tier as `nobody` (root drops to it), else why not.
+fn as_nobody(test: &str) -> Option<&'static Path> {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        skip(test, "needs root, to run the tier as nobody");
+        return None;
+    }
+    program(test)
+}
+
+const NOBODY: Option<u32> = Some(65534);
+
+#[test]
+fn user_faults_only_as_nobody_reads_every_byte_back() {
+    let Some(p) = as_nobody("user_faults_only_as_nobody_reads_every_byte_back") else { return };
+    let r = tier_as(NOBODY, &["--budget", "4M", "--", p.to_str().unwrap(), "fill", "16"]);
+    assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs root or access to /dev/userfaultfd, or --user-faults-only"),
+        "{}",
+        r.stderr
+    );
+    let args = ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "fill", "16"];
+    let r = tier_as(NOBODY, &args);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], true);
+    assert!(r.stderr.contains("fails with EFAULT"), "{}", r.stderr);
+}
+
+#[test]
+fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
+    let test = "a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only";
+    let Some(p) = as_nobody(test) else { return };
+    let args =
+        ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "syscalls", "16"];
+    let r = tier_as(NOBODY, &args);
+    // The documented caveat: the kernel's read of an evicted page fails; fresh memory (lent
+    // as zero pages) and pages the program brought back take system calls as ever.
+    assert_tiered(&r, 4 << 20, &["syscalls"]);
+    for line in ["evicted write: EFAULT", "resident write: ok", "fresh read: ok"] {
+        assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
+    }
+    // With every fault taken (root) the same write waits for the page and succeeds.
+    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "syscalls", "16"]);
+    assert_tiered(&r, 4 << 20, &["syscalls"]);
+    assert!(r.stdout.contains("evicted write: ok"), "{}", r.stdout);
+    assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], false);
 }
