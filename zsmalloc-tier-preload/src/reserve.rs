@@ -38,8 +38,5 @@ pub fn made(base: usize, len: usize) {
 /// Pages up to `top` were handed out.
 #[inline]
 pub fn handed_out(top: usize) {
-    let old = HIGH_WATER.fetch_max(top, Ordering::AcqRel);
-    if top > old {
-        crate::user_faults::lend(old, top);
-    }
+    HIGH_WATER.fetch_max(top, Ordering::AcqRel);
 }

@@ -238,10 +238,9 @@ pub fn drop_range(addr: usize, len: usize) {
         return empty();
     }
     t.with_state(|st| {
-        let first = (addr - reserve::base()) / PAGE;
-        let end = (first + len / PAGE).min(reserve::high_water_pages());
-        let active = t.active.load(Ordering::Acquire);
-        if active {
+        if t.active.load(Ordering::Acquire) {
+            let first = (addr - reserve::base()) / PAGE;
+            let end = (first + len / PAGE).min(reserve::high_water_pages());
             for page in first..end {
                 t.forget(st, page);
             }
@@ -249,9 +248,6 @@ pub fn drop_range(addr: usize, len: usize) {
         // With the lock held, so that no eviction moves a page between its entry's reset
         // and its drop.
         empty();
-        if active && crate::user_faults::map_untouched(t, st, first, end) {
-            t.evict_over_budget(st);
-        }
     });
 }
 

@@ -1,8 +1,8 @@
 //! `--user-faults-only`: the userfaultfd takes only the faults of the program's own
 //! instructions, so a system call that reads or writes a hole of the reserve fails with
 //! `EFAULT` instead of waiting for the handler. The holes are kept to the evicted pages: every
-//! page the heap lends (handed out for the first time, or emptied by `free`, `munmap` or
-//! `madvise`) is mapped at once as the zero page (`UFFDIO_ZEROPAGE`: no memory until written,
+//! page the heap lends (a block or mapping handed out, or pages emptied by `madvise` or a
+//! `MAP_FIXED` mapping while still the program's) is mapped at once as the zero page (`UFFDIO_ZEROPAGE`: no memory until written,
 //! and a write, by the program or a system call, is the kernel's copy-on-write, no userfault)
 //! and counted resident from then on, as a first touch would count it. So a `read(2)` into
 //! fresh memory works; into a page evicted since, it fails. Resident pages then include zero
@@ -21,8 +21,15 @@ fn on() -> bool {
         && !tier::IN_CHILD.load(Ordering::Relaxed)
 }
 
-/// Pages `[first, end)` of the reserve were handed out for the first time (the heap's lock
-/// held): mapped as zero pages, then eviction down to the budget.
+/// The pages of `[addr, addr + len)` (page-aligned, in the reserve), emptied and still the
+/// program's: lent again.
+pub fn lend_range(addr: usize, len: usize) {
+    let first = (addr - crate::heap::base()) / PAGE;
+    lend(first, (first + len / PAGE).min(crate::heap::high_water_pages()));
+}
+
+/// Pages `[first, end)` of the reserve were handed out (the heap's lock held): their
+/// untouched ones mapped as zero pages, then eviction down to the budget.
 pub fn lend(first: usize, end: usize) {
     if !on() {
         return;
