@@ -1,7 +1,8 @@
 //! Fork: before it, every evicted page is brought back and eviction pauses, so the child
 //! inherits all the data as ordinary pages. The child runs untiered (a registration is not
 //! inherited without `UFFD_FEATURE_EVENT_FORK`, and the child has no handler thread); its
-//! pages missing read zeros, as those of an untouched mapping do. The parent evicts again
+//! pages missing read zeros, as those of an untouched mapping do. With `--follow-children`
+//! the child is tiered on its own instead (`children.rs`). The parent evicts again
 //! after the fork; a page the fork left shared is first made the parent's own (the kernel
 //! takes a write fault on it without writing: `MADV_POPULATE_WRITE`), then moved out.
 

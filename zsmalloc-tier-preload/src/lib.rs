@@ -5,7 +5,10 @@
 //! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
-//! is an allocator and nothing more.
+//! is an allocator and nothing more. `ZSMALLOC_TIER_FOLLOW_CHILDREN=1` keeps it in the
+//! environment of the programs it executes and tiers forked children (`children.rs`);
+//! `ZSMALLOC_TIER_USER_FAULTS_ONLY=1` opens the userfaultfd for user-mode faults only
+//! (`user_faults.rs`).
 //!
 //! The tier's own memory never comes from the reserve: Rust's allocations here go to glibc's
 //! allocator under its own names, and the handler thread's calls of the interposed functions

@@ -1,5 +1,5 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE] [POOL
-//! FLAGS] -- COMMAND [ARGS...]`: runs
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE]
+//! [--follow-children] [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
 //! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
 //! finds the library, runs, prints the report and gives the program's exit status.
@@ -28,6 +28,8 @@ Examples:
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
   zsmalloc tier --budget 32M --compressor zstd -- ./my-program
   zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
+  zsmalloc tier --budget 16M --follow-children -- sh -c './prepare && ./my-program'
+  zsmalloc tier --budget 32M --user-faults-only -- ./my-program    # without root
 
 See docs/TIER.md.";
 
@@ -57,9 +59,11 @@ pub struct TierArgs {
     pub follow_children: bool,
     /// Without root or access to /dev/userfaultfd: take only the faults of the program's own
     /// instructions (UFFD_USER_MODE_ONLY). Caveat: a system call that reads or writes tiered
-    /// memory that is not resident (an evicted page) fails with EFAULT, so the program sees an
-    /// error from read(2), write(2), send(2)...; memory it has not touched yet is mapped as
-    /// zeros when handed out, so only evicted pages are affected
+    /// memory that is not resident fails with EFAULT, so the program sees an error from
+    /// read(2), write(2), open(2) of a path...; fresh memory is mapped as zero pages when handed
+    /// out, so only evicted pages fail, the likelier the smaller the budget (a buffer larger
+    /// than the budget filled by one read always fails: sort's); see docs/TIER.md, Without
+    /// root
     #[arg(long)]
     pub user_faults_only: bool,
     /// The pool's page size
