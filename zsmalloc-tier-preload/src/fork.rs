@@ -48,9 +48,13 @@ extern "C" fn child() {
     if let Some(t) = tiered() {
         let was_active = t.active.swap(false, Ordering::AcqRel);
         t.state.lock.reset();
-        // With --follow-children the child is tiered on its own (if it can be).
+        // With --follow-children the child is tiered on its own (if it can be). Not under
+        // --user-faults-only: the child would begin by evicting all it inherited above the
+        // budget, the parent's live buffers among them, and its system calls on those would
+        // fail (a multiprocessing worker's first read of its pipe did).
         if was_active
             && crate::children::following()
+            && !crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed)
             && crate::sys::as_tier(|| crate::children::tier_the_child(t))
         {
             return;

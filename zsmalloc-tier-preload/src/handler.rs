@@ -60,6 +60,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
                 let page = address & !(PAGE - 1);
                 if heap::contains(page) {
                     t.serve(page, t0);
+                } else if crate::user_faults::is_doorbell(page) {
+                    crate::user_faults::answer(t);
                 }
             }
             Ok(Some(_)) => {}
