@@ -62,8 +62,8 @@ pub struct TierArgs {
     /// memory that is not resident fails with EFAULT, so the program sees an error from
     /// read(2), write(2), open(2) of a path...; fresh memory is mapped as zero pages when handed
     /// out, so only evicted pages fail, the likelier the smaller the budget (a buffer larger
-    /// than the budget filled by one read always fails: sort's); see docs/TIER.md, Without
-    /// root
+    /// than the budget filled by one read always fails: sort's). Forked children then stay
+    /// untiered; see docs/TIER.md, Without root
     #[arg(long)]
     pub user_faults_only: bool,
     /// The pool's page size
