@@ -539,3 +539,18 @@ fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
     assert!(r.stdout.contains("evicted write: ok"), "{}", r.stdout);
     assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], false);
 }
+
+#[test]
+fn under_user_faults_only_executed_programs_follow_and_forked_children_do_not() {
+    let test = "under_user_faults_only_executed_programs_follow_and_forked_children_do_not";
+    let Some(p) = as_nobody(test) else { return };
+    let flags = ["--budget", "4M", "--user-faults-only", "--follow-children", "--"];
+    let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "fork", "8"]].concat());
+    assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
+    assert_eq!(processes(&r).len(), 1, "the forked child untiered: {:?}", processes(&r));
+    let script = format!("{} fill 8; echo shell done", p.display());
+    let r = tier_as(NOBODY, &[&flags[..], &["sh", "-c", &script]].concat());
+    assert_ran(&r, 4 << 20, &["first pass", "second pass"]);
+    let child = line_of(&processes(&r), "tier_check").clone();
+    assert!(child["evictions"].as_u64() > Some(0), "{child}");
+}
