@@ -80,7 +80,8 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 #[global_allocator]
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
-/// The variables only the program's own process reads: its children are not tiered.
+/// The tier's variables: without `--follow-children` only the program's own process reads
+/// them, and its children are not tiered.
 const OWN_VARS: [&str; 6] =
     [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLLOW_VAR, USER_FAULTS_VAR];
 

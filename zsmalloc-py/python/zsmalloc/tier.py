@@ -1,7 +1,8 @@
 """The tier from Python: ``zsmalloc tier`` runs a program with its memory above a budget kept
 in a zsmalloc pool (docs/TIER.md), and :func:`run` returns its report as a :class:`TierReport`.
 
-The tier needs root (or access to ``/dev/userfaultfd``). The ``zsmalloc`` command is found as
+The tier needs root (or access to ``/dev/userfaultfd``, or ``user_faults_only=True`` with its
+caveat). The ``zsmalloc`` command is found as
 :func:`zsmalloc.lab.command` finds it (``ZSMALLOC_BIN``, then ``PATH``), and the tier's library
 as the command finds it (``ZSMALLOC_TIER_LIBRARY``, else beside the command).
 
