@@ -459,8 +459,12 @@ pub const ENV_VARS: [&str; 11] = [
     "ZSMALLOC_PLACEMENT_ONLY",
 ];
 
-/// `ZSMALLOC_*` variables of the project's own scripts, not warned about.
-const NOT_OURS: [&str; 1] = ["ZSMALLOC_VENV"];
+/// `ZSMALLOC_*` variables of the project's own scripts and of the Python package (the lab's
+/// command), not warned about.
+const NOT_OURS: [&str; 4] =
+    ["ZSMALLOC_VENV", "ZSMALLOC_BIN", "ZSMALLOC_CLI_BOUND", "ZSMALLOC_CLI_CASES"];
+/// The tier's variables (`ZSMALLOC_TIER_*`), which its own library reads.
+const TIER_PREFIX: &str = "ZSMALLOC_TIER_";
 
 /// The names among `names` that look like this library's variables (`ZSMALLOC_*`) but are not
 /// among [`ENV_VARS`] (nor the scripts' own), sorted.
@@ -468,6 +472,7 @@ pub fn unknown_env_vars(names: impl Iterator<Item = String>) -> Vec<String> {
     let mut unknown: Vec<String> = names
         .filter(|n| n.starts_with("ZSMALLOC_"))
         .filter(|n| !ENV_VARS.contains(&n.as_str()) && !NOT_OURS.contains(&n.as_str()))
+        .filter(|n| !n.starts_with(TIER_PREFIX))
         .collect();
     unknown.sort();
     unknown
@@ -537,9 +542,11 @@ mod tests {
             let err = from(&[("ZSMALLOC_PAGE_SIZE", v)]).unwrap_err();
             assert!(err.to_string().contains("ZSMALLOC_PAGE_SIZE"), "{err}");
         }
+        let tier = ["ZSMALLOC_BIN", "ZSMALLOC_TIER_BUDGET", "ZSMALLOC_TIERBUDGET"];
         let names = ["ZSMALLOC_CHAIN_SIZ", "ZSMALLOC_CHAIN_SIZE", "HOME", "ZSMALLOC_VENV"];
-        let unknown = unknown_env_vars(names.iter().map(|s| s.to_string()));
-        assert_eq!(unknown, ["ZSMALLOC_CHAIN_SIZ"]);
+        let names = names.iter().chain(&tier);
+        let unknown = unknown_env_vars(names.map(|s| s.to_string()));
+        assert_eq!(unknown, ["ZSMALLOC_CHAIN_SIZ", "ZSMALLOC_TIERBUDGET"]);
     }
 
     #[test]

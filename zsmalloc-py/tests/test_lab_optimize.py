@@ -46,3 +46,25 @@ def test_the_dask_path_on_a_local_cluster_with_two_workers_matches_the_local_one
     rows = lab.frontier_rows(remote)
     assert {r["workload"] for r in rows} == set(WORKLOADS)
     assert all(r["pages"] > 0 for r in rows)
+
+
+def test_compare_reports_each_configuration_in_order_with_its_timeline(tmp_path):
+    timeline = tmp_path / "timeline.csv"
+    r = lab.compare(
+        WORKLOADS["dist"],
+        {"classic": {}, "heuristic": {"chain_policy": "heuristic"}, "unmerged": {"merge": False}},
+        timeline=timeline,
+    )
+    assert [run["label"] for run in r["runs"]] == ["classic", "heuristic", "unmerged"]
+    assert [run["config"]["chain_policy"] for run in r["runs"]] == ["classic", "heuristic", "classic"]
+    assert [run["config"]["merge"] for run in r["runs"]] == [True, True, False]
+    assert all(run["stores"] == r["runs"][0]["stores"] for run in r["runs"])
+    labels = {line.split(",")[0] for line in timeline.read_text().splitlines()[1:]}
+    assert labels == {"classic", "heuristic", "unmerged"}
+
+
+def test_compare_refuses_a_bad_value_and_a_label_it_cannot_pass():
+    with pytest.raises(ValueError, match="chain-policy"):
+        lab.compare(WORKLOADS["dist"], {"x": {"chain_policy": "sideways"}})
+    with pytest.raises(ValueError, match="label"):
+        lab.compare(WORKLOADS["dist"], {"a,b": {}})

@@ -161,3 +161,9 @@ def test_a_timeout_ends_the_program_and_the_tier() -> None:
 def test_the_notebook_cell_runs_the_tier() -> None:
     text, _ = run_notebook("tier.ipynb", timeout=TIMEOUT)
     assert "tiered runs checked" in text
+
+
+def test_the_tables_notebook_compares_three_tables_on_a_recorded_trace() -> None:
+    text, images = run_notebook("tier_tables.ipynb", timeout=TIMEOUT)
+    assert "three tables compared on one recorded trace" in text
+    assert images == 1

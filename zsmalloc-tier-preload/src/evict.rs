@@ -17,7 +17,7 @@ use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, RESIDENT, SAME, STORED};
 
 /// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
-const MADV_POPULATE_WRITE: libc::c_int = 23;
+pub(crate) const MADV_POPULATE_WRITE: libc::c_int = 23;
 
 /// Staging slots: the pages moved out and not yet dropped are at most these (the slack above
 /// the budget that eviction holds).
@@ -48,7 +48,7 @@ pub fn new_staging(uffd: &Uffd, at: Option<usize>) -> Result<usize, String> {
     Ok(p as usize)
 }
 
-enum Outcome {
+pub(crate) enum Outcome {
     Evicted,
     /// The page could not be moved (shared with a forked child, or pinned): it stays.
     Skipped,
@@ -62,8 +62,14 @@ impl Tier {
     /// Evicts the oldest pages until the resident ones fit the budget, or until 64 could not
     /// be moved in a row.
     pub fn evict_over_budget(&self, st: &mut State) {
+        self.evict_down_to(st, st.budget);
+    }
+
+    /// Evicts the oldest pages until `target` pages are resident, or until 64 could not be
+    /// moved in a row.
+    pub fn evict_down_to(&self, st: &mut State, target: u64) {
         let mut skipped = 0;
-        while st.resident > st.budget && !st.paused && !st.pool_full && skipped < 64 {
+        while st.resident > target && !st.paused && !st.pool_full && skipped < 64 {
             let Some((page, seq)) = st.fifo.pop_front() else { break };
             let e = self.entry(st, page as usize);
             if e.kind() != RESIDENT || e.seq() != seq {
@@ -98,18 +104,26 @@ impl Tier {
     }
 
     fn slot(&self, st: &mut State) -> usize {
-        if st.staging_used == SLOTS {
+        self.slots(st, 1)
+    }
+
+    /// `n` consecutive staging slots (a group's: `n` is at most 16, a quarter of them).
+    pub(crate) fn slots(&self, st: &mut State, n: usize) -> usize {
+        if st.staging_used + n > SLOTS {
             match new_staging(&self.uffd, Some(st.staging)) {
                 Ok(at) => st.staging = at,
                 Err(e) => tier::fatal(&format!("the staging area could not be renewed: {e}")),
             }
             st.staging_used = 0;
         }
-        st.staging_used += 1;
-        st.staging + (st.staging_used - 1) * PAGE
+        st.staging_used += n;
+        st.staging + (st.staging_used - n) * PAGE
     }
 
     fn evict(&self, st: &mut State, page: usize) -> Outcome {
+        if st.folio.pages > 1 {
+            return self.evict_group(st, page);
+        }
         let addr = self.addr(page);
         let slot = self.slot(st);
         // SAFETY: the page is the program's, reached by the program through raw pointers only
@@ -168,6 +182,8 @@ impl Tier {
             tier::record(record, |r| r.store(page, n));
             w.add(Field::StoredPages, 1);
             w.add(Field::CompressedBytes, n as u64);
+            w.add(Field::StoresTotalPages, 1);
+            w.add(Field::StoresTotalBytes, n as u64);
             let pages = pool.total_pages();
             w.set(Field::PoolPages, pages);
             w.raise(Field::MaxPoolPages, pages);
@@ -177,7 +193,7 @@ impl Tier {
         Outcome::Evicted
     }
 
-    fn forget_gone(&self, st: &mut State, page: usize) {
+    pub(crate) fn forget_gone(&self, st: &mut State, page: usize) {
         self.entry(st, page).info = tier::EMPTY;
         st.resident -= 1;
         tier::stats().set(Field::ResidentPages, st.resident);

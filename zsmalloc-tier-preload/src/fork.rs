@@ -11,14 +11,34 @@ use std::sync::atomic::Ordering;
 use zsmalloc_tier::stats::Field;
 
 use crate::heap::HEAP;
+use crate::sys;
 use crate::tier::{self, IN_CHILD, TIER};
+
+/// The forking thread's signal mask, blocked from `prepare` until `parent` or `child` gives it
+/// back: a signal handler of the program run while the fork holds the tier's locks could wait
+/// on a fault that only a holder of them serves.
+struct ForkMask(std::cell::UnsafeCell<std::mem::MaybeUninit<libc::sigset_t>>);
+
+// SAFETY: written in `prepare` and read in `parent` or `child` by the forking thread, with the
+// heap's lock held from one to the other, so one fork at a time.
+unsafe impl Sync for ForkMask {}
+
+static FORK_MASK: ForkMask = ForkMask(std::cell::UnsafeCell::new(std::mem::MaybeUninit::uninit()));
+
+fn give_back_mask() {
+    // SAFETY: `prepare` wrote it, and the heap's lock is still held (see ForkMask).
+    sys::restore_signals(unsafe { (*FORK_MASK.0.get()).assume_init_ref() });
+}
 
 fn tiered() -> Option<&'static tier::Tier> {
     TIER.get().filter(|_| !IN_CHILD.load(Ordering::Relaxed))
 }
 
 extern "C" fn prepare() {
+    let mask = sys::block_signals();
     HEAP.lock.lock();
+    // SAFETY: the heap's lock is held (see ForkMask).
+    unsafe { (*FORK_MASK.0.get()).write(mask) };
     if let Some(t) = tiered() {
         t.state.lock.lock();
         if t.active.load(Ordering::Acquire) {
@@ -40,11 +60,18 @@ extern "C" fn parent() {
         unsafe { t.state.held() }.paused = false;
         t.state.lock.unlock();
     }
+    give_back_mask();
     HEAP.lock.unlock();
 }
 
 extern "C" fn child() {
     HEAP.lock.reset();
+    in_child();
+    give_back_mask();
+}
+
+/// The tier in the child: on its own, or untiered.
+fn in_child() {
     if let Some(t) = tiered() {
         let was_active = t.active.swap(false, Ordering::AcqRel);
         t.state.lock.reset();

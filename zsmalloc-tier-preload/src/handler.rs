@@ -68,6 +68,9 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
             // Nothing to serve: sleep until a fault comes; over the budget (pages a fork left
             // shared, a pool that was full) eviction is tried again every 50 ms meanwhile.
             Ok(None) => {
+                if t.state.with(|st| t.evict_while_idle(st)) {
+                    continue;
+                }
                 let over = t.state.with(|st| st.resident > st.budget);
                 let wait = Duration::from_millis(if over { 50 } else { 3_600_000 });
                 match t.uffd.poll(wait) {

@@ -17,17 +17,22 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod children;
+mod defer;
 mod evict;
+mod first_touch;
+mod folio;
 mod fork;
 mod handler;
 mod heap;
 mod interpose;
 mod page_codec;
+mod readahead;
 mod record;
 mod reserve;
 mod serve;
 mod spans;
 mod start;
+mod steps;
 mod sys;
 mod tier;
 mod user_faults;
@@ -36,8 +41,9 @@ use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
 
 use zsmalloc_core::PoolConfig;
+use zsmalloc_tier::folio::{FOLIO_VAR, MAX_READAHEAD, READAHEAD_VAR};
 use zsmalloc_tier::launch::{
-    BUDGET_VAR, COMPRESSOR_VAR, FOLLOW_VAR, RECORD_VAR, STATS_VAR, USER_FAULTS_VAR,
+    BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, FOLLOW_VAR, RECORD_VAR, STATS_VAR, USER_FAULTS_VAR,
 };
 use zsmalloc_tier::stats::State as TierState;
 
@@ -82,8 +88,17 @@ static GLOBAL: GlibcAlloc = GlibcAlloc;
 
 /// The tier's variables: without `--follow-children` only the program's own process reads
 /// them, and its children are not tiered.
-const OWN_VARS: [&str; 6] =
-    [BUDGET_VAR, COMPRESSOR_VAR, STATS_VAR, RECORD_VAR, FOLLOW_VAR, USER_FAULTS_VAR];
+const OWN_VARS: [&str; 9] = [
+    BUDGET_VAR,
+    COMPRESSOR_VAR,
+    STATS_VAR,
+    RECORD_VAR,
+    FOLIO_VAR,
+    READAHEAD_VAR,
+    BREAKDOWN_VAR,
+    FOLLOW_VAR,
+    USER_FAULTS_VAR,
+];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
 /// that the programs this one executes run untiered; with `--follow-children` all stays but
@@ -114,6 +129,9 @@ extern "C" fn start() {
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
     let stats = std::env::var(STATS_VAR).ok();
     let record = std::env::var(RECORD_VAR).ok();
+    let folio = std::env::var(FOLIO_VAR).ok();
+    let readahead = std::env::var(READAHEAD_VAR).ok();
+    steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
     let set = |var| std::env::var(var).is_ok_and(|v| v == "1");
     children::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
     children::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
@@ -132,10 +150,24 @@ extern "C" fn start() {
         Ok(c) => c,
         Err(why) => return refuse(why),
     };
+    let Some(unit) = unit(folio.as_deref(), readahead.as_deref()) else {
+        return refuse(format!(
+            "{FOLIO_VAR} (1, 4 or 16) or {READAHEAD_VAR} (0..={MAX_READAHEAD}, 0 with folios) \
+             is not accepted"
+        ));
+    };
     let config = match PoolConfig::from_lookup(|name| std::env::var(name).ok()) {
         Ok(c) => c,
         Err(e) => return refuse(format!("the pool's configuration: {e}")),
     };
+    // The command sets the band a folio needs; a variable set by hand may not have.
+    if unit.folio_pages * sys::PAGE > config.max_object_size() as usize {
+        return refuse(format!(
+            "{FOLIO_VAR} {} needs a pool that stores objects of {} bytes (ZSMALLOC_MULTI_PAGE_SIZE)",
+            unit.folio_pages,
+            unit.folio_pages * sys::PAGE
+        ));
+    }
     let mut record = record.map(|path| start::open_record(&path, &config));
     // A record that could not begin is reported; the program is tiered all the same.
     tier::record(&mut record, |_| {});
@@ -144,9 +176,19 @@ extern "C" fn start() {
         return refuse("the reserve of address space could not be made".into());
     }
     fork::install();
-    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record)) {
+    if let Err(why) = sys::as_tier(|| start::start(pages, config, compressor, record, unit)) {
         refuse(why);
     }
+}
+
+/// The eviction unit and readahead the variables name (unset: a page, none), if accepted.
+fn unit(folio: Option<&str>, readahead: Option<&str>) -> Option<start::Unit> {
+    let folio_pages = folio.map_or(Some(1), |v| v.trim().parse::<usize>().ok())?;
+    let readahead = readahead.map_or(Some(0), |v| v.trim().parse::<u32>().ok())?;
+    let fits = matches!(folio_pages, 1 | 4 | 16)
+        && readahead <= MAX_READAHEAD
+        && (readahead == 0 || folio_pages == 1);
+    fits.then_some(start::Unit { folio_pages, readahead })
 }
 
 #[used]

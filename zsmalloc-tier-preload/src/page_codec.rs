@@ -6,8 +6,6 @@
 use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_tier::launch::{COMPRESSORS, COMPRESSOR_VAR, DEFAULT_COMPRESSOR};
 
-use crate::sys::PAGE;
-
 /// The compressor the variable's value names, or the line refusing it.
 pub fn compressor(value: Option<&str>) -> Result<Compressor, String> {
     match value {
@@ -16,19 +14,22 @@ pub fn compressor(value: Option<&str>) -> Result<Compressor, String> {
     }
 }
 
-/// A codec of `compressor` for one page (zstd at zram's default level).
-pub fn new(compressor: Compressor) -> Result<Codec, String> {
-    Codec::new(compressor, DEFAULT_ZSTD_LEVEL, PAGE).map_err(|e| format!("{COMPRESSOR_VAR}: {e}"))
+/// A codec of `compressor` for inputs of up to `unit` bytes (a page, a folio; zstd at zram's
+/// default level).
+pub fn new(compressor: Compressor, unit: usize) -> Result<Codec, String> {
+    Codec::new(compressor, DEFAULT_ZSTD_LEVEL, unit).map_err(|e| format!("{COMPRESSOR_VAR}: {e}"))
 }
 
-/// The room a compressed page, or a page stored whole, needs in the handler's buffer.
-pub fn buffer_len() -> usize {
-    zsmalloc_codec::bound(PAGE).max(PAGE) + 64
+/// The room a compressed unit of `unit` bytes (a page, a folio), or one stored whole, needs in
+/// the handler's buffer.
+pub fn buffer_len(unit: usize) -> usize {
+    zsmalloc_codec::bound(unit).max(unit) + 64
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::PAGE;
 
     #[test]
     fn the_variable_names_a_compressor_or_is_refused_in_one_line() {
@@ -38,9 +39,9 @@ mod tests {
             compressor(Some("nope")).unwrap_err(),
             "ZSMALLOC_TIER_COMPRESSOR: invalid compressor 'nope' (accepted: lz4, lzo, zstd)"
         );
-        let mut codec = new(Compressor::Zstd).expect("zstd needs no library");
+        let mut codec = new(Compressor::Zstd, PAGE).expect("zstd needs no library");
         let page: Vec<u8> = (0..PAGE).map(|i| (i / 64) as u8).collect();
-        let mut packed = vec![0u8; buffer_len()];
+        let mut packed = vec![0u8; buffer_len(PAGE)];
         let n = codec.compress(&page, &mut packed).expect("fits");
         let mut back = vec![0u8; PAGE];
         assert_eq!(codec.decompress(&packed[..n], &mut back), Ok(PAGE));

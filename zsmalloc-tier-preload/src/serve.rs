@@ -1,20 +1,22 @@
 //! Serving a fault: a page never touched (or emptied) comes in as zeros (with the untouched
-//! pages after it), an evicted one from
+//! pages after it: `first_touch.rs`), an evicted one from
 //! its same-filled value or its pool object, decompressed; each fills the hole with
 //! `UFFDIO_COPY`, which also wakes the threads waiting on it. The object is freed once the
-//! page is back.
+//! page is back. Eviction waits for the slack to be used up (`defer.rs`).
 
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use zsmalloc_codec::fill_word;
 use zsmalloc_core::Backend;
-use zsmalloc_tier::stats::{Field, State as TierState};
+use zsmalloc_tier::stats::{Field, State as TierState, Step};
 use zsmalloc_tier::uffd::UffdError;
 
+use crate::first_touch::ROOM_RUN;
 use crate::heap;
+use crate::steps;
 use crate::sys::PAGE;
-use crate::tier::{self, State, Tier, EMPTY, RESIDENT, SAME, STORED};
+use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
 /// The most pages a first touch fills.
 pub const FAULT_AROUND: usize = 16;
@@ -26,47 +28,55 @@ impl Tier {
             let page = (addr - heap::base()) / PAGE;
             let kind = self.entry(st, page).kind();
             match kind {
-                EMPTY => {
-                    let run = self.untouched_run(st, page);
-                    self.fill(addr, &st.zero[..run * PAGE]);
-                    for p in page..page + run {
-                        self.arrive(st, p);
-                    }
-                    tier::stats().add(Field::FirstTouches, 1);
-                }
+                EMPTY => self.first_touch(st, page),
                 // Served already (another thread's fault on the same page), or the kernel
                 // dropped it (MADV_FREE): zeros, if it is a hole.
                 RESIDENT => self.fill(addr, &st.zero[..PAGE]),
                 _ => {
+                    steps::arm(t0);
                     self.restore(st, page);
                     let w = tier::stats();
                     w.add(Field::Faults, 1);
                     w.fault(t0.elapsed().as_nanos() as u64);
+                    // After the copy, which woke the faulting thread: it runs meanwhile.
+                    if kind == CACHED {
+                        w.add(Field::ReadaheadHits, 1);
+                    } else {
+                        self.read_ahead(st, page);
+                    }
                 }
             }
-            self.evict_over_budget(st);
+            self.evict_after_fault(st);
+            steps::finish(Step::Evict);
         });
     }
 
     /// The untouched pages from `page` on that a first touch of `page` fills with zeros: a
     /// program touches its new memory mostly upwards, and one fault then serves several
     /// pages. At most a quarter of the budget, so that the faulting page is never the next
-    /// to leave; never past the pages the heap ever handed out.
-    fn untouched_run(&self, st: &State, page: usize) -> usize {
-        let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND);
+    /// to leave, and [`FAULT_AROUND`]; up to `ROOM_RUN` while they fill at most half of
+    /// the room left under the budget; never past the pages the heap ever handed out.
+    pub fn untouched_run(&self, st: &State, page: usize) -> usize {
+        let room = st.budget.saturating_sub(st.resident) as usize / 2;
+        let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND).max(room.min(ROOM_RUN));
         let end = heap::high_water_pages().min(page + most).max(page + 1);
         (page..end).take_while(|&p| self.entry(st, p).kind() == EMPTY).count().max(1)
     }
 
     /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
     /// fill (the pages after it stay holes, served as zeros when touched).
-    fn fill(&self, addr: usize, data: &[u8]) {
-        match self.uffd.copy(addr, data, true) {
-            Ok(()) => {}
-            Err(UffdError::AlreadyMapped { .. }) => {
+    pub fn fill(&self, addr: usize, data: &[u8]) {
+        // Timing its steps, the copy does not wake: on one CPU the woken thread runs before the
+        // clock is read again, and its time would count as the copy's.
+        let wake = !steps::on();
+        match self.uffd.copy(addr, data, wake) {
+            Ok(()) if wake => {}
+            Err(UffdError::AlreadyMapped { .. }) | Ok(()) => {
+                steps::lap(Step::Copy);
                 if let Err(e) = self.uffd.wake(addr, data.len()) {
                     tier::fatal(&format!("wake: {e}"));
                 }
+                steps::skip();
             }
             Err(e) => tier::fatal(&format!("a fault could not be served: {e}")),
         }
@@ -92,13 +102,21 @@ impl Tier {
                     Ok(n) => n,
                     Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
                 };
+                steps::lap(Step::Read);
                 tier::record(record, |r| r.read(page, n));
                 if n == PAGE {
                     out.copy_from_slice(&packed[..PAGE]);
                 } else if codec.decompress(&packed[..n], out) != Ok(PAGE) {
                     tier::fatal("an evicted page did not decompress to a page");
                 }
+                tier::stats().add(Field::DecompressedBytes, PAGE as u64);
+                steps::lap(Step::Decompress);
                 self.free_object(st, page);
+            }
+            CACHED => self.take_cached(st, page),
+            GROUP => {
+                self.restore_group(st, page);
+                return;
             }
             _ => return,
         }
@@ -109,7 +127,7 @@ impl Tier {
     /// Brings every evicted page back (before a fork, or stepping aside).
     pub fn bring_back_all(&self, st: &mut State) {
         for page in 0..heap::high_water_pages() {
-            if matches!(self.entry(st, page).kind(), SAME | STORED) {
+            if matches!(self.entry(st, page).kind(), SAME | STORED | GROUP | CACHED) {
                 self.restore(st, page);
             }
         }

@@ -10,21 +10,33 @@ use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
+use crate::folio::Folios;
+use crate::readahead::Readahead;
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
 use crate::tier::{stats, Entry, State, Tier, TIER};
 use crate::{evict, handler, page_codec, reserve, serve};
 
+/// How evicted pages leave and come back: pages per eviction unit (`folio.rs`) and the
+/// readahead's page-cluster (`readahead.rs`).
+#[derive(Clone, Copy)]
+pub struct Unit {
+    pub folio_pages: usize,
+    pub readahead: u32,
+}
+
 /// Opens the userfaultfd and starts the handler (which registers the reserve): the program's
 /// memory is tiered from then on, under `budget_pages`, evicted pages compressed with
-/// `compressor`.
+/// `compressor`, `unit` at a time.
 pub fn start(
     budget_pages: u64,
     config: PoolConfig,
     compressor: Compressor,
     record: Option<Recorder>,
+    unit: Unit,
 ) -> Result<(), String> {
-    let codec = page_codec::new(compressor)?;
+    let bytes = unit.folio_pages.max(1) * PAGE;
+    let codec = page_codec::new(compressor, bytes)?;
     let uffd = Uffd::open_for(Wait::NonBlocking, Features::MOVE, crate::children::faults())
         .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
@@ -46,13 +58,15 @@ pub fn start(
         config: Some(config),
         zero: vec![0; serve::FAULT_AROUND * PAGE],
         page: vec![0; PAGE],
-        packed: vec![0; page_codec::buffer_len()],
+        packed: vec![0; page_codec::buffer_len(bytes)],
         codec,
         staging,
         staging_used: 0,
         paused: false,
         pool_full: false,
         record,
+        folio: Folios::new(unit.folio_pages, pages)?,
+        readahead: Readahead::new(unit.readahead, budget_pages),
     };
     let tier = Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false) };
     if TIER.set(tier).is_err() {
@@ -89,9 +103,13 @@ pub fn open_record(path: &str, config: &PoolConfig) -> Recorder {
     let header = [
         format!("workload: tier {}", command.join(" ")),
         format!(
-            "config: page_size {} chain_size {}{}{}",
+            "config: page_size {} chain_size {}{}{}{}",
             config.page_size,
             config.chain_size,
+            match config.multi_page_size {
+                0 => String::new(),
+                m => format!(" multi_page_size {m} (replay with --multi-page {m})"),
+            },
             if vars.is_empty() { "" } else { ", " },
             vars.join(" ")
         ),

@@ -202,3 +202,32 @@ impl<T> Locked<T> {
         unsafe { &mut *self.data.get() }
     }
 }
+
+/// Blocks every signal of the calling thread (but SIGKILL and SIGSTOP, which cannot be); the
+/// mask it had, for [`restore_signals`].
+pub fn block_signals() -> libc::sigset_t {
+    // SAFETY: sigset_t values are plain data, filled by sigfillset and by the kernel.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        old
+    }
+}
+
+/// Gives the calling thread back the mask [`block_signals`] returned.
+pub fn restore_signals(old: &libc::sigset_t) {
+    // SAFETY: a mask pthread_sigmask filled.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, old, std::ptr::null_mut()) };
+}
+
+/// Runs `f` with the calling thread's signals blocked. A program thread holding the tier's
+/// lock must not run one of the program's signal handlers: it may touch tiered memory and
+/// wait on a fault that the handler thread can serve only with that lock.
+pub fn signals_blocked<R>(f: impl FnOnce() -> R) -> R {
+    let old = block_signals();
+    let r = f();
+    restore_signals(&old);
+    r
+}

@@ -23,9 +23,14 @@ pub const EMPTY: u64 = 0;
 pub const RESIDENT: u64 = 1;
 pub const STORED: u64 = 2;
 pub const SAME: u64 = 3;
+/// Evicted with its aligned group (`folio.rs`): its bytes are in the group's object.
+pub const GROUP: u64 = 4;
+/// Stored, with a clean copy in the readahead cache (`readahead.rs`).
+pub const CACHED: u64 = 5;
 
 /// A page's entry: the pool's handle word (or a same-filled value), and its kind with the
-/// stored length (bits 8..24) and its arrival number (bits 32..64).
+/// stored length (bits 8..32: a 64K group stored whole is 65536 bytes) and its arrival number
+/// (bits 32..64; a cached page's cache slot there).
 #[repr(C)]
 pub struct Entry {
     pub handle: AtomicUsize,
@@ -37,7 +42,7 @@ impl Entry {
         self.info & 0xff
     }
     pub fn len(&self) -> usize {
-        ((self.info >> 8) & 0xffff) as usize
+        ((self.info >> 8) & 0xff_ffff) as usize
     }
     pub fn seq(&self) -> u32 {
         (self.info >> 32) as u32
@@ -68,6 +73,10 @@ pub struct State {
     pub pool_full: bool,
     /// The pool's operations written as a trace (`ZSMALLOC_TIER_RECORD`).
     pub record: Option<Recorder>,
+    /// Aligned groups evicted as one object, and their table (`folio.rs`).
+    pub folio: crate::folio::Folios,
+    /// The readahead's cache of clean copies (`readahead.rs`).
+    pub readahead: crate::readahead::Readahead,
 }
 
 /// Runs `f` on the recorder, if there is one, and shows what it has written in the stats.
@@ -164,9 +173,10 @@ pub fn use_block(block: usize) {
 
 impl Tier {
     /// The state, for a program thread: what the pool allocates meanwhile (its per-thread
-    /// data) comes from glibc, since the heap's lock may be held by this very thread.
+    /// data) comes from glibc, since the heap's lock may be held by this very thread; its
+    /// signals are blocked while it holds the lock (`sys::signals_blocked`).
     pub fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        self.state.with(|st| sys::as_tier(|| f(st)))
+        sys::signals_blocked(|| self.state.with(|st| sys::as_tier(|| f(st))))
     }
 
     pub fn entry(&self, st: &State, page: usize) -> &'static mut Entry {
@@ -203,6 +213,11 @@ impl Tier {
             SAME => {
                 e.handle.store(0, Ordering::Relaxed);
                 w.sub(Field::SameFilledPages, 1);
+            }
+            GROUP => self.leave_group(st, page),
+            CACHED => {
+                self.uncache(st, page);
+                self.free_object(st, page);
             }
             _ => {}
         }

@@ -12,6 +12,7 @@ use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 use zsmalloc_core::PoolConfig;
 
+use crate::folio::{FOLIO_VAR, READAHEAD_VAR};
 use crate::program::{self, Unfit};
 use crate::report::Report;
 use crate::stats::{Snapshot, FILE_BYTES};
@@ -29,6 +30,9 @@ pub const COMPRESSOR_VAR: &str = "ZSMALLOC_TIER_COMPRESSOR";
 pub const STATS_VAR: &str = "ZSMALLOC_TIER_STATS";
 /// The file the library writes the pool's operations to, as a lab trace.
 pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
+/// Set (to anything but "0"), the library times each step of a fault's service
+/// ([`crate::stats::Step`]); unset, it reads no clock for them.
+pub const BREAKDOWN_VAR: &str = "ZSMALLOC_TIER_BREAKDOWN";
 /// Set (to 1): the library stays in the environment of the programs the program executes,
 /// and a forked child is tiered on its own (`--follow-children`).
 pub const FOLLOW_VAR: &str = "ZSMALLOC_TIER_FOLLOW_CHILDREN";
@@ -56,6 +60,10 @@ pub struct Launch {
     pub library: PathBuf,
     /// The file the library writes the pool's operations to (a trace), if any.
     pub record: Option<PathBuf>,
+    /// Pages evicted as one object (`--folio-size`: 1, 4 or 16).
+    pub folio_pages: u32,
+    /// The readahead's page-cluster (`--readahead`: 0, none, to 4, 16 pages).
+    pub readahead: u32,
     /// The programs it executes and the children it forks are tiered too, each on its own.
     pub follow_children: bool,
     /// The userfaultfd takes only the faults of the program's own instructions: a system call
@@ -138,7 +146,8 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
             launch.budget_bytes
         )));
     }
-    let env = launch.pool_env.clone();
+    crate::folio::check_readahead(launch.readahead, launch.folio_pages).map_err(refuse)?;
+    let env = pool_env(launch)?;
     let lookup = |name: &str| {
         env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
     };
@@ -157,6 +166,16 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
         )),
         Err(e) => Err(refuse(e.to_string())),
     }
+}
+
+/// The pool's variables for the program: the given ones, with the multi-page band a folio
+/// above a page needs.
+fn pool_env(launch: &Launch) -> Result<Vec<(String, String)>, Refusal> {
+    let given = &launch.pool_env;
+    let lookup = |name: &str| {
+        given.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
+    };
+    crate::folio::pool_env(launch.folio_pages, given, lookup).map_err(refuse)
 }
 
 /// A fresh stats file of the right length, in the temporary directory.
@@ -205,9 +224,11 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
         .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
+        .envs(pool_env(launch)?)
+        .envs((launch.folio_pages > 1).then(|| (FOLIO_VAR, launch.folio_pages.to_string())))
+        .envs((launch.readahead > 0).then(|| (READAHEAD_VAR, launch.readahead.to_string())))
         .envs(launch.follow_children.then_some((FOLLOW_VAR, "1")))
-        .envs(launch.user_faults_only.then_some((USER_FAULTS_VAR, "1")))
-        .envs(launch.pool_env.iter().map(|(k, v)| (k, v)));
+        .envs(launch.user_faults_only.then_some((USER_FAULTS_VAR, "1")));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
         unsafe { libc::signal(sig, libc::SIG_IGN) }
@@ -238,6 +259,8 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         compressor: launch.compressor,
         exit_status: status,
         record: None,
+        folio_pages: launch.folio_pages,
+        readahead: launch.readahead,
         figures: Snapshot::total(&processes),
         processes: if launch.follow_children { processes } else { Vec::new() },
         user_faults_only: launch.user_faults_only,

@@ -9,11 +9,14 @@
 
 pub mod cpu;
 pub mod floor;
+pub mod folio;
+mod folio_report;
 pub mod latency;
 pub mod launch;
 pub mod pattern;
 pub mod program;
 pub mod region;
 pub mod report;
+pub mod slack;
 pub mod stats;
 pub mod uffd;

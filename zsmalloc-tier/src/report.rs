@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 use zsmalloc_codec::{Compressor, DEFAULT_ZSTD_LEVEL};
 use zsmalloc_core::text_input::io_reason;
 
-use crate::stats::{Field, Percentiles, Snapshot, State};
+use crate::stats::{Field, Percentiles, Snapshot, State, Step};
 
 /// The eviction policy, as the report names it.
 pub const POLICY: &str = "fifo";
@@ -22,6 +22,10 @@ pub struct Report {
     pub exit_status: i32,
     /// The trace of the pool's operations, as the command names it (`--record`).
     pub record: Option<String>,
+    /// Pages evicted as one object (`--folio-size`).
+    pub folio_pages: u32,
+    /// The readahead's page-cluster (`--readahead`; 0: none).
+    pub readahead: u32,
     /// The figures (with `--follow-children`, every tiered process's added up); `None` when
     /// the tier never started in the program.
     pub figures: Option<Snapshot>,
@@ -69,7 +73,7 @@ fn ns(p: Percentiles, with_max: bool) -> Value {
 }
 
 impl Report {
-    fn get(&self, f: Field) -> u64 {
+    pub(crate) fn get(&self, f: Field) -> u64 {
         self.figures.as_ref().map_or(0, |s| s.get(f))
     }
 
@@ -114,6 +118,15 @@ impl Report {
         self.figures.as_ref().map(Snapshot::evict_ns).unwrap_or_default()
     }
 
+    /// Each step of the faults' service, when they were timed (`ZSMALLOC_TIER_BREAKDOWN`).
+    pub fn step_ns(&self) -> Option<Vec<(Step, Percentiles)>> {
+        let steps: Vec<(Step, Percentiles)> = Step::ALL
+            .iter()
+            .map(|&st| (st, self.figures.as_ref().map(|s| s.step_ns(st)).unwrap_or_default()))
+            .collect();
+        steps.iter().any(|(_, p)| p.count > 0).then_some(steps)
+    }
+
     /// The compressor as the text names it: zstd with its level.
     fn compressor_text(&self) -> String {
         match self.compressor {
@@ -128,6 +141,7 @@ impl Report {
             "state": self.state_name(),
             "message": self.message(),
             "budget_bytes": self.budget_bytes,
+            "slack_bytes": crate::slack::slack_pages(self.budget_bytes / PAGE) * PAGE,
             "compressor": self.compressor.name(),
             "peak_resident_bytes": self.get(Field::PeakResidentPages) * PAGE,
             "resident_bytes": self.get(Field::ResidentPages) * PAGE,
@@ -153,6 +167,19 @@ impl Report {
         if !self.processes.is_empty() {
             v["processes"] = self.processes.iter().map(process_json).collect();
             v["processes_without_slot"] = json!(self.get(Field::SlotsFull));
+        }
+        self.add_folio_json(&mut v);
+        if let Some(steps) = self.step_ns() {
+            let mean = |st| self.figures.as_ref().map_or(0, |s| s.step_mean_ns(st));
+            let m: serde_json::Map<String, Value> = steps
+                .into_iter()
+                .map(|(st, p)| {
+                    let mut v = ns(p, true);
+                    v["mean"] = json!(mean(st));
+                    (st.key().to_string(), v)
+                })
+                .collect();
+            v["fault_steps_ns"] = Value::Object(m);
         }
         if let Some(path) = &self.record {
             v["record"] = json!(path);
@@ -208,6 +235,11 @@ impl Report {
             us(f.max),
             self.get(Field::FirstTouches)
         );
+        if let Some(steps) = self.step_ns() {
+            let cells: Vec<String> =
+                steps.iter().map(|(st, p)| format!("{} {}", st.key(), us(p.p50))).collect();
+            s += &format!("  fault steps           µs p50: {}\n", cells.join(", "));
+        }
         let stored = self.get(Field::StoredPages);
         s += &format!(
             "  held at the end       {} same-filled pages, {stored} pages ({}) stored in {} \
@@ -261,6 +293,7 @@ impl Report {
             (Field::PoolFullStops, "stops with the pool full"),
             (Field::UntieredBytes, "bytes served untiered (the reserve full)"),
         ];
+        s += &self.folio_text();
         if let Some(path) = &self.record {
             s += &format!(
                 "  record                {} operations to {path}\n",

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0003;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0005;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +48,26 @@ pub enum Field {
     RecordedOps,
     /// The OS error that stopped the recording (0: none).
     RecordErrno,
+    /// Pages per eviction unit (`ZSMALLOC_TIER_FOLIO_PAGES`): 1, 4 or 16.
+    FolioPages,
+    /// Bytes decompressed (or copied, for objects stored whole) out of pool objects.
+    DecompressedBytes,
+    /// Aligned groups evicted as one object (with folios above a page).
+    GroupEvictions,
+    /// Pages decompressed into the readahead cache beside a faulting page.
+    ReadaheadPages,
+    /// Faults served from the readahead cache, without a pool read.
+    ReadaheadHits,
+    /// Pages stored over the whole run (each eviction's, same-filled ones apart).
+    StoresTotalPages,
+    /// Compressed bytes stored over the whole run.
+    StoresTotalBytes,
+    /// The largest time of each [`Step`] of a fault's service (timed only on request).
+    LookupMaxNs,
+    ReadMaxNs,
+    DecompressMaxNs,
+    CopyMaxNs,
+    FaultEvictMaxNs,
     /// The process this block is: its pid (0: a free block, claimed by compare-and-swap).
     Pid,
     /// Its command name (`/proc/self/comm`: 16 bytes in two words).
@@ -60,6 +80,49 @@ pub enum Field {
 }
 
 const FIELDS: usize = Field::SlotsFull as usize + 1;
+
+/// The steps of serving a fault on an evicted page, each timed with its own histogram when the
+/// library is asked to (`ZSMALLOC_TIER_BREAKDOWN`): what the faulting thread waits for beyond
+/// them is the fault's message and the switches between the threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// From the fault's message read to the page's entry found: the state's lock and the lookup.
+    Lookup,
+    /// The pool's `read_into_raw` of the object (zs_obj_read).
+    Read,
+    /// The decompression into the page buffer.
+    Decompress,
+    /// `UFFDIO_COPY` with its wake.
+    Copy,
+    /// The evictions the fault causes before the handler waits again.
+    Evict,
+}
+
+impl Step {
+    pub const ALL: [Step; 5] =
+        [Step::Lookup, Step::Read, Step::Decompress, Step::Copy, Step::Evict];
+
+    /// The key in JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Step::Lookup => "lookup",
+            Step::Read => "read",
+            Step::Decompress => "decompress",
+            Step::Copy => "copy",
+            Step::Evict => "evict",
+        }
+    }
+
+    fn max_field(self) -> Field {
+        match self {
+            Step::Lookup => Field::LookupMaxNs,
+            Step::Read => Field::ReadMaxNs,
+            Step::Decompress => Field::DecompressMaxNs,
+            Step::Copy => Field::CopyMaxNs,
+            Step::Evict => Field::FaultEvictMaxNs,
+        }
+    }
+}
 
 /// Where the tier stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,8 +175,9 @@ const EVICT_HIST: usize = FAULT_HIST + BUCKETS;
 const MESSAGE: usize = EVICT_HIST + BUCKETS;
 /// The message's length in bytes (a reason the tier stepped aside or failed).
 pub const MESSAGE_BYTES: usize = 256;
+const STEP_HIST: usize = MESSAGE + MESSAGE_BYTES / 8;
 /// A process's block's length in words.
-pub const WORDS: usize = MESSAGE + MESSAGE_BYTES / 8;
+pub const WORDS: usize = STEP_HIST + Step::ALL.len() * BUCKETS;
 /// A process's block's length in bytes.
 pub const BYTES: usize = WORDS * 8;
 /// The blocks in the file: the processes one run can report (about 31 KiB each; the file is
@@ -165,6 +229,10 @@ impl Words<'_> {
     pub fn eviction(&self, ns: u64) {
         self.0[EVICT_HIST + bucket(ns)].fetch_add(1, Ordering::Relaxed);
         self.raise(Field::EvictMaxNs, ns);
+    }
+    pub fn step(&self, step: Step, ns: u64) {
+        self.0[STEP_HIST + step as usize * BUCKETS + bucket(ns)].fetch_add(1, Ordering::Relaxed);
+        self.raise(step.max_field(), ns);
     }
     /// Sets the state with its reason (cut to [`MESSAGE_BYTES`]).
     pub fn set_state(&self, state: State, why: &str) {
@@ -229,12 +297,18 @@ impl Snapshot {
             Field::CommEnd,
             Field::UserFaultsOnly,
             Field::SlotsFull,
+            Field::FolioPages,
         ];
+        let mut largest = vec![Field::FaultMaxNs, Field::EvictMaxNs];
+        largest.extend(Step::ALL.map(Step::max_field));
         for p in rest {
-            for (i, w) in words[..MESSAGE].iter_mut().enumerate() {
-                if i == Field::FaultMaxNs as usize || i == Field::EvictMaxNs as usize {
+            for (i, w) in words.iter_mut().enumerate() {
+                if (MESSAGE..STEP_HIST).contains(&i) || own.iter().any(|&f| f as usize == i) {
+                    continue;
+                }
+                if largest.iter().any(|&f| f as usize == i) {
                     *w = (*w).max(p.words[i]);
-                } else if i >= FIELDS || !own.iter().any(|&f| f as usize == i) {
+                } else {
                     *w += p.words[i];
                 }
             }
@@ -264,7 +338,8 @@ impl Snapshot {
     }
 
     pub fn message(&self) -> String {
-        let bytes: Vec<u8> = self.words[MESSAGE..].iter().flat_map(|w| w.to_le_bytes()).collect();
+        let bytes: Vec<u8> =
+            self.words[MESSAGE..STEP_HIST].iter().flat_map(|w| w.to_le_bytes()).collect();
         let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
         String::from_utf8_lossy(&bytes[..end]).into_owned()
     }
@@ -297,6 +372,24 @@ impl Snapshot {
     pub fn evict_ns(&self) -> Percentiles {
         self.percentiles(EVICT_HIST, Field::EvictMaxNs)
     }
+
+    /// A step's times (count 0 unless the steps were timed).
+    pub fn step_ns(&self, step: Step) -> Percentiles {
+        self.percentiles(STEP_HIST + step as usize * BUCKETS, step.max_field())
+    }
+
+    /// A step's mean time (0 when it was not timed), from its buckets: within 1/32 above.
+    pub fn step_mean_ns(&self, step: Step) -> u64 {
+        let at = STEP_HIST + step as usize * BUCKETS;
+        let hist = &self.words[at..at + BUCKETS];
+        let (n, sum) = hist.iter().enumerate().fold((0u64, 0u128), |(n, sum), (b, &c)| {
+            (n + c, sum + u128::from(c) * u128::from(bucket_top(b)))
+        });
+        if n == 0 {
+            return 0;
+        }
+        ((sum / u128::from(n)) as u64).min(self.get(step.max_field()))
+    }
 }
 
 #[cfg(test)]
@@ -326,6 +419,7 @@ mod tests {
             w.fault(ns * 1000);
         }
         w.set_state(State::SteppedAside, "the pool failed");
+        w.step(Step::Copy, 1500);
         let bytes: Vec<u8> =
             words.iter().flat_map(|a| a.load(Ordering::Relaxed).to_ne_bytes()).collect();
         let s = Snapshot::from_bytes(&bytes).expect("magic");
@@ -336,6 +430,11 @@ mod tests {
         assert_eq!((f.count, f.max), (100, 100_000));
         assert!((50_000..=51_600).contains(&f.p50), "{f:?}");
         assert!((99_000..=100_000).contains(&f.p99), "{f:?}");
+        assert_eq!(s.step_ns(Step::Copy).count, 1);
+        assert_eq!(s.step_ns(Step::Copy).max, 1500);
+        assert_eq!(s.step_ns(Step::Read).count, 0);
+        assert!((1500..=1500 + 1500 / 32).contains(&s.step_mean_ns(Step::Copy)));
+        assert_eq!(s.step_mean_ns(Step::Read), 0);
         assert!(Snapshot::from_bytes(&bytes[..100]).is_none());
 
         let other: Box<[AtomicU64; WORDS]> = Box::new(std::array::from_fn(|_| AtomicU64::new(0)));

@@ -13,7 +13,18 @@ use crate::atomic_file;
 use crate::flag_values;
 use zsmalloc_codec::Compressor;
 use zsmalloc_core::text_input::escape;
+use zsmalloc_tier::folio::MAX_READAHEAD;
 use zsmalloc_tier::launch::{self, Launch, COMPRESSORS};
+
+/// `--folio-size`: 4K, 16K or 64K, as pages.
+fn folio_pages(s: &str) -> Result<u32, String> {
+    match zsmalloc_core::config::parse_bytes(s) {
+        Some(4096) => Ok(1),
+        Some(16384) => Ok(4),
+        Some(65536) => Ok(16),
+        _ => Err("4K, 16K or 64K is accepted".into()),
+    }
+}
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
@@ -28,6 +39,8 @@ Examples:
   zsmalloc tier --budget 64M --chain-size 8 --report r.json -- ./my-program
   zsmalloc tier --budget 32M --compressor zstd -- ./my-program
   zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
+  zsmalloc tier --budget 32M --folio-size 64K -- ./my-program
+  zsmalloc tier --budget 32M --readahead 3 -- ./my-program
   zsmalloc tier --budget 16M --follow-children -- sh -c './prepare && ./my-program'
   zsmalloc tier --budget 32M --user-faults-only -- ./my-program    # without root
 
@@ -51,6 +64,17 @@ pub struct TierArgs {
     /// trace); same-filled pages are not in the pool and not recorded
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
+    /// The eviction unit: 4K (a page), or 16K or 64K, an aligned group of pages of the tier's
+    /// reserve evicted as one object in the pool's multi-page band and brought back whole by a
+    /// fault on any of its pages (the multi-page RFC's large folios)
+    #[arg(long, value_name = "SIZE", default_value = "4K", value_parser = folio_pages)]
+    pub folio_size: u32,
+    /// Swap's page-cluster: a fault on an evicted page also decompresses the other evicted pages
+    /// of its aligned cluster of 2^N pages into a cache, from which their faults are served
+    /// without a pool read (0: none; 4K folios only)
+    #[arg(long, value_name = "N", default_value = "0",
+          value_parser = flag_values::whole::<u32>(0, u64::from(MAX_READAHEAD)))]
+    pub readahead: u32,
     /// Tier the programs it executes (exec, posix_spawn, system, a shell's commands) and the
     /// children it forks, down the generations: each process has its own handler, pool and
     /// budget (the budget is per process, not shared); the report adds them up and gives a
@@ -84,6 +108,10 @@ pub struct TierArgs {
     /// zsmalloc, zblock or malloc
     #[arg(long, value_name = "NAME", help_heading = "Pool")]
     pub backend: Option<String>,
+    /// The pool's multi-page band: objects up to SIZE (docs/DESIGN.md, Objects of several
+    /// pages); --folio-size sets it to the folio's size when unset
+    #[arg(long, value_name = "SIZE", help_heading = "Pool")]
+    pub multi_page: Option<String>,
     /// The pool's limit in pages (0: none); when it is reached, eviction pauses
     #[arg(long, value_name = "PAGES", help_heading = "Pool")]
     pub pool_limit: Option<String>,
@@ -103,6 +131,7 @@ impl TierArgs {
             ("--class-table", "ZSMALLOC_CLASS_TABLE", &self.class_table),
             ("--backend", "ZSMALLOC_BACKEND", &self.backend),
             ("--pool-limit", "ZSMALLOC_MEM_LIMIT_PAGES", &self.pool_limit),
+            ("--multi-page", "ZSMALLOC_MULTI_PAGE_SIZE", &self.multi_page),
         ]
         .into_iter()
         .filter_map(|(flag, var, v)| v.clone().map(|v| (flag, var, v)))
@@ -133,6 +162,8 @@ pub fn run(a: TierArgs) -> i32 {
         pool_env: named.iter().map(|(_, var, v)| (var.to_string(), v.clone())).collect(),
         library,
         record: None,
+        folio_pages: a.folio_size,
+        readahead: a.readahead,
         follow_children: a.follow_children,
         user_faults_only: a.user_faults_only,
     };

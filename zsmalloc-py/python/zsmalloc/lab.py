@@ -1,4 +1,5 @@
-"""The lab's optimizer from Python: ``zsmalloc optimize`` over one workload or many.
+"""The lab's optimizer and comparisons from Python: ``zsmalloc optimize`` over one workload or
+many, ``zsmalloc compare`` of several configurations on one.
 
 Each call runs the ``zsmalloc`` command (the lab, docs/LAB.md) with ``--format json`` and returns
 its report as a dict: ``references`` (classic, heuristic), ``points`` (the frontier, each with
@@ -14,6 +15,13 @@ given (``pip install zsmalloc[dask]``); nothing of dask is imported otherwise::
     reports = zsmalloc.lab.optimize_many(
         {"app": ["trace", "app.trace"], "dist": ["dist"]}, page_size=16384, client=client)
     frontier = zsmalloc.lab.frontier_rows(reports)
+
+A trace (one ``zsmalloc tier --record`` wrote, say) under three class tables::
+
+    report = zsmalloc.lab.compare(
+        ["trace", "app.trace"],
+        {"classic": {}, "heuristic": {"chain_policy": "heuristic"}, "mine": {"class_table": "t.table"}})
+    pages = {run["label"]: run["pages_peak"] for run in report["runs"]}
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["command", "optimize", "optimize_many", "frontier_rows"]
+__all__ = ["command", "compare", "optimize", "optimize_many", "frontier_rows"]
 
 
 def command() -> str:
@@ -77,6 +85,11 @@ def optimize(
     other failure a ``RuntimeError``.
     """
     args = _arguments(workload, page_size, points, objective, spanning_extra_ns, jobs)
+    return _json_report(lab, args)
+
+
+def _json_report(lab: str | None, args: list[str]) -> dict[str, Any]:
+    """Runs the lab with ``args`` (which ask for JSON) and returns its report."""
     done = subprocess.run([lab or command(), *args], capture_output=True, text=True, check=False)
     if done.returncode == 2:
         raise ValueError(done.stderr.strip())
@@ -84,6 +97,54 @@ def optimize(
         raise RuntimeError(f"zsmalloc {' '.join(args)} failed: {done.stderr.strip()}")
     report: dict[str, Any] = json.loads(done.stdout)
     return report
+
+
+def _config_spec(label: str, overrides: Mapping[str, Any]) -> str:
+    """One ``--config`` of the command: ``key=value`` pairs (keywords with ``_`` as flags with
+    ``-``) and the label."""
+    if "," in label or "=" in label:
+        raise ValueError(f"a configuration's label may not contain ',' or '=': {label!r}")
+    pairs = []
+    for key, value in overrides.items():
+        if isinstance(value, bool):
+            text = "on" if value else "off"
+        elif isinstance(value, os.PathLike):
+            text = os.fspath(value)
+        else:
+            text = str(value)
+        if "," in text:
+            raise ValueError(f"{key}={text!r}: a value may not contain ','")
+        pairs.append(f"{key.replace('_', '-')}={text}")
+    return ",".join([*pairs, f"label={label}"])
+
+
+def compare(
+    workload: Sequence[str],
+    configs: Mapping[str, Mapping[str, Any]],
+    *,
+    timeline: str | os.PathLike[str] | None = None,
+    jobs: int | None = None,
+    lab: str | None = None,
+) -> dict[str, Any]:
+    """``zsmalloc compare --no-time`` of ``configs`` (label -> overrides of the configuration
+    flags, e.g. ``{"chain_policy": "heuristic"}``; ``{}`` is the defaults) on one workload, as
+    the command takes it (``["trace", "app.trace"]``, ``["dist", "--objects", "20000"]``).
+
+    Returns the JSON report: ``runs`` in the order given, each with its ``label``, ``pages``,
+    ``pages_peak``, ``reads_spanning``, ... and ``deltas_pct`` against the first. ``timeline``
+    writes pages and utilization over the operations as CSV (columns ``label``, ``op``,
+    ``pages``, ...). A refused flag or value is a ``ValueError`` with the command's message.
+    """
+    if not configs:
+        raise ValueError("compare needs at least one configuration")
+    args = ["compare", "--no-time", "--format", "json"]
+    for label, overrides in configs.items():
+        args += ["--config", _config_spec(label, overrides)]
+    if timeline is not None:
+        args += ["--timeline", os.fspath(timeline)]
+    if jobs is not None:
+        args += ["--jobs", str(jobs)]
+    return _json_report(lab, args + [str(w) for w in workload])
 
 
 def optimize_many(

@@ -28,6 +28,10 @@ struct Args {
     /// Print JSON instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure only this scenario (repeatable; all when not given).
+    #[arg(long, value_name = "SCENARIO",
+          value_parser = ["same_cpu", "other_cpu", "spinning", "first_touch"])]
+    only: Vec<String>,
 }
 
 fn us(ns: u64) -> f64 {
@@ -61,7 +65,10 @@ fn main() -> ExitCode {
         }
     };
     let mut rows: Vec<(Scenario, Result<Outcome, FloorError>)> = Vec::new();
-    for scenario in Scenario::ALL {
+    let chosen = Scenario::ALL
+        .into_iter()
+        .filter(|s| args.only.is_empty() || args.only.iter().any(|k| k == s.key()));
+    for scenario in chosen {
         let plan = Plan { faults, warmup, faulting_cpu, other_cpu, breakdown: args.breakdown };
         let r = floor::measure(scenario, &served, plan);
         if let Err(FloorError::Uffd(e @ (UffdError::NoPermission | UffdError::Unsupported))) = &r {
@@ -88,6 +95,7 @@ fn main() -> ExitCode {
                         "p50_us": us(o.summary.p50_ns),
                         "p99_us": us(o.summary.p99_ns),
                         "max_us": us(o.summary.max_ns),
+                        "mean_us": us(o.summary.mean_ns),
                         "decompress": o.decompress.map(step_json),
                         "copy": o.copy.map(step_json),
                     }),

@@ -10,6 +10,14 @@
  *                     and again a moment later
  *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
  *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
+ *   partial MIB       a mapping of MIB pushed out by another, then parts of its 64K groups
+ *                     emptied (madvise, a MAP_FIXED mapping over them, munmap of its tail at
+ *                     a page inside a group) and the rest grown by mremap: the emptied pages
+ *                     read zeros, every other word its own, before and after more eviction
+ *   sparse MIB        the last page of each 64K group written (from the top down, so that
+ *                     a first touch fills no other page of its group) and pushed out, then the
+ *                     group's other pages first touched (some of them all zeros), pushed out
+ *                     again, and every word checked
  *   spawn MIB         fill, then posix_spawn a program (its child shares the memory until it
  *                     executes) and check every word after
  *   syscalls MIB      a 1 MiB block filled, then MIB more after it (the block is evicted
@@ -17,6 +25,9 @@
  *                     reads the evicted pages: "evicted write: ok" or "evicted write:
  *                     EFAULT"), then the block checked (user mode) and written again, and
  *                     read(2) back into fresh malloc'd memory ("fresh read: ...")
+ *   signals MIB       fill, then check and free and allocate again while a timer's signal
+ *                     handler reads words of the blocks (evicted, mostly) and writes its own
+ *                     buffer, each write checked against the one before it
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -29,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -192,6 +204,123 @@ static int syscalls(size_t mib) {
   return report("syscalls", bad + check_all());
 }
 
+/* The timer's signal handler touches tiered memory wherever the program is, inside free and
+ * munmap too: the tier must never hold what its handler needs while a signal handler waits on
+ * a fault. */
+#define TICK_WORDS (1 << 17)
+static uint64_t *ticks;
+static volatile sig_atomic_t tick_bad;
+static volatile uint64_t tick_count;
+
+static void on_tick(int sig) {
+  (void)sig;
+  uint64_t k = tick_count;
+  uint64_t id = mix(k) % nblocks, i = mix(k + 1) % blocks[id].words;
+  if (blocks[id].p[i] != word(id, i)) tick_bad = 1;
+  uint64_t *t = &ticks[(k * 509) % TICK_WORDS];
+  if (*t != (k >= TICK_WORDS ? k - TICK_WORDS : 0) && *t != 0) tick_bad = 1;
+  *t = k;
+  tick_count = k + 1;
+}
+
+static int signals(size_t mib) {
+  make(mib);
+  ticks = calloc(TICK_WORDS, sizeof *ticks);
+  struct sigaction sa = {.sa_handler = on_tick, .sa_flags = SA_RESTART};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval every = {{0, 200}, {0, 200}};
+  setitimer(ITIMER_REAL, &every, NULL);
+  long bad = 0;
+  for (int round = 0; round < 4; round++) {
+    bad += check_all();
+    /* Large blocks freed and made again: their pages are emptied under the tier's lock. */
+    for (size_t id = 5; id < nblocks; id += 8) {
+      if (blocks[id].mapped) munmap(blocks[id].p, blocks[id].words * 8); else free(blocks[id].p);
+      blocks[id].p = malloc(blocks[id].words * 8);
+      if (!blocks[id].p) { perror("malloc"); return 1; }
+      blocks[id].mapped = 0;
+      fill(&blocks[id], id);
+    }
+  }
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  bad += check_all();
+  if (tick_bad) { fprintf(stderr, "the signal handler read or wrote a wrong word\n"); bad++; }
+  if (tick_count < 100) { fprintf(stderr, "only %llu ticks\n", (unsigned long long)tick_count); bad++; }
+  return report("signals", bad);
+}
+
+/* Every word of `pages` pages at `a` (block `id`'s words), the pages marked in `gone` zeros. */
+static long check_pages(const uint64_t *a, size_t pages, const char *gone, uint64_t id) {
+  long bad = 0;
+  for (size_t p = 0; p < pages; p++)
+    for (size_t i = p * 512; i < (p + 1) * 512; i++) bad += a[i] != (gone[p] ? 0 : word(id, i));
+  return bad;
+}
+
+static void *anon(size_t len) {
+  void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) { perror("mmap"); exit(1); }
+  return p;
+}
+
+static int partial(size_t mib) {
+  size_t len = mib << 20, pages = len / 4096;
+  uint64_t *a = anon(len), *push = anon(len);
+  struct block blk = {a, len / 8, 1}, pushed = {push, len / 8, 1};
+  char *gone = calloc(pages * 2, 1);
+  fill(&blk, 90);
+  fill(&pushed, 91);
+  /* In each 64K group, one to three pages at a place that moves from group to group. */
+  for (size_t g = 0; g < pages / 16; g++) {
+    size_t first = g * 16 + (g * 7) % 16, n = 1 + g % 3;
+    if (first + n > (g + 1) * 16) n = (g + 1) * 16 - first;
+    if (g % 2) madvise((char *)a + first * 4096, n * 4096, MADV_DONTNEED);
+    else if (mmap((char *)a + first * 4096, n * 4096, PROT_READ | PROT_WRITE,
+                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED) {
+      perror("mmap MAP_FIXED"); return 1;
+    }
+    for (size_t p = first; p < first + n; p++) gone[p] = 1;
+  }
+  long bad = check_pages(a, pages, gone, 90);
+  fill(&pushed, 92);
+  bad += check_pages(a, pages, gone, 90);
+  /* The tail cut at a page inside a group; the rest grown (and moved) keeps its bytes. */
+  size_t kept = pages - 16 - 5;
+  if (munmap((char *)a + kept * 4096, (pages - kept) * 4096)) { perror("munmap"); return 1; }
+  a = mremap(a, kept * 4096, 2 * len, MREMAP_MAYMOVE);
+  if (a == MAP_FAILED) { perror("mremap"); return 1; }
+  memset(gone + kept, 1, 2 * pages - kept);
+  fill(&pushed, 93);
+  bad += check_pages(a, 2 * pages, gone, 90);
+  free(gone);
+  return report("partial", bad);
+}
+
+/* sparse's words: in every other group, the last page one value and the others zeros. */
+static uint64_t sparse_word(size_t p, size_t i) {
+  if ((p / 16) % 2 == 0) return word(95, i);
+  return p % 16 == 15 ? 0x5555555555555555ull : 0;
+}
+
+static int sparse(size_t mib) {
+  size_t len = mib << 20, pages = len / 4096;
+  uint64_t *a = anon(len), *push = anon(len);
+  struct block pushed = {push, len / 8, 1};
+  for (size_t p = pages - 1; p < pages; p -= 16)
+    for (size_t i = p * 512; i < (p + 1) * 512; i++) a[i] = sparse_word(p, i);
+  fill(&pushed, 96);
+  for (size_t p = 0; p < pages; p++)
+    if (p % 16 != 15)
+      for (size_t i = p * 512; i < (p + 1) * 512; i++) a[i] = sparse_word(p, i);
+  fill(&pushed, 97);
+  long bad = 0;
+  for (size_t p = 0; p < pages; p++)
+    for (size_t i = p * 512; i < (p + 1) * 512; i++) bad += a[i] != sparse_word(p, i);
+  return report("sparse", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   const char *mode = argv[1];
@@ -200,7 +329,10 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
   if (!strcmp(mode, "remap")) return remap();
   if (!strcmp(mode, "syscalls")) return syscalls(n);
+  if (!strcmp(mode, "partial")) return partial(n);
+  if (!strcmp(mode, "sparse")) return sparse(n);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
+  if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
