@@ -15,7 +15,7 @@ use zsmalloc_core::PoolConfig;
 use crate::folio::{FOLIO_VAR, READAHEAD_VAR};
 use crate::program::{self, Unfit};
 use crate::report::Report;
-use crate::stats::{Snapshot, FILE_BYTES};
+use crate::stats::{Snapshot, BYTES, FILE_BYTES};
 use crate::uffd::{Faults, Features, Uffd, UffdError, Wait};
 
 /// The library's file name, as cargo builds it and `make install` installs it.
@@ -197,6 +197,22 @@ fn stats_file() -> Result<PathBuf, Refusal> {
     }
 }
 
+/// The stats file's blocks up to the first that no process claimed (blocks are claimed in
+/// order), so that a run of one process reads one block, not the whole file.
+fn claimed_blocks(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut block = vec![0u8; BYTES];
+    while bytes.len() < FILE_BYTES && file.read_exact(&mut block).is_ok() {
+        if Snapshot::from_bytes(&block).is_none() {
+            break;
+        }
+        bytes.extend_from_slice(&block);
+    }
+    Ok(bytes)
+}
+
 /// The exit status a shell reports: the code, or 128 + the signal that ended it.
 fn shell_status(s: std::process::ExitStatus) -> i32 {
     s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(1)
@@ -240,7 +256,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         // SAFETY: as above, restoring the disposition that was.
         unsafe { libc::signal(sig, was) };
     }
-    let bytes = std::fs::read(&stats);
+    let bytes = claimed_blocks(&stats);
     let _ = std::fs::remove_file(&stats);
     let shown = name.to_string_lossy().into_owned();
     let status = match status {
