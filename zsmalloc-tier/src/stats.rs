@@ -180,7 +180,7 @@ const STEP_HIST: usize = MESSAGE + MESSAGE_BYTES / 8;
 pub const WORDS: usize = STEP_HIST + Step::ALL.len() * BUCKETS;
 /// A process's block's length in bytes.
 pub const BYTES: usize = WORDS * 8;
-/// The blocks in the file: the processes one run can report (about 108 KiB each; the file is
+/// The blocks in the file: the processes one run can report (about 106 KiB each; the file is
 /// sparse, only the blocks claimed take space).
 pub const SLOTS: usize = 256;
 /// The file's length in bytes.
