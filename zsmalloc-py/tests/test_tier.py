@@ -119,6 +119,27 @@ def test_keywords_are_the_commands_pool_flags(monkeypatch: pytest.MonkeyPatch) -
         tier.run(["true"], budget=4.5)  # type: ignore[arg-type]
 
 
+def test_switches_follow_children_into_a_line_per_process() -> None:
+    # A switch is a keyword given True or False; the child Python is tiered under its own line.
+    child = "x = [str(i) * 8 for i in range(300_000)]; print(len(x))"
+    parent = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {child!r}])"
+    r = tier.run(
+        [PYTHON, "-c", parent], budget="2M", follow_children=True, capture=True, timeout=TIMEOUT
+    )
+    assert r.exit_status == 0 and r.stdout == "300000\n"
+    assert len(r.processes) == 2 and all(p["command"].startswith("python") for p in r.processes)
+    first, second = r.processes
+    assert first["pid"] != second["pid"] and second["evictions"] > 0
+    assert r.evictions == first["evictions"] + second["evictions"]
+    assert r.user_faults_only is False
+    untiered_child = tier.run(
+        [PYTHON, "-c", parent], budget="2M", follow_children=False, capture=True, timeout=TIMEOUT
+    )
+    assert "processes" not in untiered_child.fields
+    with pytest.raises(TypeError, match="follow_children is a switch"):
+        tier.run(["true"], budget="1M", follow_children="yes")
+
+
 def _running_with(marker: str) -> list[str]:
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -1,7 +1,8 @@
 //! Fork: before it, every evicted page is brought back and eviction pauses, so the child
 //! inherits all the data as ordinary pages. The child runs untiered (a registration is not
 //! inherited without `UFFD_FEATURE_EVENT_FORK`, and the child has no handler thread); its
-//! pages missing read zeros, as those of an untouched mapping do. The parent evicts again
+//! pages missing read zeros, as those of an untouched mapping do. With `--follow-children`
+//! the child is tiered on its own instead (`children.rs`). The parent evicts again
 //! after the fork; a page the fork left shared is first made the parent's own (the kernel
 //! takes a write fault on it without writing: `MADV_POPULATE_WRITE`), then moved out.
 
@@ -64,13 +65,29 @@ extern "C" fn parent() {
 }
 
 extern "C" fn child() {
-    if let Some(t) = tiered() {
-        IN_CHILD.store(true, Ordering::Relaxed);
-        t.active.store(false, Ordering::Release);
-        t.state.lock.reset();
-    }
-    give_back_mask();
     HEAP.lock.reset();
+    in_child();
+    give_back_mask();
+}
+
+/// The tier in the child: on its own, or untiered.
+fn in_child() {
+    if let Some(t) = tiered() {
+        let was_active = t.active.swap(false, Ordering::AcqRel);
+        t.state.lock.reset();
+        // With --follow-children the child is tiered on its own (if it can be). Not under
+        // --user-faults-only: the child would begin by evicting all it inherited above the
+        // budget, the parent's live buffers among them, and its system calls on those would
+        // fail (a multiprocessing worker's first read of its pipe did).
+        if was_active
+            && crate::children::following()
+            && !crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed)
+            && crate::sys::as_tier(|| crate::children::tier_the_child(t))
+        {
+            return;
+        }
+        IN_CHILD.store(true, Ordering::Relaxed);
+    }
 }
 
 pub fn install() {

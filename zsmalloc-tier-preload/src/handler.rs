@@ -42,7 +42,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: names this thread (NUL-terminated, under 16 bytes) for ps and debuggers.
     unsafe { libc::pthread_setname_np(libc::pthread_self(), c"zsmalloc-tier".as_ptr()) };
     let t = TIER.get().expect("started after the tier was set");
-    let begun = begin(t);
+    // A forked child's tier registered its reserve before starting this thread.
+    let begun = if t.active.load(Ordering::Acquire) { Ok(()) } else { begin(t) };
     BEGUN.store(true, Ordering::Release);
     if let Err(why) = begun {
         tier::stats().set_state(TierState::SteppedAside, &why);
@@ -59,6 +60,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
                 let page = address & !(PAGE - 1);
                 if heap::contains(page) {
                     t.serve(page, t0);
+                } else if crate::user_faults::is_doorbell(page) {
+                    crate::user_faults::answer(t);
                 }
             }
             Ok(Some(_)) => {}
@@ -109,6 +112,7 @@ fn begin(t: &Tier) -> Result<(), String> {
         for (page, _) in present.iter().enumerate().filter(|(_, b)| *b & 1 != 0) {
             t.arrive(st, page);
         }
+        crate::user_faults::map_untouched(t, st, 0, pages);
         t.active.store(true, Ordering::Release);
         let w = tier::stats();
         w.set(Field::Magic, MAGIC);
@@ -123,6 +127,11 @@ fn begin(t: &Tier) -> Result<(), String> {
 /// after the start is released, never later in the middle of a fault a `dlopen` waits on.
 fn make_pool(t: &Tier) -> Result<(), String> {
     t.state.with(|st| {
+        if st.pool.is_some() {
+            // A forked child's, inherited: it holds no object (none is stored at a fork).
+            t.evict_over_budget(st);
+            return Ok(());
+        }
         let config = st.config.take().expect("set by start");
         let pool = AnyPool::with_name("tier", config).map_err(|e| e.to_string())?;
         let word = std::sync::atomic::AtomicUsize::new(0);

@@ -109,6 +109,7 @@ impl Heap {
         let pages = u32::try_from(pages).ok()?;
         let at = self.spans.alloc(pages, u32::try_from(align_pages).ok()?)? as usize;
         reserve::handed_out(self.spans.top as usize);
+        crate::user_faults::lend(at, at + pages as usize);
         Some(at)
     }
 
@@ -211,6 +212,7 @@ impl Heap {
                     self.release(page + new, old - new);
                 } else if self.spans.take_at((page + old) as u32, (new - old) as u32) {
                     reserve::handed_out(self.spans.top as usize);
+                    crate::user_faults::lend(page + old, page + new);
                     for q in page + old..page + new {
                         self.set_word(q, K_BODY);
                     }
@@ -267,6 +269,7 @@ impl Heap {
             return false;
         }
         reserve::handed_out(self.spans.top as usize);
+        crate::user_faults::lend(first + old_pages, first + new_pages);
         for p in first + old_pages..first + new_pages {
             self.set_word(p, K_MAP);
         }

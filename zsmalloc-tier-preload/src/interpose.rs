@@ -257,6 +257,7 @@ pub unsafe extern "C" fn mmap(
             // A fresh anonymous mapping over the program's own: the same pages, emptied (they
             // stay registered, and read zeros as a new mapping does).
             tier::drop_range(a, len.div_ceil(PAGE) * PAGE);
+            crate::user_faults::lend_range(a, len.div_ceil(PAGE) * PAGE);
             return addr;
         }
     }
@@ -367,6 +368,7 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
     match advice {
         libc::MADV_DONTNEED | libc::MADV_FREE => {
             tier::drop_range(a, len);
+            crate::user_faults::lend_range(a, len);
             0
         }
         libc::MADV_HUGEPAGE => 0,

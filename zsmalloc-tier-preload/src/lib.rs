@@ -6,7 +6,10 @@
 //! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
-//! is an allocator and nothing more.
+//! is an allocator and nothing more. `ZSMALLOC_TIER_FOLLOW_CHILDREN=1` keeps it in the
+//! environment of the programs it executes and tiers forked children (`children.rs`);
+//! `ZSMALLOC_TIER_USER_FAULTS_ONLY=1` opens the userfaultfd for user-mode faults only
+//! (`user_faults.rs`).
 //!
 //! The tier's own memory never comes from the reserve: Rust's allocations here go to glibc's
 //! allocator under its own names, and the handler thread's calls of the interposed functions
@@ -14,6 +17,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod children;
 mod defer;
 mod evict;
 mod first_touch;
@@ -33,6 +37,7 @@ mod start;
 mod steps;
 mod sys;
 mod tier;
+mod user_faults;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;
@@ -40,7 +45,8 @@ use std::sync::atomic::Ordering;
 use zsmalloc_core::PoolConfig;
 use zsmalloc_tier::folio::{FOLIO_VAR, MAX_READAHEAD, READAHEAD_VAR};
 use zsmalloc_tier::launch::{
-    BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, POLICY_VAR, RECORD_VAR, STATS_VAR,
+    BREAKDOWN_VAR, BUDGET_VAR, COMPRESSOR_VAR, FOLLOW_VAR, POLICY_VAR, RECORD_VAR, STATS_VAR,
+    USER_FAULTS_VAR,
 };
 use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::State as TierState;
@@ -84,8 +90,9 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 #[global_allocator]
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
-/// The variables only the program's own process reads: its children are not tiered.
-const OWN_VARS: [&str; 8] = [
+/// The tier's variables: without `--follow-children` only the program's own process reads
+/// them, and its children are not tiered.
+const OWN_VARS: [&str; 10] = [
     BUDGET_VAR,
     COMPRESSOR_VAR,
     STATS_VAR,
@@ -94,11 +101,18 @@ const OWN_VARS: [&str; 8] = [
     READAHEAD_VAR,
     BREAKDOWN_VAR,
     POLICY_VAR,
+    FOLLOW_VAR,
+    USER_FAULTS_VAR,
 ];
 
 /// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
-/// that the programs this one executes run untiered.
+/// that the programs this one executes run untiered; with `--follow-children` all stays but
+/// the record, which is the started program's alone (two writers would mix their lines).
 fn strip_environment() {
+    if children::following() {
+        std::env::remove_var(RECORD_VAR);
+        return;
+    }
     if let Ok(list) = std::env::var("LD_PRELOAD") {
         let kept: Vec<&str> = list
             .split([':', ' '])
@@ -124,10 +138,15 @@ extern "C" fn start() {
     let readahead = std::env::var(READAHEAD_VAR).ok();
     steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
     let policy = std::env::var(POLICY_VAR).ok();
+    let set = |var| std::env::var(var).is_ok_and(|v| v == "1");
+    children::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
+    children::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
     strip_environment();
     let Some(budget) = budget else { return };
-    if let Some(path) = stats {
-        tier::map_stats(&path);
+    // A process beyond the stats file's blocks runs untiered: the report names every tiered
+    // one (and counts those).
+    if stats.is_some_and(|path| !tier::map_stats(&path)) {
+        return;
     }
     let refuse = |why: String| tier::stats().set_state(TierState::SteppedAside, &why);
     let Some(pages) = budget.trim().parse::<u64>().ok().filter(|&p| p > 0) else {

@@ -40,7 +40,8 @@ pub fn start(
     let codec = page_codec::new(compressor, bytes)?;
     let victims = policy::new(policy)?;
     let protect = victims.protects();
-    let uffd = Uffd::open(Wait::NonBlocking, Features::MOVE | policy.features())
+    let features = Features::MOVE | policy.features();
+    let uffd = Uffd::open_for(Wait::NonBlocking, features, crate::children::faults())
         .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;
@@ -50,6 +51,7 @@ pub fn start(
     let table = sys::own_memory(pages * std::mem::size_of::<Entry>())
         .ok_or("no memory for the page table")?;
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
+    crate::user_faults::make_doorbell(&uffd)?;
     let state = State {
         table,
         policy: victims,
@@ -70,8 +72,14 @@ pub fn start(
         folio: Folios::new(unit.folio_pages, pages)?,
         readahead: Readahead::new(unit.readahead, budget_pages),
     };
-    let tier =
-        Tier { uffd, fd, state: Locked::new(state), active: AtomicBool::new(false), protect };
+    let tier = Tier {
+        uffd,
+        fd,
+        state: Locked::new(state),
+        active: AtomicBool::new(false),
+        protect,
+        features,
+    };
     if TIER.set(tier).is_err() {
         return Err("started twice".into());
     }

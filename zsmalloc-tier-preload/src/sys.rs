@@ -92,6 +92,12 @@ pub fn mark_handler() {
     HANDLER.store(me(), Ordering::Release);
 }
 
+/// In a forked child: the parent's handler thread is not there (a new thread may even get
+/// its identity), until the child's own marks itself.
+pub fn unmark_handler() {
+    HANDLER.store(0, Ordering::Release);
+}
+
 /// Runs `f` with the calling thread's allocations and mappings the tier's own: starting the
 /// handler thread allocates what that thread reads on its own (glibc's TLS vector), which
 /// must never be evicted; the pool's per-thread data is allocated where the heap's lock may

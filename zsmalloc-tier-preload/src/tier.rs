@@ -10,8 +10,8 @@ use std::sync::OnceLock;
 
 use zsmalloc_codec::Codec;
 use zsmalloc_core::{AnyPool, PoolConfig};
-use zsmalloc_tier::stats::{Field, State as TierState, Words, WORDS};
-use zsmalloc_tier::uffd::{Uffd, UffdError};
+use zsmalloc_tier::stats::{Field, State as TierState, Words, BYTES, FILE_BYTES, WORDS};
+use zsmalloc_tier::uffd::{Features, Uffd, UffdError};
 
 use crate::policy::Policy;
 use crate::record::Recorder;
@@ -102,6 +102,8 @@ pub struct Tier {
     /// The policy watches writes: the reserve is registered for write-protect too and pages
     /// come in write-protected.
     pub protect: bool,
+    /// The userfaultfd's features (a forked child opens its own with the same).
+    pub features: Features,
 }
 
 pub static TIER: OnceLock<Tier> = OnceLock::new();
@@ -121,40 +123,57 @@ pub fn stats() -> Words<'static> {
     if p == 0 {
         return Words(&LOCAL);
     }
-    // SAFETY: a shared mapping of `WORDS` words made by `map_stats`, never unmapped.
+    // SAFETY: a block of `WORDS` words of the shared mapping `map_stats` made, never unmapped.
     Words(unsafe { &*(p as *const [AtomicU64; WORDS]) })
 }
 
-/// Maps the stats file at `path` (made by the command, `BYTES` long).
-pub fn map_stats(path: &str) {
-    let Ok(c) = std::ffi::CString::new(path) else { return };
+/// Maps the stats file at `path` (made by the command, `FILE_BYTES` long) and claims this
+/// process's block of it ([`crate::children::claim_block`]): false when every block is taken.
+pub fn map_stats(path: &str) -> bool {
+    let Ok(c) = std::ffi::CString::new(path) else { return true };
     // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if fd < 0 {
-        return;
+        return true;
     }
     // A file shorter than the layout (one set by hand) would fault on its missing pages: it is
     // left alone, as a missing one is, and the figures are kept in the process only.
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: fstat of the descriptor opened above into a buffer of its size.
-    let short = unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0
+    let size = if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        0
+    } else {
         // SAFETY: fstat succeeded, so it filled the buffer.
-        || (unsafe { st.assume_init() }.st_size as u64) < (WORDS * 8) as u64;
-    if short {
+        (unsafe { st.assume_init() }.st_size as usize).min(FILE_BYTES)
+    };
+    let blocks = size / BYTES;
+    if blocks == 0 {
         // SAFETY: the descriptor opened above.
         unsafe { libc::close(fd) };
-        return;
+        return true;
     }
-    // SAFETY: a shared mapping of the file's first WORDS words; it aliases nothing of ours.
+    // SAFETY: a shared mapping of the file's first blocks; it aliases nothing of ours.
     let p = unsafe {
-        sys::mmap(0, WORDS * 8, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+        sys::mmap(0, blocks * BYTES, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
     };
     // SAFETY: the descriptor opened above; the mapping keeps the file.
     unsafe { libc::close(fd) };
-    if p != libc::MAP_FAILED {
-        STATS.store(p as usize, Ordering::Release);
-        stats().set(Field::Magic, zsmalloc_tier::stats::MAGIC);
+    if p == libc::MAP_FAILED {
+        return true;
     }
+    crate::children::set_file(p as usize, blocks);
+    match crate::children::claim_block() {
+        Some(block) => {
+            STATS.store(block, Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Makes the words at `block` (a block of the stats file this process claimed) its figures.
+pub fn use_block(block: usize) {
+    STATS.store(block, Ordering::Release);
 }
 
 impl Tier {

@@ -16,8 +16,8 @@ use crate::folio::{FOLIO_VAR, READAHEAD_VAR};
 use crate::policy::PolicyName;
 use crate::program::{self, Unfit};
 use crate::report::Report;
-use crate::stats::{Snapshot, BYTES};
-use crate::uffd::{Features, Uffd, UffdError, Wait};
+use crate::stats::{Snapshot, BYTES, FILE_BYTES};
+use crate::uffd::{Faults, Features, Uffd, UffdError, Wait};
 
 /// The library's file name, as cargo builds it and `make install` installs it.
 pub const LIBRARY: &str = "libzsmalloc_tier_preload.so";
@@ -36,6 +36,11 @@ pub const RECORD_VAR: &str = "ZSMALLOC_TIER_RECORD";
 pub const BREAKDOWN_VAR: &str = "ZSMALLOC_TIER_BREAKDOWN";
 /// The eviction policy's name ([`PolicyName::name`]), for the library.
 pub const POLICY_VAR: &str = "ZSMALLOC_TIER_POLICY";
+/// Set (to 1): the library stays in the environment of the programs the program executes,
+/// and a forked child is tiered on its own (`--follow-children`).
+pub const FOLLOW_VAR: &str = "ZSMALLOC_TIER_FOLLOW_CHILDREN";
+/// Set (to 1): the userfaultfd takes user-mode faults only (`--user-faults-only`).
+pub const USER_FAULTS_VAR: &str = "ZSMALLOC_TIER_USER_FAULTS_ONLY";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
@@ -64,6 +69,22 @@ pub struct Launch {
     pub readahead: u32,
     /// Chooses the pages to evict.
     pub policy: PolicyName,
+    /// The programs it executes and the children it forks are tiered too, each on its own.
+    pub follow_children: bool,
+    /// The userfaultfd takes only the faults of the program's own instructions: a system call
+    /// on a page that is not there fails with `EFAULT`.
+    pub user_faults_only: bool,
+}
+
+impl Launch {
+    /// The faults the tier's userfaultfd takes.
+    pub fn faults(&self) -> Faults {
+        if self.user_faults_only {
+            Faults::UserModeOnly
+        } else {
+            Faults::All
+        }
+    }
 }
 
 /// Why a run was not made: the exit status to give and the line to print.
@@ -142,15 +163,19 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
     Codec::new(launch.compressor, DEFAULT_ZSTD_LEVEL, PAGE as usize)
         .map_err(|e| refuse(format!("--compressor {}: {e}", launch.compressor.name())))?;
     // With the policy's features, so that a kernel without them refuses it here, by name.
-    Uffd::open(Wait::NonBlocking, Features::MOVE | launch.policy.features()).map_err(
-        |e| match e {
-            UffdError::FeaturesUnavailable { .. } if !launch.policy.features().is_empty() => {
-                refuse(format!("--policy {}: {e}", launch.policy.name()))
-            }
-            e => refuse(e.to_string()),
-        },
-    )?;
-    Ok(())
+    let features = Features::MOVE | launch.policy.features();
+    match Uffd::open_for(Wait::NonBlocking, features, launch.faults()) {
+        Ok(_) => Ok(()),
+        Err(e @ UffdError::FeaturesUnavailable { .. }) if !launch.policy.features().is_empty() => {
+            Err(refuse(format!("--policy {}: {e}", launch.policy.name())))
+        }
+        Err(UffdError::NoPermission) => Err(refuse(
+            "userfaultfd: permission denied: needs root or access to /dev/userfaultfd, or \
+             --user-faults-only (a system call on evicted memory then fails with EFAULT); it \
+             never changes vm.unprivileged_userfaultfd itself",
+        )),
+        Err(e) => Err(refuse(e.to_string())),
+    }
 }
 
 /// The pool's variables for the program: the given ones, with the multi-page band a folio
@@ -175,11 +200,27 @@ fn stats_file() -> Result<PathBuf, Refusal> {
         .write(true)
         .create_new(true)
         .open(&path)
-        .and_then(|f| f.set_len(BYTES as u64).map(|_| f));
+        .and_then(|f| f.set_len(FILE_BYTES as u64).map(|_| f));
     match f {
         Ok(_) => Ok(path),
         Err(e) => Err(refuse(format!("cannot make '{}': {}", path.display(), io_reason(&e)))),
     }
+}
+
+/// The stats file's blocks up to the first that no process claimed (blocks are claimed in
+/// order), so that a run of one process reads one block, not the whole file.
+fn claimed_blocks(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path)?;
+    let mut bytes = Vec::new();
+    let mut block = vec![0u8; BYTES];
+    while bytes.len() < FILE_BYTES && file.read_exact(&mut block).is_ok() {
+        if Snapshot::from_bytes(&block).is_none() {
+            break;
+        }
+        bytes.extend_from_slice(&block);
+    }
+    Ok(bytes)
 }
 
 /// The exit status a shell reports: the code, or 128 + the signal that ended it.
@@ -212,7 +253,9 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         .envs(launch.record.iter().map(|p| (RECORD_VAR, p)))
         .envs(pool_env(launch)?)
         .envs((launch.folio_pages > 1).then(|| (FOLIO_VAR, launch.folio_pages.to_string())))
-        .envs((launch.readahead > 0).then(|| (READAHEAD_VAR, launch.readahead.to_string())));
+        .envs((launch.readahead > 0).then(|| (READAHEAD_VAR, launch.readahead.to_string())))
+        .envs(launch.follow_children.then_some((FOLLOW_VAR, "1")))
+        .envs(launch.user_faults_only.then_some((USER_FAULTS_VAR, "1")));
     let ignore = |sig| {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
         unsafe { libc::signal(sig, libc::SIG_IGN) }
@@ -224,7 +267,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         // SAFETY: as above, restoring the disposition that was.
         unsafe { libc::signal(sig, was) };
     }
-    let bytes = std::fs::read(&stats);
+    let bytes = claimed_blocks(&stats);
     let _ = std::fs::remove_file(&stats);
     let shown = name.to_string_lossy().into_owned();
     let status = match status {
@@ -236,6 +279,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
             return Err(Refusal { exit_code: 126, message: format!("{shown}: {}", io_reason(&e)) })
         }
     };
+    let processes = bytes.map(|b| Snapshot::processes(&b)).unwrap_or_default();
     Ok(Report {
         command: shown,
         budget_bytes: launch.budget_bytes,
@@ -245,6 +289,8 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         record: None,
         folio_pages: launch.folio_pages,
         readahead: launch.readahead,
-        figures: bytes.ok().and_then(|b| Snapshot::from_bytes(&b)),
+        figures: Snapshot::total(&processes),
+        processes: if launch.follow_children { processes } else { Vec::new() },
+        user_faults_only: launch.user_faults_only,
     })
 }

@@ -24,8 +24,42 @@ pub struct Report {
     pub folio_pages: u32,
     /// The readahead's page-cluster (`--readahead`; 0: none).
     pub readahead: u32,
-    /// The figures; `None` when the tier never started in the program.
+    /// The figures (with `--follow-children`, every tiered process's added up); `None` when
+    /// the tier never started in the program.
     pub figures: Option<Snapshot>,
+    /// With `--follow-children`: each tiered process's own figures, the started program's
+    /// first (empty without the flag).
+    pub processes: Vec<Snapshot>,
+    /// The userfaultfd took user-mode faults only (`--user-faults-only`).
+    pub user_faults_only: bool,
+}
+
+fn state_name(state: State) -> &'static str {
+    match state {
+        State::NotStarted => "not started",
+        State::Tiering => "tiering",
+        State::SteppedAside => "stepped aside",
+        State::Failed => "failed",
+    }
+}
+
+/// One process's line of the JSON report.
+fn process_json(p: &Snapshot) -> Value {
+    json!({
+        "pid": p.pid(),
+        "command": p.command(),
+        "state": state_name(p.state()),
+        "message": p.message(),
+        "peak_resident_bytes": p.get(Field::PeakResidentPages) * PAGE,
+        "resident_bytes": p.get(Field::ResidentPages) * PAGE,
+        "evictions": p.get(Field::Evictions),
+        "faults": p.get(Field::Faults),
+        "first_touches": p.get(Field::FirstTouches),
+        "stored_pages": p.get(Field::StoredPages),
+        "compressed_bytes": p.get(Field::CompressedBytes),
+        "max_pool_pages": p.get(Field::MaxPoolPages),
+        "forks": p.get(Field::Forks),
+    })
 }
 
 fn ns(p: Percentiles, with_max: bool) -> Value {
@@ -60,12 +94,7 @@ impl Report {
     }
 
     fn state_name(&self) -> &'static str {
-        match self.state() {
-            State::NotStarted => "not started",
-            State::Tiering => "tiering",
-            State::SteppedAside => "stepped aside",
-            State::Failed => "failed",
-        }
+        state_name(self.state())
     }
 
     /// Why the recording stopped early ("" when it did not).
@@ -149,7 +178,12 @@ impl Report {
             "scan_error": self.scan_error(),
             "moves_despite_eexist": self.get(Field::MovesDespiteEexist),
             "exit_status": self.exit_status,
+            "user_faults_only": self.user_faults_only,
         });
+        if !self.processes.is_empty() {
+            v["processes"] = self.processes.iter().map(process_json).collect();
+            v["processes_without_slot"] = json!(self.get(Field::SlotsFull));
+        }
         self.add_folio_json(&mut v);
         if let Some(steps) = self.step_ns() {
             let mean = |st| self.figures.as_ref().map_or(0, |s| s.step_mean_ns(st));
@@ -249,6 +283,40 @@ impl Report {
             let why = self.scan_error();
             if !why.is_empty() {
                 s += &format!("  {:<21} {why}\n", "");
+            }
+        }
+        if self.user_faults_only {
+            s += "  user faults only      a system call on tiered memory not resident fails \
+                  with EFAULT\n";
+        }
+        if !self.processes.is_empty() {
+            s += &format!(
+                "  processes             {} tiered (the figures above are their sum; the budget \
+                 is each one's)\n",
+                self.processes.len()
+            );
+            for p in &self.processes {
+                s += &format!(
+                    "    pid {:<8} {:<16} {} evictions, {} faults, peak {}, {}{}\n",
+                    p.pid(),
+                    p.command(),
+                    p.get(Field::Evictions),
+                    p.get(Field::Faults),
+                    mib(p.get(Field::PeakResidentPages) * PAGE),
+                    state_name(p.state()),
+                    Some(p.message())
+                        .filter(|m| !m.is_empty())
+                        .map_or(String::new(), |m| format!(": {m}"))
+                );
+            }
+            if self.get(Field::SlotsFull) > 0 {
+                s += &format!(
+                    "  {:<21} {} processes ran untiered: every one of the report's {} slots was \
+                     taken\n",
+                    "",
+                    self.get(Field::SlotsFull),
+                    crate::stats::SLOTS
+                );
             }
         }
         let notes = [

@@ -1,11 +1,18 @@
 //! The figures the preloaded tier keeps while the program runs, in a file the command names
 //! (`ZSMALLOC_TIER_STATS`) and both map: words of 64 bits at fixed places, so the command
 //! reads them whatever way the program ended — by a signal too, when no exit handler runs.
+//!
+//! The file holds [`SLOTS`] blocks of [`WORDS`] words, one per tiered process: the program the
+//! command started takes the first, and with `--follow-children` each process it starts (by
+//! fork or exec, down the generations) claims a free one by a compare-and-swap of its pid
+//! word. A process that executes another program is the same process: the new program takes
+//! over its slot. A process that finds every slot taken runs untiered and is counted in the
+//! first block ([`Field::SlotsFull`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0004;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0005;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,9 +80,18 @@ pub enum Field {
     WrittenScanNs,
     /// Evictions whose `UFFDIO_MOVE` was answered `EEXIST` although the page moved.
     MovesDespiteEexist,
+    /// The process this block is: its pid (0: a free block, claimed by compare-and-swap).
+    Pid,
+    /// Its command name (`/proc/self/comm`: 16 bytes in two words).
+    Comm,
+    CommEnd,
+    /// The userfaultfd takes user-mode faults only (`--user-faults-only`): 1.
+    UserFaultsOnly,
+    /// In the first block: processes that found every block taken, and ran untiered.
+    SlotsFull,
 }
 
-const FIELDS: usize = Field::MovesDespiteEexist as usize + 1;
+const FIELDS: usize = Field::SlotsFull as usize + 1;
 
 /// The steps of serving a fault on an evicted page, each timed with its own histogram when the
 /// library is asked to (`ZSMALLOC_TIER_BREAKDOWN`): what the faulting thread waits for beyond
@@ -172,10 +188,24 @@ const MESSAGE: usize = EVICT_HIST + BUCKETS;
 /// The message's length in bytes (a reason the tier stepped aside or failed).
 pub const MESSAGE_BYTES: usize = 256;
 const STEP_HIST: usize = MESSAGE + MESSAGE_BYTES / 8;
-/// The file's length in words.
+/// A process's block's length in words.
 pub const WORDS: usize = STEP_HIST + Step::ALL.len() * BUCKETS;
-/// The file's length in bytes.
+/// A process's block's length in bytes.
 pub const BYTES: usize = WORDS * 8;
+/// The blocks in the file: the processes one run can report (about 106 KiB each; the file is
+/// sparse, only the blocks claimed take space).
+pub const SLOTS: usize = 256;
+/// The file's length in bytes.
+pub const FILE_BYTES: usize = SLOTS * BYTES;
+
+/// A name of up to 16 bytes as two words (NUL-padded).
+pub fn name_words(name: &[u8]) -> [u64; 2] {
+    let mut bytes = [0u8; 16];
+    let n = name.len().min(16);
+    bytes[..n].copy_from_slice(&name[..n]);
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().expect("8 bytes"));
+    [word(0), word(8)]
+}
 
 /// The words, wherever they are mapped.
 pub struct Words<'a>(pub &'a [AtomicU64; WORDS]);
@@ -192,6 +222,14 @@ impl Words<'_> {
     }
     pub fn get(&self, f: Field) -> u64 {
         self.0[f as usize].load(Ordering::Relaxed)
+    }
+    /// Claims this block for process `pid` if it is free: whether it is `pid`'s now.
+    pub fn claim(&self, pid: u64) -> bool {
+        let word = &self.0[Field::Pid as usize];
+        match word.compare_exchange(0, pid, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(owner) => owner == pid,
+        }
     }
     pub fn raise(&self, f: Field, v: u64) {
         self.0[f as usize].fetch_max(v, Ordering::Relaxed);
@@ -250,8 +288,61 @@ impl Snapshot {
         (words[0] == MAGIC).then_some(Snapshot { words })
     }
 
+    /// Every block of a stats file that a process wrote, in slot order: the program the
+    /// command started first.
+    pub fn processes(bytes: &[u8]) -> Vec<Snapshot> {
+        bytes.chunks_exact(BYTES).filter_map(Snapshot::from_bytes).collect()
+    }
+
+    /// The figures of several processes as one: the counts and histograms added, the largest
+    /// latencies kept, the peaks added (what the processes could have held at once, at
+    /// most); the pid, state, message and budget those of the first.
+    pub fn total(parts: &[Snapshot]) -> Option<Snapshot> {
+        let (first, rest) = parts.split_first()?;
+        let mut words = first.words.clone();
+        let own = [
+            Field::Magic,
+            Field::State,
+            Field::BudgetPages,
+            Field::Pid,
+            Field::Comm,
+            Field::CommEnd,
+            Field::UserFaultsOnly,
+            Field::SlotsFull,
+            Field::FolioPages,
+        ];
+        let mut largest = vec![Field::FaultMaxNs, Field::EvictMaxNs];
+        largest.extend(Step::ALL.map(Step::max_field));
+        for p in rest {
+            for (i, w) in words.iter_mut().enumerate() {
+                if (MESSAGE..STEP_HIST).contains(&i) || own.iter().any(|&f| f as usize == i) {
+                    continue;
+                }
+                if largest.iter().any(|&f| f as usize == i) {
+                    *w = (*w).max(p.words[i]);
+                } else {
+                    *w += p.words[i];
+                }
+            }
+        }
+        Some(Snapshot { words })
+    }
+
     pub fn get(&self, f: Field) -> u64 {
         self.words[f as usize]
+    }
+
+    /// The process's pid (0 in a file of one process that predates the slots).
+    pub fn pid(&self) -> u64 {
+        self.get(Field::Pid)
+    }
+
+    /// The process's command name, as `/proc/PID/comm` gives it.
+    pub fn command(&self) -> String {
+        let bytes: Vec<u8> =
+            [Field::Comm, Field::CommEnd].iter().flat_map(|&f| self.get(f).to_le_bytes()).collect();
+        let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+        String::from_utf8_lossy(&bytes[..end]).into_owned()
     }
 
     pub fn state(&self) -> State {
@@ -357,6 +448,26 @@ mod tests {
         assert!((1500..=1500 + 1500 / 32).contains(&s.step_mean_ns(Step::Copy)));
         assert_eq!(s.step_mean_ns(Step::Read), 0);
         assert!(Snapshot::from_bytes(&bytes[..100]).is_none());
+
+        let other: Box<[AtomicU64; WORDS]> = Box::new(std::array::from_fn(|_| AtomicU64::new(0)));
+        let o = Words(&other);
+        o.set(Field::Magic, MAGIC);
+        assert!(o.claim(42) && o.claim(42) && !o.claim(43), "a block is its claimer's");
+        let [lo, hi] = name_words(b"tier_check");
+        o.set(Field::Comm, lo);
+        o.set(Field::CommEnd, hi);
+        o.add(Field::Evictions, 7);
+        o.fault(500_000);
+        let mut file = bytes.clone();
+        file.extend(other.iter().flat_map(|a| a.load(Ordering::Relaxed).to_ne_bytes()));
+        file.extend(vec![0; BYTES]);
+        let procs = Snapshot::processes(&file);
+        assert_eq!(procs.len(), 2, "the free block is no process");
+        assert_eq!((procs[1].pid(), procs[1].command()), (42, "tier_check".to_string()));
+        let total = Snapshot::total(&procs).expect("two");
+        assert_eq!(total.get(Field::Evictions), 12);
+        assert_eq!(total.state(), State::SteppedAside, "the first process's");
+        assert_eq!((total.fault_ns().count, total.fault_ns().max), (101, 500_000));
         assert!(Snapshot::from_bytes(&vec![0; BYTES]).is_none());
     }
 }

@@ -1,7 +1,8 @@
 //! The userfaultfd layer against the running kernel: faults on a registered region served with
 //! pages decompressed from lz4 read back byte for byte; `UFFDIO_MOVE` takes a populated page
 //! out of a registered region (the eviction that cannot lose a write) and the next touch
-//! faults and is served. Skipped, with the reason printed, without root (or access to
+//! faults and is served; a user-mode-only descriptor serves the thread's faults and fails a
+//! system call's with EFAULT. Skipped, with the reason printed, without root (or access to
 //! /dev/userfaultfd) or without the kernel features. No test can hang: the handler waits for
 //! each fault with a timeout, and on any failure unregisters the region, which releases the
 //! waiting thread to read zeros — the byte check then fails.
@@ -287,5 +288,41 @@ fn a_write_to_a_write_protected_page_waits_until_released() {
     let mut want = pattern(0);
     want[0] = 0x5A;
     assert_eq!(read_page(&region, 0), want, "the write landed once released");
+    uffd.unregister(region.addr(), region.len()).expect("unregister");
+}
+
+#[test]
+fn a_user_mode_only_descriptor_serves_the_programs_faults_and_fails_the_kernels() {
+    use zsmalloc_tier::uffd::Faults;
+    let test = "user-mode only";
+    let uffd = match Uffd::open_for(Wait::NonBlocking, Features::NONE, Faults::UserModeOnly) {
+        Ok(u) => Arc::new(u),
+        Err(e @ (UffdError::NoPermission | UffdError::Unsupported)) => {
+            let _ = writeln!(std::io::stderr(), "{test}: skipped: {e}");
+            return;
+        }
+        Err(e) => panic!("{test}: {e}"),
+    };
+    let region = Region::anonymous(3 * page_size()).expect("mmap");
+    uffd.register(region.addr(), region.len(), Modes::MISSING).expect("register");
+    let images: Vec<Option<Vec<u8>>> = (0..3).map(|i| Some(packed(&pattern(i)))).collect();
+    // Two faults are expected, pages 1 and 2, touched by this thread; a report of the kernel's
+    // fault on page 0 would be served in their stead and show in the list.
+    let handler = spawn_handler(uffd.clone(), (region.addr(), region.len()), images, 2);
+    assert_eq!(read_page(&region, 1), pattern(1));
+    let zero = std::fs::File::open("/dev/zero").expect("/dev/zero");
+    // SAFETY: read(2) into page 0 of the live region, one page long.
+    let n = unsafe {
+        libc::read(
+            std::os::fd::AsRawFd::as_raw_fd(&zero),
+            region.page(0) as *mut libc::c_void,
+            page_size(),
+        )
+    };
+    let err = std::io::Error::last_os_error();
+    assert_eq!((n, err.raw_os_error()), (-1, Some(libc::EFAULT)), "the kernel's fault fails");
+    assert_eq!(read_page(&region, 2), pattern(2));
+    let served = handler.join().expect("the handler thread").expect("the handler");
+    assert_eq!(served, vec![(1, false), (2, false)]);
     uffd.unregister(region.addr(), region.len()).expect("unregister");
 }

@@ -1,5 +1,5 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE] [POOL
-//! FLAGS] -- COMMAND [ARGS...]`: runs
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE]
+//! [--follow-children] [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
 //! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
 //! finds the library, runs, prints the report and gives the program's exit status.
@@ -31,7 +31,8 @@ pub const HELP: &str = "The program's malloc blocks and anonymous private mappin
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
 arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
 lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
-or access to /dev/userfaultfd. Programs it executes run untiered. Exit status: the program's \
+or access to /dev/userfaultfd (else --user-faults-only). Programs it executes and children it \
+forks run untiered unless --follow-children. Exit status: the program's \
 (128+N after signal N, 127 when not found); 2 when the tier refuses.
 
 Examples:
@@ -42,6 +43,8 @@ Examples:
   zsmalloc tier --budget 32M --record t.trace -- ./my-program && zsmalloc replay t.trace
   zsmalloc tier --budget 32M --folio-size 64K -- ./my-program
   zsmalloc tier --budget 32M --readahead 3 -- ./my-program
+  zsmalloc tier --budget 16M --follow-children -- sh -c './prepare && ./my-program'
+  zsmalloc tier --budget 32M --user-faults-only -- ./my-program    # without root
 
 See docs/TIER.md.";
 
@@ -78,6 +81,21 @@ pub struct TierArgs {
     #[arg(long, value_name = "N", default_value = "0",
           value_parser = flag_values::whole::<u32>(0, u64::from(MAX_READAHEAD)))]
     pub readahead: u32,
+    /// Tier the programs it executes (exec, posix_spawn, system, a shell's commands) and the
+    /// children it forks, down the generations: each process has its own handler, pool and
+    /// budget (the budget is per process, not shared); the report adds them up and gives a
+    /// line per process (at most 256)
+    #[arg(long)]
+    pub follow_children: bool,
+    /// Without root or access to /dev/userfaultfd: take only the faults of the program's own
+    /// instructions (UFFD_USER_MODE_ONLY). Caveat: a system call that reads or writes tiered
+    /// memory that is not resident fails with EFAULT, so the program sees an error from
+    /// read(2), write(2), open(2) of a path...; fresh memory is mapped as zero pages when handed
+    /// out, so only evicted pages fail, the likelier the smaller the budget (a buffer larger
+    /// than the budget filled by one read always fails: sort's). Forked children then stay
+    /// untiered; see docs/TIER.md, Without root
+    #[arg(long)]
+    pub user_faults_only: bool,
     /// The pool's page size
     #[arg(long, value_name = "BYTES", help_heading = "Pool")]
     pub page_size: Option<String>,
@@ -157,6 +175,8 @@ pub fn run(a: TierArgs) -> i32 {
         folio_pages: a.folio_size,
         readahead: a.readahead,
         policy,
+        follow_children: a.follow_children,
+        user_faults_only: a.user_faults_only,
     };
     if let Some(path) = &a.report {
         if let Err(e) = atomic_file::check(path) {

@@ -1,7 +1,8 @@
 """The tier from Python: ``zsmalloc tier`` runs a program with its memory above a budget kept
 in a zsmalloc pool (docs/TIER.md), and :func:`run` returns its report as a :class:`TierReport`.
 
-The tier needs root (or access to ``/dev/userfaultfd``). The ``zsmalloc`` command is found as
+The tier needs root (or access to ``/dev/userfaultfd``, or ``user_faults_only=True`` with its
+caveat). The ``zsmalloc`` command is found as
 :func:`zsmalloc.lab.command` finds it (``ZSMALLOC_BIN``, then ``PATH``), and the tier's library
 as the command finds it (``ZSMALLOC_TIER_LIBRARY``, else beside the command).
 
@@ -103,6 +104,8 @@ class TierReport:
 
 # The flags of each command asked, by its path (one --help per command and process).
 _ACCEPTED: dict[str, frozenset[str]] = {}
+# Those of them that take no value (``--follow-children``): keywords given True or False.
+_SWITCHES: dict[str, frozenset[str]] = {}
 
 
 def _accepted(lab: str) -> frozenset[str]:
@@ -114,8 +117,9 @@ def _accepted(lab: str) -> frozenset[str]:
     if done.returncode != 0:
         raise RuntimeError(f"{lab} tier --help failed: {done.stderr.strip() or done.returncode}")
     text = _COLORS.sub("", done.stdout)
-    flags = re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)", text, re.MULTILINE)
-    accepted = frozenset(f.replace("-", "_") for f in flags) - _OWN_FLAGS
+    flags = re.findall(r"^\s+(?:-\w, )?--([a-z][a-z0-9-]*)( <)?", text, re.MULTILINE)
+    accepted = frozenset(f.replace("-", "_") for f, _ in flags) - _OWN_FLAGS
+    _SWITCHES[lab] = frozenset(f.replace("-", "_") for f, value in flags if not value) & accepted
     _ACCEPTED[lab] = accepted
     return accepted
 
@@ -137,7 +141,12 @@ def _arguments(lab: str, budget: Union[int, str], config: Mapping[str, Any]) -> 
                 f"run() got an unexpected keyword argument {key!r}; the tier's pool keywords "
                 f"are {', '.join(sorted(accepted))}"
             )
-        if value is not None:
+        if key in _SWITCHES.get(lab, frozenset()):
+            if not isinstance(value, bool):
+                raise TypeError(f"{key} is a switch: True or False, not {value!r}")
+            if value:
+                args.append(f"--{key.replace('_', '-')}")
+        elif value is not None:
             shown = os.fspath(value) if isinstance(value, os.PathLike) else value
             args.append(f"--{key.replace('_', '-')}={shown}")
     return args
@@ -209,7 +218,11 @@ def run(
     ``budget`` is bytes (an int) or a size as the command takes it (``"64K"``, ``"32M"``,
     ``"1G"``). ``config`` is the pool's configuration, a keyword per flag of the command
     (:func:`pool_flags`: ``page_size``, ``chain_size``, ``class_delta``, ``chain_policy``,
-    ``class_table``, ``backend``, ``pool_limit``...); another keyword is a ``TypeError``.
+    ``class_table``, ``backend``, ``pool_limit``...); another keyword is a ``TypeError``. The
+    command's switches are keywords given ``True`` or ``False``: ``follow_children=True``
+    tiers the programs it executes and the children it forks too (the report's ``processes``
+    then has a line per tiered process), ``user_faults_only=True`` runs without root at the
+    cost docs/TIER.md describes ("Without root").
     ``report`` also keeps the JSON in that file.
 
     The program's stdout and stderr are the caller's, untouched (so is the tier's text report,

@@ -28,6 +28,9 @@ const fn ioc(dir: u64, ty: u64, nr: u64, size: usize) -> u64 {
 
 /// `USERFAULTFD_IOC`, the type byte of `/dev/userfaultfd`'s ioctl.
 const USERFAULTFD_IOC: u64 = 0xAA;
+/// The `userfaultfd` flag (and `USERFAULTFD_IOC_NEW`'s) for a descriptor that takes only the
+/// faults of user-mode instructions; allowed without privilege.
+pub const UFFD_USER_MODE_ONLY: i32 = 1;
 /// `USERFAULTFD_IOC_NEW = _IO(0xAA, 0x00)`: a new userfaultfd from `/dev/userfaultfd`.
 pub const USERFAULTFD_IOC_NEW: u64 = ioc(0, USERFAULTFD_IOC, 0x00, 0);
 

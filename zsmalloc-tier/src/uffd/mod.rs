@@ -44,6 +44,18 @@ pub struct Modes {
     pub write_protect: bool,
 }
 
+/// Which faults the descriptor takes: every one, or only those the program's own instructions
+/// take (`UFFD_USER_MODE_ONLY`, which an unprivileged process may ask for whatever
+/// `vm.unprivileged_userfaultfd` says). Under the latter a fault the kernel takes on the
+/// program's behalf (a system call reading or writing a missing page) is not reported: the
+/// system call fails with `EFAULT`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Faults {
+    #[default]
+    All,
+    UserModeOnly,
+}
+
 impl Modes {
     pub const MISSING: Modes = Modes { missing: true, write_protect: false };
     pub const MISSING_AND_WP: Modes = Modes { missing: true, write_protect: true };
@@ -59,10 +71,13 @@ pub struct Uffd {
 /// A userfaultfd descriptor before `UFFDIO_API`: from `/dev/userfaultfd` (whose permissions
 /// decide who may use it), else from the system call (which `vm.unprivileged_userfaultfd`
 /// decides).
-fn open_raw(wait: Wait) -> Result<OwnedFd, UffdError> {
+fn open_raw(wait: Wait, faults: Faults) -> Result<OwnedFd, UffdError> {
     let mut flags = libc::O_CLOEXEC;
     if wait == Wait::NonBlocking {
         flags |= libc::O_NONBLOCK;
+    }
+    if faults == Faults::UserModeOnly {
+        flags |= abi::UFFD_USER_MODE_ONLY;
     }
     let device = OpenOptions::new()
         .read(true)
@@ -118,19 +133,30 @@ impl Uffd {
     /// Every feature this kernel offers (asking for none answers with all of them, on a
     /// descriptor opened for the question: the handshake happens once per descriptor).
     pub fn offered() -> Result<Features, UffdError> {
-        let probe = open_raw(Wait::NonBlocking)?;
+        Uffd::offered_for(Faults::All)
+    }
+
+    /// Every feature this kernel offers to a descriptor taking `faults`.
+    pub fn offered_for(faults: Faults) -> Result<Features, UffdError> {
+        let probe = open_raw(Wait::NonBlocking, faults)?;
         Ok(Features(handshake(&probe, Features::NONE)?.features))
     }
 
     /// A userfaultfd with `features`, refused with their names when the kernel lacks any.
     pub fn open(wait: Wait, features: Features) -> Result<Uffd, UffdError> {
+        Uffd::open_for(wait, features, Faults::All)
+    }
+
+    /// A userfaultfd with `features` taking `faults` ([`Faults::UserModeOnly`]: those of the
+    /// program's own instructions only).
+    pub fn open_for(wait: Wait, features: Features, faults: Faults) -> Result<Uffd, UffdError> {
         if !features.is_empty() {
-            let missing = features.without(Uffd::offered()?);
+            let missing = features.without(Uffd::offered_for(faults)?);
             if !missing.is_empty() {
                 return Err(UffdError::FeaturesUnavailable { missing });
             }
         }
-        let fd = open_raw(wait)?;
+        let fd = open_raw(wait, faults)?;
         let api = handshake(&fd, features)?;
         for (nr, name) in [
             (abi::NR_API, "UFFDIO_API"),

@@ -5,7 +5,8 @@
  *                     same-filled ones rewritten with other data between)
  *   race THREADS MIB  writer threads, each over its own pages, every write checked against
  *                     the one before it (a write lost to an eviction shows as a stale value)
- *   fork MIB          fill, then a child checks every word; the parent checks after it,
+ *   fork MIB          fill, then a child checks every word, and again a moment later (a
+ *                     tiered child has evicted meanwhile); the parent checks after it,
  *                     and again a moment later
  *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
  *                     and a MAP_FIXED mapping over it empty what they cover; reallocarray
@@ -23,12 +24,18 @@
  *                     the one before it) while streaming once through MIB of cold pages, each
  *                     written once and never touched again: a policy that sees writes keeps
  *                     the hot pages, one by arrival evicts them with the stream
+ *   syscalls MIB      a 1 MiB block filled, then MIB more after it (the block is evicted
+ *                     under a smaller budget); write(2) of the block to a memfd (the kernel
+ *                     reads the evicted pages: "evicted write: ok" or "evicted write:
+ *                     EFAULT"), then the block checked (user mode) and written again, and
+ *                     read(2) back into fresh malloc'd memory ("fresh read: ...")
  *   signals MIB       fill, then check and free and allocate again while a timer's signal
  *                     handler reads words of the blocks (evicted, mostly) and writes its own
  *                     buffer, each write checked against the one before it
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -202,6 +209,30 @@ static int hotcold(size_t hot_kib, size_t cold_mib) {
   return report("hotcold", bad);
 }
 
+static const char *outcome(ssize_t n, size_t len) {
+  if (n == (ssize_t)len) return "ok";
+  return n < 0 && errno == EFAULT ? "EFAULT" : "short";
+}
+
+static int syscalls(size_t mib) {
+  size_t len = 1 << 20;
+  unsigned char *old = malloc(len);
+  for (size_t i = 0; i < len; i++) old[i] = (unsigned char)(i * 7 + 1);
+  make(mib);
+  int fd = memfd_create("tier_check", 0);
+  if (fd < 0) { perror("memfd_create"); return 1; }
+  printf("evicted write: %s\n", outcome(write(fd, old, len), len));
+  long bad = 0;
+  for (size_t i = 0; i < len; i++) bad += old[i] != (unsigned char)(i * 7 + 1);
+  if (ftruncate(fd, 0) || lseek(fd, 0, SEEK_SET)) { perror("memfd"); return 1; }
+  printf("resident write: %s\n", outcome(write(fd, old, len), len));
+  unsigned char *fresh = malloc(len);
+  lseek(fd, 0, SEEK_SET);
+  printf("fresh read: %s\n", outcome(read(fd, fresh, len), len));
+  for (size_t i = 0; i < len; i++) bad += fresh[i] != old[i];
+  return report("syscalls", bad + check_all());
+}
+
 /* The timer's signal handler touches tiered memory wherever the program is, inside free and
  * munmap too: the tier must never hold what its handler needs while a signal handler waits on
  * a fault. */
@@ -332,6 +363,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "exit")) return (int)n;
   if (!strcmp(mode, "signal")) { raise((int)n); return 1; }
   if (!strcmp(mode, "remap")) return remap();
+  if (!strcmp(mode, "syscalls")) return syscalls(n);
   if (!strcmp(mode, "partial")) return partial(n);
   if (!strcmp(mode, "sparse")) return sparse(n);
   if (!strcmp(mode, "hotcold")) return hotcold((size_t)n, argc > 3 ? atol(argv[3]) : 64);
@@ -361,7 +393,13 @@ int main(int argc, char **argv) {
     make(n);
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); return 1; }
-    if (pid == 0) { int r = report("child", check_all()); fflush(stdout); _exit(r); }
+    if (pid == 0) {
+      int r = report("child", check_all());
+      usleep(200 * 1000);
+      r |= report("child again", check_all());
+      fflush(stdout);
+      _exit(r);
+    }
     int status;
     waitpid(pid, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status)) { fprintf(stderr, "the child failed\n"); return 1; }

@@ -1,0 +1,302 @@
+//! `zsmalloc tier --follow-children` and `--user-faults-only` on real programs: a program a
+//! shell executes and a child the C program (zsmalloc-tier/tests/programs/tier_check.c) forks,
+//! each tiered under a line of its own in the report; the report's 256 blocks running out;
+//! the C program as nobody under `--user-faults-only`, every byte read back, and the caveat:
+//! a write(2) of an evicted page fails with EFAULT. They need root (or access to
+//! /dev/userfaultfd; root to drop to nobody) and a C compiler, and skip with the reason printed
+//! otherwise. Every run has a deadline, after which its process group is killed and the test
+//! fails.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
+
+const DEADLINE: Duration = Duration::from_secs(180);
+const PAGE: u64 = 4096;
+
+fn skip(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
+}
+
+/// Whether this process may use userfaultfd (else why not).
+fn userfaultfd() -> Result<(), String> {
+    match Uffd::open(Wait::NonBlocking, Features::MOVE) {
+        Ok(_) => Ok(()),
+        Err(e @ (UffdError::NoPermission | UffdError::Unsupported)) => Err(e.to_string()),
+        Err(e @ UffdError::FeaturesUnavailable { .. }) => Err(e.to_string()),
+        Err(e) => panic!("userfaultfd: {e}"),
+    }
+}
+
+fn compile(name: &str, extra: &[&str]) -> Result<PathBuf, String> {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../zsmalloc-tier/tests/programs/tier_check.c");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let status = Command::new("cc")
+        .args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(extra)
+        .stderr(Stdio::null())
+        .status()
+        .map_err(|e| format!("no C compiler (cc): {e}"))?;
+    if !status.success() {
+        return Err(format!("cc {extra:?} failed"));
+    }
+    Ok(out)
+}
+
+/// The test program, built once; `None` (and why, printed) where the tier cannot run here.
+fn program(test: &str) -> Option<&'static Path> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        userfaultfd()?;
+        compile("tier_check", &[])
+    });
+    match built {
+        Ok(p) => Some(p.as_path()),
+        Err(why) => {
+            skip(test, why);
+            None
+        }
+    }
+}
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+    report: Option<Value>,
+}
+
+/// `zsmalloc ARGS` as user and group `uid` (when given), killed with its group past the
+/// deadline: its exit code, stdout, stderr.
+fn zsmalloc_as(uid: Option<u32>, args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(id) = uid {
+        // Run as root, std drops the supplementary groups with the ids.
+        cmd.uid(id).gid(id);
+    }
+    let mut child = cmd.spawn().expect("run zsmalloc");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = [
+        std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default()),
+        std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default()),
+    ];
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > DEADLINE {
+            // SAFETY: kill(2) of the process group this test made (the child leads it).
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("zsmalloc {args:?} did not end within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
+    (status.code().expect("zsmalloc exits"), stdout, stderr)
+}
+
+/// `zsmalloc tier ARGS` (with `--report` added).
+fn tier(args: &[&str]) -> Run {
+    tier_as(None, args)
+}
+
+/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write.
+fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
+    let report = match uid {
+        None => tempfile("report.json"),
+        Some(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile("anyone");
+            std::fs::create_dir_all(&dir).expect("a directory for the report");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+            dir.join("report.json")
+        }
+    };
+    let mut all: Vec<&std::ffi::OsStr> =
+        vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
+    all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
+    let (code, stdout, stderr) = zsmalloc_as(uid, &all);
+    let report = std::fs::read_to_string(&report)
+        .ok()
+        .map(|t| serde_json::from_str(&t).expect("JSON report"));
+    Run { code, stdout, stderr, report }
+}
+
+fn tempfile(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tier-{}-{n}-{name}", std::process::id()))
+}
+
+fn figure(r: &Run, key: &str) -> u64 {
+    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
+    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+/// Exit 0, every check passed, evictions and faults both happened, the budget held (with its
+/// slack: the evictions deferred while faults are pending, and the pages one fault brings in,
+/// served before the evictions they cause; a first touch brings up to 16).
+fn assert_tiered(r: &Run, budget: u64, passes: &[&str]) {
+    assert_ran(r, budget, passes);
+    let slack = zsmalloc_tier::slack::slack_pages(budget / PAGE) * PAGE;
+    assert!(figure(r, "peak_resident_bytes") <= budget + slack, "{:?}", r.report);
+}
+
+fn assert_ran(r: &Run, budget: u64, passes: &[&str]) {
+    assert_eq!(r.code, 0, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+    for p in passes {
+        assert!(r.stdout.contains(&format!("{p}: ok")), "{p}: stdout: {}", r.stdout);
+    }
+    let report = r.report.as_ref().expect("a report");
+    assert_eq!(report["state"], "tiering", "{report}");
+    assert_eq!(figure(r, "budget_bytes"), budget);
+    assert!(figure(r, "evictions") > 0 && figure(r, "faults") > 0, "{report}");
+    assert!(r.stderr.contains("zsmalloc tier:") && r.stderr.contains("evictions"), "{}", r.stderr);
+}
+
+/// The process lines of a `--follow-children` report.
+fn processes(r: &Run) -> Vec<Value> {
+    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
+    report["processes"].as_array().unwrap_or_else(|| panic!("processes in {report}")).clone()
+}
+
+fn line_of<'a>(procs: &'a [Value], command: &str) -> &'a Value {
+    procs.iter().find(|p| p["command"] == command).unwrap_or_else(|| panic!("{command}: {procs:?}"))
+}
+
+#[test]
+fn an_executed_program_is_tiered_with_follow_children_only() {
+    let Some(p) = program("an_executed_program_is_tiered_with_follow_children_only") else {
+        return;
+    };
+    let script = format!("{} fill 16; echo shell done", p.display());
+    let r = tier(&["--budget", "4M", "--follow-children", "--", "sh", "-c", &script]);
+    assert_ran(&r, 4 << 20, &["first pass", "second pass"]);
+    assert!(r.stdout.contains("shell done"), "{}", r.stdout);
+    let procs = processes(&r);
+    assert_eq!(procs[0]["command"], "sh", "the started program first: {procs:?}");
+    let child = line_of(&procs, "tier_check");
+    assert!(child["evictions"].as_u64() > Some(0) && child["faults"].as_u64() > Some(0));
+    assert_eq!(child["state"], "tiering", "{child}");
+    let slack = zsmalloc_tier::slack::slack_pages((4 << 20) / PAGE) * PAGE;
+    assert!(child["peak_resident_bytes"].as_u64() <= Some((4 << 20) + slack), "{child}");
+    let total: u64 = procs.iter().map(|p| p["evictions"].as_u64().unwrap()).sum();
+    assert_eq!(figure(&r, "evictions"), total, "the figures are the processes' sum");
+    assert!(r.stderr.contains("processes") && r.stderr.contains("tier_check"), "{}", r.stderr);
+
+    // Without the flag the shell is tiered and the program it runs is not.
+    let r = tier(&["--budget", "4M", "--", "sh", "-c", &script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.contains("second pass: ok"), "{}", r.stdout);
+    assert_eq!(figure(&r, "evictions"), 0, "{:?}", r.report);
+    assert!(r.report.as_ref().unwrap().get("processes").is_none(), "{:?}", r.report);
+}
+
+#[test]
+fn a_forked_child_is_tiered_with_follow_children() {
+    let Some(p) = program("a_forked_child_is_tiered_with_follow_children") else { return };
+    let r = tier(&["--budget", "4M", "--follow-children", "--", p.to_str().unwrap(), "fork", "32"]);
+    assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
+    let procs = processes(&r);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    let (parent, child) = (&procs[0], &procs[1]);
+    assert_ne!(parent["pid"], child["pid"]);
+    assert_eq!(parent["forks"], 1, "{parent}");
+    // The child inherited every page (32 MiB resident), evicted down to its own budget and
+    // faulted the pages back for its second check.
+    assert!(child["peak_resident_bytes"].as_u64() >= Some(32 << 20), "{child}");
+    assert!(child["evictions"].as_u64() >= Some((24 << 20) / PAGE), "{child}");
+    assert!(child["faults"].as_u64() > Some(0), "{child}");
+    assert_eq!(child["state"], "tiering", "{child}");
+}
+
+#[test]
+fn processes_beyond_the_slots_run_untiered_and_are_counted() {
+    let Some(_) = program("processes_beyond_the_slots_run_untiered_and_are_counted") else {
+        return;
+    };
+    let script = "i=0; while [ $i -lt 300 ]; do /bin/true; i=$((i+1)); done";
+    let r = tier(&["--budget", "1M", "--follow-children", "--", "sh", "-c", script]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(processes(&r).len(), 256, "every slot taken");
+    // The shell takes one slot and each command one (a fork that executes stays one process).
+    assert!(figure(&r, "processes_without_slot") >= 300 - 255, "{:?}", r.report);
+    assert!(r.stderr.contains("ran untiered: every one of the report's 256 slots"), "{}", r.stderr);
+}
+
+/// Whether the tests may run the tier as `nobody` (root drops to it), else why not.
+fn as_nobody(test: &str) -> Option<&'static Path> {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        skip(test, "needs root, to run the tier as nobody");
+        return None;
+    }
+    program(test)
+}
+
+const NOBODY: Option<u32> = Some(65534);
+
+#[test]
+fn user_faults_only_as_nobody_reads_every_byte_back() {
+    let Some(p) = as_nobody("user_faults_only_as_nobody_reads_every_byte_back") else { return };
+    let r = tier_as(NOBODY, &["--budget", "4M", "--", p.to_str().unwrap(), "fill", "16"]);
+    assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("needs root or access to /dev/userfaultfd, or --user-faults-only"),
+        "{}",
+        r.stderr
+    );
+    let args = ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "fill", "16"];
+    let r = tier_as(NOBODY, &args);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], true);
+    assert!(r.stderr.contains("fails with EFAULT"), "{}", r.stderr);
+}
+
+#[test]
+fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
+    let test = "a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only";
+    let Some(p) = as_nobody(test) else { return };
+    let args =
+        ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "syscalls", "16"];
+    let r = tier_as(NOBODY, &args);
+    // The documented caveat: the kernel's read of an evicted page fails; fresh memory (lent
+    // as zero pages) and pages the program brought back take system calls as ever.
+    assert_tiered(&r, 4 << 20, &["syscalls"]);
+    for line in ["evicted write: EFAULT", "resident write: ok", "fresh read: ok"] {
+        assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
+    }
+    // With every fault taken (root) the same write waits for the page and succeeds.
+    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "syscalls", "16"]);
+    assert_tiered(&r, 4 << 20, &["syscalls"]);
+    assert!(r.stdout.contains("evicted write: ok"), "{}", r.stdout);
+    assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], false);
+}
+
+#[test]
+fn under_user_faults_only_executed_programs_follow_and_forked_children_do_not() {
+    let test = "under_user_faults_only_executed_programs_follow_and_forked_children_do_not";
+    let Some(p) = as_nobody(test) else { return };
+    let flags = ["--budget", "4M", "--user-faults-only", "--follow-children", "--"];
+    let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "fork", "8"]].concat());
+    assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
+    assert_eq!(processes(&r).len(), 1, "the forked child untiered: {:?}", processes(&r));
+    let script = format!("{} fill 8; echo shell done", p.display());
+    let r = tier_as(NOBODY, &[&flags[..], &["sh", "-c", &script]].concat());
+    assert_ran(&r, 4 << 20, &["first pass", "second pass"]);
+    let child = line_of(&processes(&r), "tier_check").clone();
+    assert!(child["evictions"].as_u64() > Some(0), "{child}");
+}
