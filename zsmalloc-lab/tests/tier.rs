@@ -3,150 +3,16 @@
 //! back, writer threads racing the evictor, a fork whose child checks every word, posix_spawn,
 //! munmap and mremap, a signal handler touching evicted memory, Python, the pages compressed with
 //! each compressor, the correctness runs under the clock policy too and a hot set the clock keeps
-//! where FIFO evicts it; the exit statuses and refusals. They need root (or access to
-//! /dev/userfaultfd) and a C compiler, and skip with the reason printed otherwise. Every run has
-//! a deadline, after which its process group is killed and the test fails.
+//! where FIFO evicts it; the budget and its slack held (by the tier's count and the kernel's);
+//! the exit statuses and refusals. They need root (or access to /dev/userfaultfd) and a C
+//! compiler, and skip with the reason printed otherwise (tier_support).
 
-use std::io::Write;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+mod tier_support;
+
+use std::process::Command;
 
 use serde_json::Value;
-use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
-
-const DEADLINE: Duration = Duration::from_secs(180);
-const PAGE: u64 = 4096;
-
-fn skip(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
-}
-
-/// Whether this process may use userfaultfd (else why not).
-fn userfaultfd() -> Result<(), String> {
-    match Uffd::open(Wait::NonBlocking, Features::MOVE) {
-        Ok(_) => Ok(()),
-        Err(e @ (UffdError::NoPermission | UffdError::Unsupported)) => Err(e.to_string()),
-        Err(e @ UffdError::FeaturesUnavailable { .. }) => Err(e.to_string()),
-        Err(e) => panic!("userfaultfd: {e}"),
-    }
-}
-
-fn compile(name: &str, extra: &[&str]) -> Result<PathBuf, String> {
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../zsmalloc-tier/tests/programs/tier_check.c");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let status = Command::new("cc")
-        .args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .args(extra)
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("no C compiler (cc): {e}"))?;
-    if !status.success() {
-        return Err(format!("cc {extra:?} failed"));
-    }
-    Ok(out)
-}
-
-/// The test program, built once; `None` (and why, printed) where the tier cannot run here.
-fn program(test: &str) -> Option<&'static Path> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        userfaultfd()?;
-        compile("tier_check", &[])
-    });
-    match built {
-        Ok(p) => Some(p.as_path()),
-        Err(why) => {
-            skip(test, why);
-            None
-        }
-    }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    report: Option<Value>,
-}
-
-/// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
-fn zsmalloc(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().expect("run zsmalloc");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let readers = [
-        std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default()),
-        std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default()),
-    ];
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if t0.elapsed() > DEADLINE {
-            // SAFETY: kill(2) of the process group this test made (the child leads it).
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("zsmalloc {args:?} did not end within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
-    (status.code().expect("zsmalloc exits"), stdout, stderr)
-}
-
-/// `zsmalloc tier ARGS` (with `--report` added).
-fn tier(args: &[&str]) -> Run {
-    let report = tempfile("report.json");
-    let mut all: Vec<&std::ffi::OsStr> =
-        vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
-    all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
-    let (code, stdout, stderr) = zsmalloc(&all);
-    let report = std::fs::read_to_string(&report)
-        .ok()
-        .map(|t| serde_json::from_str(&t).expect("JSON report"));
-    Run { code, stdout, stderr, report }
-}
-
-fn tempfile(name: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tier-{}-{n}-{name}", std::process::id()))
-}
-
-fn figure(r: &Run, key: &str) -> u64 {
-    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
-/// Exit 0, every check passed, evictions and faults both happened, the budget held (with its
-/// slack: the evictions deferred while faults are pending, and the pages one fault brings in,
-/// served before the evictions they cause; a first touch brings up to 16).
-fn assert_tiered(r: &Run, budget: u64, passes: &[&str]) {
-    assert_ran(r, budget, passes);
-    let slack = zsmalloc_tier::slack::slack_pages(budget / PAGE) * PAGE;
-    assert!(figure(r, "peak_resident_bytes") <= budget + slack, "{:?}", r.report);
-}
-
-fn assert_ran(r: &Run, budget: u64, passes: &[&str]) {
-    assert_eq!(r.code, 0, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-    for p in passes {
-        assert!(r.stdout.contains(&format!("{p}: ok")), "{p}: stdout: {}", r.stdout);
-    }
-    let report = r.report.as_ref().expect("a report");
-    assert_eq!(report["state"], "tiering", "{report}");
-    assert_eq!(figure(r, "budget_bytes"), budget);
-    assert!(figure(r, "evictions") > 0 && figure(r, "faults") > 0, "{report}");
-    assert!(r.stderr.contains("zsmalloc tier:") && r.stderr.contains("evictions"), "{}", r.stderr);
-}
+use tier_support::*;
 
 #[test]
 fn sixty_four_mib_read_back_under_four() {
@@ -336,7 +202,9 @@ fn a_static_program_is_named_and_refused() {
         return skip(test, &why);
     }
     let p = match compile("tier_check_static", &["-static"]) {
-        Ok(p) => p,
+        Ok(Ok(p)) => p,
+        Ok(Err(why)) => return skip(test, &why),
+        // Debian's libc6-dev has the static library; a system without it cannot link one.
         Err(why) => return skip(test, &format!("no static build here: {why}")),
     };
     let r = tier(&["--", p.to_str().unwrap(), "exit", "0"]);
@@ -445,188 +313,13 @@ fn an_unwritable_record_is_refused_before_the_program_runs() {
     assert!(r.report.is_none(), "no report: the program did not run");
 }
 
-/// `tier_check ARGS` under `budget` with `--folio-size folio`: every check passed, groups
-/// evicted, and a fault bringing back more than one page on the average.
-fn folio_run(p: &Path, folio: &str, budget: &str, args: &[&str], passes: &[&str]) -> Run {
-    let all = [&["--budget", budget, "--folio-size", folio, "--", p.to_str().unwrap()], args];
-    let r = tier(&all.concat());
-    let budget = zsmalloc_core::config::parse_bytes(budget).unwrap();
-    assert_tiered(&r, budget, passes);
-    let pages: u64 = if folio == "16K" { 4 } else { 16 };
-    assert_eq!(figure(&r, "folio_size"), pages * PAGE, "{:?}", r.report);
-    assert!(figure(&r, "group_evictions") > 0, "{:?}", r.report);
-    // Each group eviction moves out up to a folio's pages.
-    assert!(figure(&r, "evictions") <= figure(&r, "group_evictions") * pages, "{:?}", r.report);
-    assert!(r.stderr.contains(&format!("folios                {folio}: ")), "{}", r.stderr);
-    r
-}
-
-#[test]
-fn folios_of_16k_and_64k_read_back_every_word() {
-    let Some(p) = program("folios_of_16k_and_64k_read_back_every_word") else { return };
-    let single = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "fill", "64"]);
-    assert_eq!(figure(&single, "folio_size"), PAGE);
-    assert_eq!(figure(&single, "group_evictions"), 0);
-    let per_fault = |r: &Run| r.report.as_ref().unwrap()["decompressed_bytes_per_fault"].as_f64();
-    assert!(per_fault(&single).unwrap() <= PAGE as f64, "{:?}", single.report);
-    for (folio, pages) in [("16K", 4), ("64K", 16)] {
-        let r = folio_run(p, folio, "4M", &["fill", "64"], &["first pass", "second pass"]);
-        // A fault brings its group back: fewer faults, each decompressing several pages.
-        assert!(figure(&r, "faults") * 2 < figure(&single, "faults"), "{:?}", r.report);
-        let per = per_fault(&r).unwrap();
-        assert!(per > (pages / 2 * PAGE) as f64 && per <= (pages * PAGE) as f64, "{per}");
-        assert!(figure(&r, "decompressed_bytes") > 0);
-    }
-}
-
-#[test]
-fn folio_writers_racing_the_evictor_and_a_fork_lose_nothing() {
-    let Some(p) = program("folio_writers_racing_the_evictor_and_a_fork_lose_nothing") else {
-        return;
-    };
-    for folio in ["16K", "64K"] {
-        folio_run(p, folio, "4M", &["race", "4", "32"], &["race"]);
-        let p = p.to_str().unwrap();
-        let r = tier(&["--budget", "4M", "--folio-size", folio, "--", p, "fork", "32"]);
-        assert_ran(&r, 4 << 20, &["child", "parent", "parent again"]);
-        assert_eq!(figure(&r, "forks"), 1);
-        assert!(figure(&r, "group_evictions") > 0, "{:?}", r.report);
-    }
-}
-
-#[test]
-fn parts_of_a_folio_emptied_read_zeros_and_the_rest_keeps_its_bytes() {
-    let Some(p) = program("parts_of_a_folio_emptied_read_zeros") else { return };
-    for folio in ["16K", "64K"] {
-        folio_run(p, folio, "2M", &["partial", "8"], &["partial"]);
-        folio_run(p, folio, "256K", &["remap"], &["remap"]);
-        // Groups whose other pages were first touched while one was out leave whole again.
-        let r = folio_run(p, folio, "2M", &["sparse", "8"], &["sparse"]);
-        assert_eq!(figure(&r, "pool_full_stops"), 0, "{:?}", r.report);
-    }
-}
-
-#[test]
-fn readahead_hits_on_a_sequential_reread() {
-    let Some(p) = program("readahead_hits_on_a_sequential_reread") else { return };
-    let p = p.to_str().unwrap();
-    let r = tier(&["--budget", "4M", "--readahead", "3", "--", p, "fill", "16"]);
-    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
-    let (read, hits) = (figure(&r, "readahead_pages"), figure(&r, "readahead_hits"));
-    // The passes read every block in order: most of a cluster read ahead is used.
-    assert!(hits > 0 && hits <= read && hits * 2 > read, "{hits} of {read}: {:?}", r.report);
-    assert!(hits < figure(&r, "faults"), "a hit is a fault served from the cache");
-    assert_eq!(figure(&r, "readahead"), 3);
-    assert!(r.stderr.contains("page-cluster 3 (8 pages)"), "{}", r.stderr);
-    // The readahead's reads are in the trace, its objects freed at the hits.
-    let trace = tempfile("readahead.trace");
-    let t = trace.to_str().unwrap();
-    let r = tier(&["--budget", "4M", "--readahead", "3", "--record", t, "--", p, "fill", "16"]);
-    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
-    let args = [trace.as_os_str(), "--no-time".as_ref(), "--format".as_ref(), "json".as_ref()];
-    let (code, out, err) = zsmalloc(&[&["replay".as_ref()][..], &args].concat());
-    assert_eq!(code, 0, "{err}");
-    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
-    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(&r, "max_pool_pages")), "{replay}");
-    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
-    let none = tier(&["--budget", "4M", "--", p, "fill", "16"]);
-    assert_eq!((figure(&none, "readahead_pages"), figure(&none, "readahead_hits")), (0, 0));
-    let r = tier(&["--budget", "4M", "--readahead", "4", "--", p, "fork", "32"]);
-    assert_ran(&r, 4 << 20, &["child", "parent", "parent again"]);
-}
-
-#[test]
-fn folio_and_readahead_refusals_are_one_line_and_exit_2() {
-    for (args, says) in [
-        (&["--folio-size", "8K"][..], "4K, 16K or 64K is accepted"),
-        (&["--readahead", "5"], "a whole number in 0..=4 is accepted"),
-        (&["--readahead", "3", "--folio-size", "16K"], "brings its whole group already"),
-        (&["--folio-size", "64K", "--multi-page", "16K"], "holds objects up to 16384 bytes"),
-        (&["--folio-size", "16K", "--backend", "zblock"], "cannot store a folio as one object"),
-    ] {
-        let r = tier(&[args, &["--", "true"]].concat());
-        assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{args:?}: {}", r.stderr);
-        assert!(r.stderr.contains(says), "{args:?}: {}", r.stderr);
-    }
-}
-
-#[test]
-fn a_folio_trace_replays_to_the_same_pool_pages() {
-    let Some(p) = program("a_folio_trace_replays_to_the_same_pool_pages") else { return };
-    let trace = tempfile("folio.trace");
-    let t = trace.to_str().unwrap();
-    let args = ["--budget", "4M", "--folio-size", "64K", "--record", t, "--"];
-    let r = tier(&[&args[..], &[p.to_str().unwrap(), "fill", "16"]].concat());
-    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
-    let text = std::fs::read_to_string(&trace).expect("the trace");
-    assert!(text.contains("multi_page_size 65536 (replay with --multi-page 65536)"), "header");
-    let len = |l: &str| l.split_whitespace().nth(2).and_then(|n| n.parse::<u64>().ok());
-    let stores: Vec<u64> =
-        text.lines().filter(|l| l.starts_with("store ")).filter_map(len).collect();
-    assert!(stores.iter().any(|&n| n > PAGE), "objects of several pages are stored");
-    assert!(stores.iter().all(|&n| n <= 16 * PAGE));
-    let replay = |extra: &[&str]| {
-        let mut a: Vec<&std::ffi::OsStr> = vec!["replay".as_ref(), trace.as_os_str()];
-        a.extend(extra.iter().map(std::ffi::OsStr::new));
-        a.extend(["--no-time", "--format", "json"].map(std::ffi::OsStr::new));
-        let (code, out, err) = zsmalloc(&a);
-        assert_eq!(code, 0, "{err}");
-        serde_json::from_str::<Value>(&out).expect("replay's JSON")
-    };
-    let band = replay(&["--multi-page", "64K"]);
-    assert_eq!(band["pages_peak"].as_u64(), Some(figure(&r, "max_pool_pages")), "{band}");
-    assert_eq!(band["stores"].as_u64(), Some(stores.len() as u64), "{band}");
-    assert_eq!(band["op_errors"].as_u64(), Some(0), "{band}");
-    // Without the band the pool refuses the objects above a page.
-    assert!(replay(&[])["op_errors"].as_u64() > Some(0));
-}
-/// The resident bytes of a process's userfaultfd-registered memory (the tier's reserve and its
-/// staging area: the mappings whose flags in /proc/PID/smaps carry `um`), as the kernel counts
-/// them; `None` once the process is gone.
-fn registered_rss(pid: u32) -> Option<u64> {
-    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
-    let (mut rss, mut total) = (0u64, 0u64);
-    for line in smaps.lines() {
-        if let Some(kb) = line.strip_prefix("Rss:") {
-            rss = kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? * 1024;
-        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
-            if flags.split_whitespace().any(|f| f == "um") {
-                total += rss;
-            }
-        }
-    }
-    Some(total)
-}
-
-/// `zsmalloc tier ARGS` (with `--report`), the program's registered memory sampled from
-/// /proc every millisecond while it runs: the run, the largest sample and the samples taken
-/// with pages resident.
+/// `zsmalloc tier ARGS`, the program's registered memory sampled from /proc every millisecond
+/// while it runs: the run, the largest sample and the samples taken with pages resident.
 fn tier_sampled(args: &[&str]) -> (Run, u64, usize) {
-    let report = tempfile("report.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
-    cmd.arg("tier").arg("--report").arg(&report).args(args);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    let mut child = cmd.spawn().expect("run zsmalloc");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let readers = [
-        std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default()),
-        std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default()),
-    ];
-    let children = format!("/proc/{0}/task/{0}/children", child.id());
     let (mut most, mut samples) = (0u64, 0usize);
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if t0.elapsed() > DEADLINE {
-            // SAFETY: kill(2) of the process group this test made (the child leads it).
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("zsmalloc tier {args:?} did not end within {DEADLINE:?}");
-        }
-        let program = std::fs::read_to_string(&children).ok();
-        if let Some(rss) = program
+    let r = tier_watched(None, args, |pid| {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok();
+        if let Some(rss) = children
             .as_deref()
             .and_then(|c| c.split_whitespace().next()?.parse().ok())
             .and_then(registered_rss)
@@ -634,13 +327,8 @@ fn tier_sampled(args: &[&str]) -> (Run, u64, usize) {
             most = most.max(rss);
             samples += usize::from(rss > 0);
         }
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
-    let report = std::fs::read_to_string(&report)
-        .ok()
-        .map(|t| serde_json::from_str(&t).expect("JSON report"));
-    (Run { code: status.code().expect("zsmalloc exits"), stdout, stderr, report }, most, samples)
+    });
+    (r, most, samples)
 }
 
 /// Under budgets of 4, 16 and 64 MiB, a program filling four times as much (32 MiB at least)
@@ -668,7 +356,10 @@ fn resident_memory_stays_within_the_budget_and_its_slack() {
         assert_eq!(figure(&r, "slack_bytes"), slack, "the report says the slack");
         let peak = figure(&r, "peak_resident_bytes");
         assert!(peak > budget && peak <= budget + slack, "{mib}M: peak {peak}, slack {slack}");
-        let staging = 64 * PAGE;
+        // The staging pages not yet dropped are resident too; and smaps is read while the
+        // handler moves pages, so a page moved out of the reserve during the read (the reserve
+        // read before the staging area) can be counted in both: up to a staging area again.
+        let staging = 2 * 64 * PAGE;
         assert!(samples >= 5, "{mib}M: only {samples} samples of the program's memory");
         assert!(
             most <= budget + slack + staging,
@@ -680,23 +371,6 @@ fn resident_memory_stays_within_the_budget_and_its_slack() {
             "{mib}M: peak {peak} by the tier's count, {most} by the kernel's ({samples} samples)"
         );
     }
-}
-
-/// The test program where `policy` can run here (`clock` needs `UFFD_FEATURE_WP_ASYNC`), else
-/// `None` and why, printed.
-fn program_under(test: &str, policy: &str) -> Option<&'static Path> {
-    let p = program(test)?;
-    if policy == "clock" {
-        match Uffd::open(Wait::NonBlocking, Features::MOVE | Features::WP_ASYNC) {
-            Ok(_) => {}
-            Err(e @ UffdError::FeaturesUnavailable { .. }) => {
-                skip(test, &e.to_string());
-                return None;
-            }
-            Err(e) => panic!("userfaultfd: {e}"),
-        }
-    }
-    Some(p)
 }
 
 #[test]

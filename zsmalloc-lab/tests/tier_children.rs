@@ -7,165 +7,12 @@
 //! otherwise. Every run has a deadline, after which its process group is killed and the test
 //! fails.
 
-use std::io::Write;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+mod tier_support;
+
+use std::path::Path;
 
 use serde_json::Value;
-use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
-
-const DEADLINE: Duration = Duration::from_secs(180);
-const PAGE: u64 = 4096;
-
-fn skip(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
-}
-
-/// Whether this process may use userfaultfd (else why not).
-fn userfaultfd() -> Result<(), String> {
-    match Uffd::open(Wait::NonBlocking, Features::MOVE) {
-        Ok(_) => Ok(()),
-        Err(e @ (UffdError::NoPermission | UffdError::Unsupported)) => Err(e.to_string()),
-        Err(e @ UffdError::FeaturesUnavailable { .. }) => Err(e.to_string()),
-        Err(e) => panic!("userfaultfd: {e}"),
-    }
-}
-
-fn compile(name: &str, extra: &[&str]) -> Result<PathBuf, String> {
-    let src =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../zsmalloc-tier/tests/programs/tier_check.c");
-    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let status = Command::new("cc")
-        .args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
-        .arg(&out)
-        .arg(&src)
-        .args(extra)
-        .stderr(Stdio::null())
-        .status()
-        .map_err(|e| format!("no C compiler (cc): {e}"))?;
-    if !status.success() {
-        return Err(format!("cc {extra:?} failed"));
-    }
-    Ok(out)
-}
-
-/// The test program, built once; `None` (and why, printed) where the tier cannot run here.
-fn program(test: &str) -> Option<&'static Path> {
-    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        userfaultfd()?;
-        compile("tier_check", &[])
-    });
-    match built {
-        Ok(p) => Some(p.as_path()),
-        Err(why) => {
-            skip(test, why);
-            None
-        }
-    }
-}
-
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-    report: Option<Value>,
-}
-
-/// `zsmalloc ARGS` as user and group `uid` (when given), killed with its group past the
-/// deadline: its exit code, stdout, stderr.
-fn zsmalloc_as(uid: Option<u32>, args: &[&std::ffi::OsStr]) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
-    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
-    if let Some(id) = uid {
-        // Run as root, std drops the supplementary groups with the ids.
-        cmd.uid(id).gid(id);
-    }
-    let mut child = cmd.spawn().expect("run zsmalloc");
-    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let readers = [
-        std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default()),
-        std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default()),
-    ];
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if t0.elapsed() > DEADLINE {
-            // SAFETY: kill(2) of the process group this test made (the child leads it).
-            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-            let _ = child.wait();
-            panic!("zsmalloc {args:?} did not end within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
-    (status.code().expect("zsmalloc exits"), stdout, stderr)
-}
-
-/// `zsmalloc tier ARGS` (with `--report` added).
-fn tier(args: &[&str]) -> Run {
-    tier_as(None, args)
-}
-
-/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write.
-fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
-    let report = match uid {
-        None => tempfile("report.json"),
-        Some(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            let dir = tempfile("anyone");
-            std::fs::create_dir_all(&dir).expect("a directory for the report");
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-            dir.join("report.json")
-        }
-    };
-    let mut all: Vec<&std::ffi::OsStr> =
-        vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
-    all.extend(args.iter().map(|a| std::ffi::OsStr::new(*a)));
-    let (code, stdout, stderr) = zsmalloc_as(uid, &all);
-    let report = std::fs::read_to_string(&report)
-        .ok()
-        .map(|t| serde_json::from_str(&t).expect("JSON report"));
-    Run { code, stdout, stderr, report }
-}
-
-fn tempfile(name: &str) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static N: AtomicU32 = AtomicU32::new(0);
-    let n = N.fetch_add(1, Ordering::Relaxed);
-    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tier-{}-{n}-{name}", std::process::id()))
-}
-
-fn figure(r: &Run, key: &str) -> u64 {
-    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
-    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
-}
-
-/// Exit 0, every check passed, evictions and faults both happened, the budget held (with its
-/// slack: the evictions deferred while faults are pending, and the pages one fault brings in,
-/// served before the evictions they cause; a first touch brings up to 16).
-fn assert_tiered(r: &Run, budget: u64, passes: &[&str]) {
-    assert_ran(r, budget, passes);
-    let slack = zsmalloc_tier::slack::slack_pages(budget / PAGE) * PAGE;
-    assert!(figure(r, "peak_resident_bytes") <= budget + slack, "{:?}", r.report);
-}
-
-fn assert_ran(r: &Run, budget: u64, passes: &[&str]) {
-    assert_eq!(r.code, 0, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
-    for p in passes {
-        assert!(r.stdout.contains(&format!("{p}: ok")), "{p}: stdout: {}", r.stdout);
-    }
-    let report = r.report.as_ref().expect("a report");
-    assert_eq!(report["state"], "tiering", "{report}");
-    assert_eq!(figure(r, "budget_bytes"), budget);
-    assert!(figure(r, "evictions") > 0 && figure(r, "faults") > 0, "{report}");
-    assert!(r.stderr.contains("zsmalloc tier:") && r.stderr.contains("evictions"), "{}", r.stderr);
-}
+use tier_support::*;
 
 /// The process lines of a `--follow-children` report.
 fn processes(r: &Run) -> Vec<Value> {
@@ -246,8 +93,6 @@ fn as_nobody(test: &str) -> Option<&'static Path> {
     }
     program(test)
 }
-
-const NOBODY: Option<u32> = Some(65534);
 
 #[test]
 fn user_faults_only_as_nobody_reads_every_byte_back() {

@@ -358,6 +358,9 @@ static int sparse(size_t mib) {
 
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
+  /* Unbuffered: under --user-faults-only, a stdio buffer (tiered memory) evicted before it is
+   * flushed would make the write(2) fail with EFAULT, and the line would be lost. */
+  setvbuf(stdout, NULL, _IONBF, 0);
   const char *mode = argv[1];
   long n = argc > 2 ? atol(argv[2]) : 0;
   if (!strcmp(mode, "exit")) return (int)n;

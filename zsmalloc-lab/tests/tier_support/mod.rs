@@ -1,0 +1,237 @@
+//! What the tier's tests share: the C test program (zsmalloc-tier/tests/programs/tier_check.c)
+//! built once per test binary, `zsmalloc tier` run with a deadline after which its process
+//! group is killed and the test fails (as another user, or with the program's memory sampled
+//! meanwhile), and the checks of its report. A test skips, with the reason printed, where the
+//! tier cannot run (no root or userfaultfd, no C compiler); a test program that does not build
+//! fails it.
+
+// Each test binary uses some of these.
+#![allow(dead_code)]
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
+
+pub const DEADLINE: Duration = Duration::from_secs(180);
+pub const PAGE: u64 = 4096;
+/// The user the unprivileged runs drop to (root drops to it).
+pub const NOBODY: Option<u32> = Some(65534);
+
+pub fn skip(test: &str, why: &str) {
+    let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
+}
+
+/// Whether this process may use userfaultfd (else why not).
+pub fn userfaultfd() -> Result<(), String> {
+    match Uffd::open(Wait::NonBlocking, Features::MOVE) {
+        Ok(_) => Ok(()),
+        Err(e @ (UffdError::NoPermission | UffdError::Unsupported)) => Err(e.to_string()),
+        Err(e @ UffdError::FeaturesUnavailable { .. }) => Err(e.to_string()),
+        Err(e) => panic!("userfaultfd: {e}"),
+    }
+}
+
+/// The test program built as `name` (a path under the test's temporary directory) with `extra`
+/// flags: `Ok(None)` (and why) without a C
+/// compiler; an error with the compiler's message when it does not build.
+pub fn compile(name: &str, extra: &[&str]) -> Result<Result<PathBuf, String>, String> {
+    let src =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../zsmalloc-tier/tests/programs/tier_check.c");
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    if let Some(dir) = out.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let built = match Command::new("cc")
+        .args(["-O2", "-std=gnu11", "-Wall", "-Wextra", "-Werror", "-pthread", "-o"])
+        .arg(&out)
+        .arg(&src)
+        .args(extra)
+        .output()
+    {
+        Ok(built) => built,
+        Err(e) => return Ok(Err(format!("no C compiler (cc): {e}"))),
+    };
+    if !built.status.success() {
+        return Err(format!("cc {extra:?} failed:\n{}", String::from_utf8_lossy(&built.stderr)));
+    }
+    Ok(Ok(out))
+}
+
+/// The test program, built once; `None` (and why, printed) where the tier cannot run here.
+pub fn program(test: &str) -> Option<&'static Path> {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        userfaultfd()?;
+        // One per test binary (they may run at once), under the program's own name.
+        let name = format!("{}/tier_check", env!("CARGO_CRATE_NAME"));
+        compile(&name, &[]).unwrap_or_else(|failed| panic!("the test program: {failed}"))
+    });
+    match built {
+        Ok(p) => Some(p.as_path()),
+        Err(why) => {
+            skip(test, why);
+            None
+        }
+    }
+}
+
+/// The test program where `policy` can run here (`clock` needs `UFFD_FEATURE_WP_ASYNC`), else
+/// `None` and why, printed.
+pub fn program_under(test: &str, policy: &str) -> Option<&'static Path> {
+    let p = program(test)?;
+    if policy == "clock" {
+        match Uffd::open(Wait::NonBlocking, Features::MOVE | Features::WP_ASYNC) {
+            Ok(_) => {}
+            Err(e @ UffdError::FeaturesUnavailable { .. }) => {
+                skip(test, &e.to_string());
+                return None;
+            }
+            Err(e) => panic!("userfaultfd: {e}"),
+        }
+    }
+    Some(p)
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub report: Option<Value>,
+}
+
+/// `zsmalloc ARGS` as user and group `uid` (when given), killed with its group past the
+/// deadline, `watch` called with its pid every millisecond while it runs: its exit code,
+/// stdout, stderr.
+pub fn zsmalloc_watched(
+    uid: Option<u32>,
+    args: &[&OsStr],
+    mut watch: impl FnMut(u32),
+) -> (i32, String, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(id) = uid {
+        // Run as root, std drops the supplementary groups with the ids.
+        cmd.uid(id).gid(id);
+    }
+    let mut child = cmd.spawn().expect("run zsmalloc");
+    let (mut out, mut err) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let readers = [
+        std::thread::spawn(move || std::io::read_to_string(&mut out).unwrap_or_default()),
+        std::thread::spawn(move || std::io::read_to_string(&mut err).unwrap_or_default()),
+    ];
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait") {
+            break s;
+        }
+        if t0.elapsed() > DEADLINE {
+            // SAFETY: kill(2) of the process group this test made (the child leads it).
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            panic!("zsmalloc {args:?} did not end within {DEADLINE:?}");
+        }
+        watch(child.id());
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    let [stdout, stderr] = readers.map(|r| r.join().expect("reader"));
+    (status.code().expect("zsmalloc exits"), stdout, stderr)
+}
+
+/// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
+pub fn zsmalloc(args: &[&OsStr]) -> (i32, String, String) {
+    zsmalloc_watched(None, args, |_| {})
+}
+
+/// `zsmalloc tier ARGS` (with `--report` added).
+pub fn tier(args: &[&str]) -> Run {
+    tier_watched(None, args, |_| {})
+}
+
+/// `zsmalloc tier ARGS` as user `uid` (when given).
+pub fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
+    tier_watched(uid, args, |_| {})
+}
+
+/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write,
+/// `watch` called with the command's pid while it runs.
+pub fn tier_watched(uid: Option<u32>, args: &[&str], watch: impl FnMut(u32)) -> Run {
+    let report = match uid {
+        None => tempfile("report.json"),
+        Some(_) => {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile("anyone");
+            std::fs::create_dir_all(&dir).expect("a directory for the report");
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+            dir.join("report.json")
+        }
+    };
+    let mut all: Vec<&OsStr> = vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
+    all.extend(args.iter().map(OsStr::new));
+    let (code, stdout, stderr) = zsmalloc_watched(uid, &all, watch);
+    let report = std::fs::read_to_string(&report)
+        .ok()
+        .map(|t| serde_json::from_str(&t).expect("JSON report"));
+    Run { code, stdout, stderr, report }
+}
+
+pub fn tempfile(name: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("tier-{}-{n}-{name}", std::process::id()))
+}
+
+pub fn figure(r: &Run, key: &str) -> u64 {
+    let report = r.report.as_ref().unwrap_or_else(|| panic!("no report; stderr: {}", r.stderr));
+    report[key].as_u64().unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+/// The slack over the budget the tier documents (`slack_bytes`).
+pub fn slack(budget: u64) -> u64 {
+    zsmalloc_tier::slack::slack_pages(budget / PAGE) * PAGE
+}
+
+/// Exit 0, every check passed, evictions and faults both happened, the budget held (with its
+/// slack: the evictions deferred while faults are pending, and the pages one fault brings in,
+/// served before the evictions they cause).
+pub fn assert_tiered(r: &Run, budget: u64, passes: &[&str]) {
+    assert_ran(r, budget, passes);
+    assert!(figure(r, "peak_resident_bytes") <= budget + slack(budget), "{:?}", r.report);
+}
+
+pub fn assert_ran(r: &Run, budget: u64, passes: &[&str]) {
+    assert_eq!(r.code, 0, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+    for p in passes {
+        assert!(r.stdout.contains(&format!("{p}: ok")), "{p}: stdout: {}", r.stdout);
+    }
+    let report = r.report.as_ref().expect("a report");
+    assert_eq!(report["state"], "tiering", "{report}");
+    assert_eq!(figure(r, "budget_bytes"), budget);
+    assert!(figure(r, "evictions") > 0 && figure(r, "faults") > 0, "{report}");
+    assert!(r.stderr.contains("zsmalloc tier:") && r.stderr.contains("evictions"), "{}", r.stderr);
+}
+
+/// The resident bytes of a process's userfaultfd-registered memory (the tier's reserve and its
+/// staging area: the mappings whose flags in /proc/PID/smaps carry `um`), as the kernel counts
+/// them; `None` once the process is gone.
+pub fn registered_rss(pid: u32) -> Option<u64> {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).ok()?;
+    let (mut rss, mut total) = (0u64, 0u64);
+    for line in smaps.lines() {
+        if let Some(kb) = line.strip_prefix("Rss:") {
+            rss = kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok()? * 1024;
+        } else if let Some(flags) = line.strip_prefix("VmFlags:") {
+            if flags.split_whitespace().any(|f| f == "um") {
+                total += rss;
+            }
+        }
+    }
+    Some(total)
+}
