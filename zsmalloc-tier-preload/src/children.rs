@@ -7,93 +7,21 @@
 //! and starts its own handler thread, which evicts down to the budget. Each process has its
 //! own block of the stats file, claimed by a compare-and-swap of its pid word.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use zsmalloc_tier::stats::{name_words, Field, State as TierState, Words, BYTES, WORDS};
-use zsmalloc_tier::uffd::{Faults, Modes, Uffd, Wait};
+use zsmalloc_tier::stats::{Field, State as TierState};
+use zsmalloc_tier::uffd::{Modes, Uffd, Wait};
 
+use crate::reserve;
 use crate::tier::{self, Tier};
-use crate::{evict, handler, heap, sys};
-
-/// `--follow-children` is in force.
-pub static FOLLOW: AtomicBool = AtomicBool::new(false);
-/// `--user-faults-only` is in force: the userfaultfd takes user-mode faults only.
-pub static USER_FAULTS_ONLY: AtomicBool = AtomicBool::new(false);
-
-/// The stats file's mapping and its number of blocks.
-static FILE: AtomicUsize = AtomicUsize::new(0);
-static BLOCKS: AtomicUsize = AtomicUsize::new(0);
-
-pub fn following() -> bool {
-    FOLLOW.load(Ordering::Relaxed)
-}
-
-/// The faults the tier's userfaultfd takes.
-pub fn faults() -> Faults {
-    if USER_FAULTS_ONLY.load(Ordering::Relaxed) {
-        Faults::UserModeOnly
-    } else {
-        Faults::All
-    }
-}
-
-pub fn set_file(at: usize, blocks: usize) {
-    BLOCKS.store(blocks, Ordering::Relaxed);
-    FILE.store(at, Ordering::Release);
-}
-
-fn block(i: usize) -> Words<'static> {
-    let at = FILE.load(Ordering::Acquire) + i * BYTES;
-    // SAFETY: block `i` (below BLOCKS) of the shared mapping `map_stats` made, WORDS words of
-    // atomics, never unmapped.
-    Words(unsafe { &*(at as *const [std::sync::atomic::AtomicU64; WORDS]) })
-}
-
-/// This process's block: the one its pid holds already (it was another program before an
-/// exec: the new one takes the block over, its figures of what it holds reset), else the first
-/// free one, claimed. `None` when every block is taken: the first block counts it.
-pub fn claim_block() -> Option<usize> {
-    let blocks = BLOCKS.load(Ordering::Relaxed);
-    if FILE.load(Ordering::Acquire) == 0 || blocks == 0 {
-        return None;
-    }
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() } as u64;
-    // Blocks are claimed in order and never given back, so the taken ones come first.
-    let i = (0..blocks).find(|&i| {
-        let w = block(i);
-        w.get(Field::Pid) == pid || w.claim(pid)
-    });
-    let Some(i) = i else {
-        block(0).add(Field::SlotsFull, 1);
-        return None;
-    };
-    let w = block(i);
-    for f in [
-        Field::ResidentPages,
-        Field::StoredPages,
-        Field::CompressedBytes,
-        Field::SameFilledPages,
-        Field::PoolPages,
-    ] {
-        w.set(f, 0);
-    }
-    let comm = std::fs::read("/proc/self/comm").unwrap_or_default();
-    let [lo, hi] = name_words(comm.strip_suffix(b"\n").unwrap_or(&comm));
-    w.set(Field::Comm, lo);
-    w.set(Field::CommEnd, hi);
-    w.set(Field::UserFaultsOnly, u64::from(USER_FAULTS_ONLY.load(Ordering::Relaxed)));
-    w.set_state(TierState::NotStarted, "");
-    w.set(Field::Magic, zsmalloc_tier::stats::MAGIC);
-    Some(FILE.load(Ordering::Acquire) + i * BYTES)
-}
+use crate::{evict, handler, sys};
 
 /// In a forked child (one thread, the forking one; the tier's state as the parent's `prepare`
 /// left it: every page resident, eviction paused, the lock released): the child tiered on its
 /// own: false when it could not be (nothing is registered then, and the child runs untiered,
 /// its pages all there; its block, if it has one, says why).
 pub fn tier_the_child(t: &'static Tier) -> bool {
-    let Some(block) = claim_block() else { return false };
+    let Some(block) = crate::figures::claim_block() else { return false };
     tier::use_block(block);
     match start_in_child(t) {
         Ok(()) => true,
@@ -105,7 +33,7 @@ pub fn tier_the_child(t: &'static Tier) -> bool {
 }
 
 fn start_in_child(t: &'static Tier) -> Result<(), String> {
-    let fresh = Uffd::open_for(Wait::NonBlocking, t.features, faults())
+    let fresh = Uffd::open_for(Wait::NonBlocking, t.features, crate::modes::faults())
         .map_err(|e| format!("the child's userfaultfd: {e}"))?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&fresh));
     // The tier's descriptor number is kept (the program may not close it), and made the
@@ -120,19 +48,19 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         // The fork left the child's pages unprotected: the clock sees them all as written once.
         let modes = if t.protect { Modes::MISSING_AND_WP } else { Modes::MISSING };
         t.uffd
-            .register(heap::base(), heap::reserve_len(), modes)
+            .register(reserve::base(), reserve::reserve_len(), modes)
             .map_err(|e| format!("the child's registration: {e}"))?;
         match evict::new_staging(&t.uffd, Some(st.staging)) {
             Ok(at) => st.staging = at,
             Err(e) => {
-                let _ = t.uffd.unregister(heap::base(), heap::reserve_len());
+                let _ = t.uffd.unregister(reserve::base(), reserve::reserve_len());
                 return Err(format!("the child's staging area: {e}"));
             }
         }
         st.staging_used = 0;
         st.paused = false;
         // The pages never touched are holes in the child too.
-        crate::user_faults::map_untouched(t, st, 0, heap::high_water_pages());
+        crate::user_faults::map_untouched(t, st, 0, reserve::high_water_pages());
         crate::user_faults::doorbell_in_child(&t.uffd)?;
         // The trace is the parent's (written before the fork): the child records nothing.
         st.record = None;
@@ -152,7 +80,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
     sys::unmark_handler();
     if let Err(why) = handler::spawn() {
         t.with_state(|_| {
-            let _ = t.uffd.unregister(heap::base(), heap::reserve_len());
+            let _ = t.uffd.unregister(reserve::base(), reserve::reserve_len());
             t.active.store(false, Ordering::Release);
         });
         return Err(why);

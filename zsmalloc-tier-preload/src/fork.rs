@@ -80,8 +80,8 @@ fn in_child() {
         // budget, the parent's live buffers among them, and its system calls on those would
         // fail (a multiprocessing worker's first read of its pipe did).
         if was_active
-            && crate::children::following()
-            && !crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed)
+            && crate::modes::following()
+            && !crate::modes::USER_FAULTS_ONLY.load(Ordering::Relaxed)
             && crate::sys::as_tier(|| crate::children::tier_the_child(t))
         {
             return;

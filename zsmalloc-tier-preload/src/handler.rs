@@ -10,7 +10,7 @@ use zsmalloc_core::{AnyPool, Backend};
 use zsmalloc_tier::stats::{Field, State as TierState, MAGIC};
 use zsmalloc_tier::uffd::{Event, Modes, UffdError};
 
-use crate::heap;
+use crate::reserve;
 use crate::sys::{self, PAGE};
 use crate::tier::{self, Tier, TIER};
 
@@ -58,7 +58,7 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
             Ok(Some(Event::PageFault { address, .. })) => {
                 let t0 = Instant::now();
                 let page = address & !(PAGE - 1);
-                if heap::contains(page) {
+                if reserve::contains(page) {
                     t.serve(page, t0);
                 } else if crate::user_faults::is_doorbell(page) {
                     crate::user_faults::answer(t);
@@ -94,19 +94,19 @@ fn begin(t: &Tier) -> Result<(), String> {
     t.state.with(|st| {
         t.uffd
             .register(
-                heap::base(),
-                heap::reserve_len(),
+                reserve::base(),
+                reserve::reserve_len(),
                 if t.protect { Modes::MISSING_AND_WP } else { Modes::MISSING },
             )
             .map_err(|e| e.to_string())?;
-        let pages = heap::high_water_pages();
+        let pages = reserve::high_water_pages();
         let mut present = vec![0u8; pages];
         // SAFETY: `present` has a byte per page of the reserve's used part, as mincore writes.
         let r = unsafe {
-            libc::mincore(heap::base() as *mut libc::c_void, pages * PAGE, present.as_mut_ptr())
+            libc::mincore(reserve::base() as *mut libc::c_void, pages * PAGE, present.as_mut_ptr())
         };
         if r != 0 {
-            let _ = t.uffd.unregister(heap::base(), heap::reserve_len());
+            let _ = t.uffd.unregister(reserve::base(), reserve::reserve_len());
             return Err(format!("mincore: {}", std::io::Error::last_os_error()));
         }
         for (page, _) in present.iter().enumerate().filter(|(_, b)| *b & 1 != 0) {

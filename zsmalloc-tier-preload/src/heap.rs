@@ -53,7 +53,7 @@ pub static HEAP: Locked<Heap> = Locked::new(Heap {
     failed: false,
 });
 
-pub use crate::reserve::{base, contains, high_water_pages, reserve_len};
+pub use crate::reserve::{base, reserve_len};
 
 fn class_of(size: usize) -> usize {
     CLASSES.partition_point(|&c| c < size)

@@ -6,7 +6,8 @@
 
 use libc::{c_int, c_void, size_t};
 
-use crate::heap::{self, HEAP};
+use crate::heap::HEAP;
+use crate::reserve;
 use crate::sys::{self, PAGE};
 use crate::tier;
 
@@ -74,7 +75,7 @@ pub unsafe extern "C" fn free(p: *mut c_void) {
     if p.is_null() {
         return;
     }
-    if heap::contains(p as usize) {
+    if reserve::contains(p as usize) {
         // The handler never holds the program's blocks; it must not take the heap's lock.
         if !sys::on_handler() {
             HEAP.with(|h| h.free(p as usize));
@@ -93,7 +94,7 @@ pub unsafe extern "C" fn realloc(p: *mut c_void, size: size_t) -> *mut c_void {
         // SAFETY: forwarded.
         return unsafe { malloc(size) };
     }
-    if !heap::contains(p as usize) || sys::on_handler() {
+    if !reserve::contains(p as usize) || sys::on_handler() {
         // SAFETY: a block outside the reserve came from glibc.
         return unsafe { sys::__libc_realloc(p, size) };
     }
@@ -196,7 +197,7 @@ pub unsafe extern "C" fn malloc_usable_size(p: *mut c_void) -> size_t {
     if p.is_null() {
         return 0;
     }
-    if heap::contains(p as usize) {
+    if reserve::contains(p as usize) {
         return HEAP.with(|h| h.usable(p as usize));
     }
     glibc_usable_size(p)
@@ -249,7 +250,7 @@ pub unsafe extern "C" fn mmap(
     off: libc::off_t,
 ) -> *mut c_void {
     let a = addr as usize;
-    if flags & libc::MAP_FIXED != 0 && heap::contains(a) && !sys::on_handler() {
+    if flags & libc::MAP_FIXED != 0 && reserve::contains(a) && !sys::on_handler() {
         let fresh = libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         let anonymous = flags & !libc::MAP_NORESERVE == fresh && fd == -1;
         let rw = prot == libc::PROT_READ | libc::PROT_WRITE;
@@ -291,7 +292,7 @@ pub unsafe extern "C" fn mmap64(
 #[no_mangle]
 pub unsafe extern "C" fn munmap(addr: *mut c_void, len: size_t) -> c_int {
     let a = addr as usize;
-    if heap::contains(a) && !sys::on_handler() {
+    if reserve::contains(a) && !sys::on_handler() {
         if !a.is_multiple_of(PAGE) || len == 0 {
             sys::set_errno(libc::EINVAL);
             return -1;
@@ -316,7 +317,7 @@ pub unsafe extern "C" fn mremap(
     new_addr: *mut c_void,
 ) -> *mut c_void {
     let a = old as usize;
-    if !heap::contains(a) || sys::on_handler() {
+    if !reserve::contains(a) || sys::on_handler() {
         // SAFETY: forwarded to the kernel.
         return unsafe { sys::mremap(a, old_len, new_len, flags, new_addr as usize) };
     }
@@ -356,7 +357,7 @@ pub unsafe extern "C" fn mremap(
 #[no_mangle]
 pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) -> c_int {
     let a = addr as usize;
-    if !heap::contains(a) || sys::on_handler() {
+    if !reserve::contains(a) || sys::on_handler() {
         // SAFETY: forwarded to the kernel.
         return unsafe { sys::madvise(a, len, advice) };
     }
@@ -364,7 +365,7 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
         sys::set_errno(libc::EINVAL);
         return -1;
     }
-    let len = len.div_ceil(PAGE).min((heap::base() + heap::reserve_len() - a) / PAGE) * PAGE;
+    let len = len.div_ceil(PAGE).min((reserve::base() + reserve::reserve_len() - a) / PAGE) * PAGE;
     match advice {
         libc::MADV_DONTNEED | libc::MADV_FREE => {
             tier::drop_range(a, len);

@@ -19,16 +19,21 @@
 
 mod children;
 mod defer;
+mod entry;
 mod evict;
+mod figures;
 mod first_touch;
 mod folio;
 mod fork;
+mod group_table;
 mod handler;
 mod heap;
 mod interpose;
+mod modes;
 mod page_codec;
 mod policy;
 mod readahead;
+mod readahead_cache;
 mod record;
 mod reserve;
 mod serve;
@@ -109,7 +114,7 @@ const OWN_VARS: [&str; 10] = [
 /// that the programs this one executes run untiered; with `--follow-children` all stays but
 /// the record, which is the started program's alone (two writers would mix their lines).
 fn strip_environment() {
-    if children::following() {
+    if modes::following() {
         std::env::remove_var(RECORD_VAR);
         return;
     }
@@ -139,8 +144,8 @@ extern "C" fn start() {
     steps::init(std::env::var(BREAKDOWN_VAR).ok().as_deref());
     let policy = std::env::var(POLICY_VAR).ok();
     let set = |var| std::env::var(var).is_ok_and(|v| v == "1");
-    children::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
-    children::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
+    modes::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
+    modes::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
     strip_environment();
     let Some(budget) = budget else { return };
     // A process beyond the stats file's blocks runs untiered: the report names every tiered

@@ -13,39 +13,9 @@
 use zsmalloc_core::Backend;
 use zsmalloc_tier::stats::Field;
 
+use crate::readahead_cache::FREE;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, CACHED, STORED};
-
-/// The most pages the cache holds.
-pub const MOST: usize = 64;
-const FREE: u32 = u32::MAX;
-
-pub struct Readahead {
-    /// Pages of an aligned cluster (`2^page-cluster`); 1: no readahead.
-    pub cluster: usize,
-    /// Clean copies of stored pages, a page per slot.
-    pub cache: Vec<u8>,
-    /// The page each slot holds a copy of (FREE: none).
-    pub owner: Vec<u32>,
-    /// The slot to take next.
-    pub next: usize,
-}
-
-impl Readahead {
-    /// A readahead of `page_cluster` under a budget of `budget_pages`.
-    pub fn new(page_cluster: u32, budget_pages: u64) -> Readahead {
-        if page_cluster == 0 {
-            return Readahead { cluster: 1, cache: Vec::new(), owner: Vec::new(), next: 0 };
-        }
-        let slots = (budget_pages as usize / 4).clamp(1, MOST);
-        Readahead {
-            cluster: 1 << page_cluster,
-            cache: vec![0; slots * PAGE],
-            owner: vec![FREE; slots],
-            next: 0,
-        }
-    }
-}
 
 /// The cache slot of a cached page's entry (where a resident page keeps its arrival).
 fn slot_of(info: u64) -> usize {
@@ -60,7 +30,7 @@ impl Tier {
             return;
         }
         let first = page - page % cluster;
-        let end = (first + cluster).min(crate::heap::high_water_pages());
+        let end = (first + cluster).min(crate::reserve::high_water_pages());
         let mut room = st.readahead.owner.len();
         for q in first..end {
             if room == 0 {

@@ -13,7 +13,7 @@ use zsmalloc_tier::stats::{Field, State as TierState, Step};
 use zsmalloc_tier::uffd::UffdError;
 
 use crate::first_touch::ROOM_RUN;
-use crate::heap;
+use crate::reserve;
 use crate::steps;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
@@ -25,7 +25,7 @@ impl Tier {
     /// Serves the fault at `addr` (a page of the reserve), then evicts down to the budget.
     pub fn serve(&self, addr: usize, t0: Instant) {
         self.state.with(|st| {
-            let page = (addr - heap::base()) / PAGE;
+            let page = (addr - reserve::base()) / PAGE;
             let kind = self.entry(st, page).kind();
             match kind {
                 EMPTY => self.first_touch(st, page),
@@ -59,7 +59,7 @@ impl Tier {
     pub fn untouched_run(&self, st: &State, page: usize) -> usize {
         let room = st.budget.saturating_sub(st.resident) as usize / 2;
         let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND).max(room.min(ROOM_RUN));
-        let end = heap::high_water_pages().min(page + most).max(page + 1);
+        let end = reserve::high_water_pages().min(page + most).max(page + 1);
         (page..end).take_while(|&p| self.entry(st, p).kind() == EMPTY).count().max(1)
     }
 
@@ -126,7 +126,7 @@ impl Tier {
 
     /// Brings every evicted page back (before a fork, or stepping aside).
     pub fn bring_back_all(&self, st: &mut State) {
-        for page in 0..heap::high_water_pages() {
+        for page in 0..reserve::high_water_pages() {
             if matches!(self.entry(st, page).kind(), SAME | STORED | GROUP | CACHED) {
                 self.restore(st, page);
             }
@@ -138,7 +138,7 @@ impl Tier {
         self.state.with(|st| {
             if self.active.load(Ordering::Acquire) {
                 self.bring_back_all(st);
-                let _ = self.uffd.unregister(heap::base(), heap::reserve_len());
+                let _ = self.uffd.unregister(reserve::base(), reserve::reserve_len());
                 self.active.store(false, Ordering::Release);
             }
             tier::stats().set_state(TierState::SteppedAside, why);

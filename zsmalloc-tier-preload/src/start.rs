@@ -10,8 +10,8 @@ use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
-use crate::folio::Folios;
-use crate::readahead::Readahead;
+use crate::group_table::Folios;
+use crate::readahead_cache::Readahead;
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
 use crate::tier::{stats, Entry, State, Tier, TIER};
@@ -41,7 +41,7 @@ pub fn start(
     let victims = policy::new(policy)?;
     let protect = victims.protects();
     let features = Features::MOVE | policy.features();
-    let uffd = Uffd::open_for(Wait::NonBlocking, features, crate::children::faults())
+    let uffd = Uffd::open_for(Wait::NonBlocking, features, crate::modes::faults())
         .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
     let pages = reserve::reserve_len() / PAGE;

@@ -5,12 +5,12 @@
 //! munmap, madvise) or around a fork, and never touches registered memory while it holds it,
 //! so the handler is never waiting on a thread that waits on the handler.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 use zsmalloc_codec::Codec;
 use zsmalloc_core::{AnyPool, PoolConfig};
-use zsmalloc_tier::stats::{Field, State as TierState, Words, BYTES, FILE_BYTES, WORDS};
+use zsmalloc_tier::stats::{Field, State as TierState};
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError};
 
 use crate::policy::Policy;
@@ -18,36 +18,8 @@ use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
 
-// A page's kind, in the low bits of its entry's info word.
-pub const EMPTY: u64 = 0;
-pub const RESIDENT: u64 = 1;
-pub const STORED: u64 = 2;
-pub const SAME: u64 = 3;
-/// Evicted with its aligned group (`folio.rs`): its bytes are in the group's object.
-pub const GROUP: u64 = 4;
-/// Stored, with a clean copy in the readahead cache (`readahead.rs`).
-pub const CACHED: u64 = 5;
-
-/// A page's entry: the pool's handle word (or a same-filled value), and its kind with the
-/// stored length (bits 8..32: a 64K group stored whole is 65536 bytes) and its arrival number
-/// (bits 32..64; a cached page's cache slot there).
-#[repr(C)]
-pub struct Entry {
-    pub handle: AtomicUsize,
-    pub info: u64,
-}
-
-impl Entry {
-    pub fn kind(&self) -> u64 {
-        self.info & 0xff
-    }
-    pub fn len(&self) -> usize {
-        ((self.info >> 8) & 0xff_ffff) as usize
-    }
-    pub fn seq(&self) -> u32 {
-        (self.info >> 32) as u32
-    }
-}
+pub use crate::entry::{Entry, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
+pub use crate::figures::{map_stats, stats, use_block, IN_CHILD};
 
 pub struct State {
     pub table: usize,
@@ -74,9 +46,9 @@ pub struct State {
     /// The pool's operations written as a trace (`ZSMALLOC_TIER_RECORD`).
     pub record: Option<Recorder>,
     /// Aligned groups evicted as one object, and their table (`folio.rs`).
-    pub folio: crate::folio::Folios,
+    pub folio: crate::group_table::Folios,
     /// The readahead's cache of clean copies (`readahead.rs`).
-    pub readahead: crate::readahead::Readahead,
+    pub readahead: crate::readahead_cache::Readahead,
 }
 
 /// Runs `f` on the recorder, if there is one, and shows what it has written in the stats.
@@ -107,74 +79,6 @@ pub struct Tier {
 }
 
 pub static TIER: OnceLock<Tier> = OnceLock::new();
-
-/// The stats file's words (mapped from `ZSMALLOC_TIER_STATS`), else these.
-static LOCAL: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
-static STATS: AtomicUsize = AtomicUsize::new(0);
-/// In a forked child, which runs untiered and must not write the parent's figures.
-pub static IN_CHILD: AtomicBool = AtomicBool::new(false);
-static CHILD_WORDS: [AtomicU64; WORDS] = [const { AtomicU64::new(0) }; WORDS];
-
-pub fn stats() -> Words<'static> {
-    if IN_CHILD.load(Ordering::Relaxed) {
-        return Words(&CHILD_WORDS);
-    }
-    let p = STATS.load(Ordering::Acquire);
-    if p == 0 {
-        return Words(&LOCAL);
-    }
-    // SAFETY: a block of `WORDS` words of the shared mapping `map_stats` made, never unmapped.
-    Words(unsafe { &*(p as *const [AtomicU64; WORDS]) })
-}
-
-/// Maps the stats file at `path` (made by the command, `FILE_BYTES` long) and claims this
-/// process's block of it ([`crate::children::claim_block`]): false when every block is taken.
-pub fn map_stats(path: &str) -> bool {
-    let Ok(c) = std::ffi::CString::new(path) else { return true };
-    // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return true;
-    }
-    // A file shorter than the layout (one set by hand) would fault on its missing pages: it is
-    // left alone, as a missing one is, and the figures are kept in the process only.
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: fstat of the descriptor opened above into a buffer of its size.
-    let size = if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        0
-    } else {
-        // SAFETY: fstat succeeded, so it filled the buffer.
-        (unsafe { st.assume_init() }.st_size as usize).min(FILE_BYTES)
-    };
-    let blocks = size / BYTES;
-    if blocks == 0 {
-        // SAFETY: the descriptor opened above.
-        unsafe { libc::close(fd) };
-        return true;
-    }
-    // SAFETY: a shared mapping of the file's first blocks; it aliases nothing of ours.
-    let p = unsafe {
-        sys::mmap(0, blocks * BYTES, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
-    };
-    // SAFETY: the descriptor opened above; the mapping keeps the file.
-    unsafe { libc::close(fd) };
-    if p == libc::MAP_FAILED {
-        return true;
-    }
-    crate::children::set_file(p as usize, blocks);
-    match crate::children::claim_block() {
-        Some(block) => {
-            STATS.store(block, Ordering::Release);
-            true
-        }
-        None => false,
-    }
-}
-
-/// Makes the words at `block` (a block of the stats file this process claimed) its figures.
-pub fn use_block(block: usize) {
-    STATS.store(block, Ordering::Release);
-}
 
 impl Tier {
     /// The state, for a program thread: what the pool allocates meanwhile (its per-thread

@@ -17,15 +17,15 @@ use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, EMPTY, TIER};
 
 fn on() -> bool {
-    crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed)
+    crate::modes::USER_FAULTS_ONLY.load(Ordering::Relaxed)
         && !tier::IN_CHILD.load(Ordering::Relaxed)
 }
 
 /// The pages of `[addr, addr + len)` (page-aligned, in the reserve), emptied and still the
 /// program's: lent again.
 pub fn lend_range(addr: usize, len: usize) {
-    let first = (addr - crate::heap::base()) / PAGE;
-    lend(first, (first + len / PAGE).min(crate::heap::high_water_pages()));
+    let first = (addr - crate::reserve::base()) / PAGE;
+    lend(first, (first + len / PAGE).min(crate::reserve::high_water_pages()));
 }
 
 /// Pages `[first, end)` of the reserve were handed out (the heap's lock held): their
@@ -59,7 +59,7 @@ static DOORBELL: AtomicUsize = AtomicUsize::new(0);
 
 /// Makes the doorbell (under `--user-faults-only` only).
 pub fn make_doorbell(uffd: &Uffd) -> Result<(), String> {
-    if !crate::children::USER_FAULTS_ONLY.load(Ordering::Relaxed) {
+    if !crate::modes::USER_FAULTS_ONLY.load(Ordering::Relaxed) {
         return Ok(());
     }
     // SAFETY: a private anonymous page of the tier's own; it aliases nothing.

@@ -23,9 +23,9 @@ use zsmalloc_tier::pagemap::{PageRegion, Pagemap};
 use zsmalloc_tier::stats::Field;
 
 use super::{Policy, STALE_SLACK};
+use crate::figures;
 use crate::reserve;
 use crate::sys::PAGE;
-use crate::tier;
 
 /// Page runs one scan ioctl answers with (more take another ioctl).
 const REGIONS: usize = 512;
@@ -77,7 +77,7 @@ impl Clock {
             }
             seen += ((to - from) / PAGE) as u64;
         });
-        let w = tier::stats();
+        let w = figures::stats();
         w.add(Field::WrittenScanNs, t0.elapsed().as_nanos() as u64);
         match scanned {
             Ok(calls) => {
@@ -125,7 +125,7 @@ impl Policy for Clock {
             }
             if chances < round && self.take_mark(page) {
                 chances += 1;
-                tier::stats().add(Field::SecondChances, 1);
+                figures::stats().add(Field::SecondChances, 1);
                 self.ring.push_back((page, seq));
                 continue;
             }
