@@ -14,6 +14,7 @@
 #   $HOME/.local                    a temporary prefix (install, pkg-config and PATH lines)
 #   FILES...                        some of the repository's files: text, C sources, a binary
 #   zsmalloc cost --page-size 16K   the quick variant README.md gives for it (minutes otherwise)
+#   zsmalloc tier ...               run only as root with /dev/userfaultfd (said when not)
 #
 # Cargo's output directory ($CARGO_TARGET_DIR when set, else the repository's target/) serves
 # the copy too, so only the workspace's own crates are built again.
@@ -66,6 +67,11 @@ QUICK = {
     "zsmalloc cost --page-size 16K":
         "zsmalloc cost --page-size 16K --synthetic-pages 256 --pool-mib 4 --repeat 1",
 }
+# Commands that need root and userfaultfd: run where they can, said otherwise.
+ROOT_ONLY = ["zsmalloc tier "]
+for text in ROOT_ONLY:
+    if text not in readme:
+        sys.exit(f"test-readme: '{text}' is no longer in README.md: update the script's list")
 for text, _ in REPLACED:
     if text not in readme:
         sys.exit(f"test-readme: '{text}' is no longer in README.md: update the script's list")
@@ -114,6 +120,9 @@ for lang, body in blocks:
             script.append(f"printf '\\n$ %s\\n' {shlex.quote(line)}")
             for text, instead in REPLACED:
                 line = line.replace(text, instead)
+            if any(command.startswith(r) for r in ROOT_ONLY):
+                why = shlex.quote("(not run: needs root and /dev/userfaultfd)")
+                line = f'if [ "$(id -u)" = 0 ] && [ -e /dev/userfaultfd ]; then {line}; else printf "%s\\n" {why}; fi'
             script.append(line)
     elif lang == "c":
         script.append("printf '\\n(the C program, saved as prog.c)\\n'")

@@ -18,8 +18,8 @@ use crate::tier::{self, State, Tier, RESIDENT, SAME, STORED};
 /// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
 pub(crate) const MADV_POPULATE_WRITE: libc::c_int = 23;
 
-/// Staging slots: the pages moved out and not yet dropped are at most these (the slack above
-/// the budget that eviction holds).
+/// Staging slots: the pages moved out and not yet dropped are at most these (resident beside
+/// the budget, which does not count them, and apart from its slack).
 pub const SLOTS: usize = 64;
 
 /// Maps (at `at`, replacing what is there, or anywhere) and registers a staging area.

@@ -18,7 +18,8 @@ use crate::steps;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
-/// The most pages a first touch fills.
+/// The most pages a first touch fills near the budget (with room under it, up to
+/// `first_touch::ROOM_RUN`).
 pub const FAULT_AROUND: usize = 16;
 
 impl Tier {

@@ -7,7 +7,9 @@
 /// The most pages the deferred evictions leave above the budget: 1 MiB.
 pub const DEFERRED_PAGES: u64 = 256;
 
-/// The most pages one fault brings in (a first touch with the untouched pages after it).
+/// The most pages one fault brings in before the evictions it causes, near the budget: a first
+/// touch with the untouched pages after it, a folio's group, or a page with its readahead
+/// cluster (longer first-touch runs come only while the budget has room for them).
 pub const FAULT_PAGES: u64 = 16;
 
 /// The pages by which the resident ones may exceed a budget of `budget` pages before a fault

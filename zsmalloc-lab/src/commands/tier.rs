@@ -1,5 +1,6 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--report FILE] [--record FILE]
-//! [--follow-children] [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--policy fifo|clock] [--folio-size
+//! SIZE] [--readahead N] [--report FILE] [--record FILE] [--follow-children]
+//! [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
 //! `zsmalloc-tier`, its library preloaded into the program). This module parses the flags,
 //! finds the library, runs, prints the report and gives the program's exit status.
