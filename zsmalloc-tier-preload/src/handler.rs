@@ -14,6 +14,9 @@ use crate::reserve;
 use crate::sys::{self, PAGE};
 use crate::tier::{self, Tier, TIER};
 
+/// How long after a fault the handler looks for the next one before it sleeps.
+const SPIN: Duration = Duration::from_micros(50);
+
 /// The handler has begun (tiering, or stepped aside before).
 pub static BEGUN: AtomicBool = AtomicBool::new(false);
 
@@ -53,10 +56,12 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
         t.step_aside(&why);
         return std::ptr::null_mut();
     }
+    let mut last_fault = Instant::now();
     loop {
         match t.uffd.read_event() {
             Ok(Some(Event::PageFault { address, .. })) => {
                 let t0 = Instant::now();
+                last_fault = t0;
                 let page = address & !(PAGE - 1);
                 if reserve::contains(page) {
                     t.serve(page, t0);
@@ -69,6 +74,14 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
             // shared, a pool that was full) eviction is tried again every 50 ms meanwhile.
             Ok(None) => {
                 if t.state.with(|st| t.evict_while_idle(st)) {
+                    continue;
+                }
+                // Faults come in runs: a handler that sleeps at once leaves its CPU to halt,
+                // and waking a halted CPU is most of a fault's wait in a virtual machine. For
+                // a moment after a fault it looks again, yielding its CPU between looks (to
+                // the faulting thread, when they share one).
+                if last_fault.elapsed() < SPIN {
+                    std::thread::yield_now();
                     continue;
                 }
                 let over = t.state.with(|st| st.resident > st.budget);
