@@ -7,40 +7,16 @@
 //! each fault with a timeout, and on any failure unregisters the region, which releases the
 //! waiting thread to read zeros — the byte check then fails.
 
+mod uffd_support;
+
 use std::io::Write;
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
 
+use uffd_support::{open_or_skip, pattern, TIMEOUT};
 use zsmalloc_codec::{Codec, Compressor, DEFAULT_ZSTD_LEVEL};
-use zsmalloc_tier::pattern::pattern_page;
 use zsmalloc_tier::region::Region;
 use zsmalloc_tier::uffd::{page_size, Event, Features, Modes, Uffd, UffdError, Wait};
-
-const TIMEOUT: Duration = Duration::from_secs(10);
-
-/// A userfaultfd with `features`, or `None` (and why, printed) where this machine has none.
-fn open_or_skip(test: &str, features: Features) -> Option<Uffd> {
-    match Uffd::open(Wait::NonBlocking, features) {
-        Ok(u) => Some(u),
-        Err(
-            e @ (UffdError::NoPermission
-            | UffdError::Unsupported
-            | UffdError::FeaturesUnavailable { .. }),
-        ) => {
-            // Straight to stderr: the test harness hides what `eprintln!` prints for a pass.
-            let _ = writeln!(std::io::stderr(), "{test}: skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{test}: {e}"),
-    }
-}
-
-fn pattern(seed: usize) -> Vec<u8> {
-    let mut page = vec![0u8; page_size()];
-    pattern_page(seed as u64, &mut page);
-    page
-}
 
 fn lz4() -> Codec {
     Codec::new(Compressor::Lz4, DEFAULT_ZSTD_LEVEL, page_size()).expect("lz4 needs no library")

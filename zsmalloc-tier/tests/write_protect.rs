@@ -9,39 +9,17 @@
 //! can hang: a touch that would wait runs on a thread of its own, and on a timeout the region
 //! is unregistered, which releases it.
 
-use std::io::Write;
+mod uffd_support;
+
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
 
+use uffd_support::{open_or_skip, pattern, TIMEOUT};
 use zsmalloc_tier::pagemap::{PageRegion, Pagemap};
-use zsmalloc_tier::pattern::pattern_page;
 use zsmalloc_tier::region::Region;
-use zsmalloc_tier::uffd::{page_size, Event, Features, Modes, Uffd, UffdError, Wait};
+use zsmalloc_tier::uffd::{page_size, Event, Features, Modes};
 
-const TIMEOUT: Duration = Duration::from_secs(10);
 const MADV_POPULATE_WRITE: libc::c_int = 23;
-
-fn open_or_skip(test: &str, features: Features) -> Option<Uffd> {
-    match Uffd::open(Wait::NonBlocking, features) {
-        Ok(u) => Some(u),
-        Err(
-            e @ (UffdError::NoPermission
-            | UffdError::Unsupported
-            | UffdError::FeaturesUnavailable { .. }),
-        ) => {
-            let _ = writeln!(std::io::stderr(), "{test}: skipped: {e}");
-            None
-        }
-        Err(e) => panic!("{test}: {e}"),
-    }
-}
-
-fn pattern(seed: usize) -> Vec<u8> {
-    let mut page = vec![0u8; page_size()];
-    pattern_page(seed as u64, &mut page);
-    page
-}
 
 fn read_page(addr: usize) -> Vec<u8> {
     let p = addr as *const u8;
