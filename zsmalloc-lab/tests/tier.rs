@@ -53,6 +53,18 @@ fn read_back_under_four(test: &str, policy: &str) {
     assert!(f["p50"].as_u64() <= f["p99"].as_u64() && f["p99"].as_u64() <= f["max"].as_u64());
 }
 
+/// The issue's own size: 256 MiB of the known pattern under a 32 MiB budget, every word read
+/// back twice.
+#[test]
+fn two_hundred_fifty_six_mib_read_back_under_thirty_two() {
+    let Some(p) = program("two_hundred_fifty_six_mib_read_back_under_thirty_two") else {
+        return;
+    };
+    let r = tier(&["--budget", "32M", "--", p.to_str().unwrap(), "fill", "256"]);
+    assert_tiered(&r, 32 << 20, &["first pass", "second pass"]);
+    assert!(figure(&r, "evictions") >= (224 << 20) / PAGE, "{:?}", r.report);
+}
+
 /// The C program's 16 MiB filled and read back twice under 4 MiB with `compressor`: every
 /// word back, pages evicted and faulted, and the report naming the compressor.
 fn read_back_with(test: &str, compressor: &str) {
