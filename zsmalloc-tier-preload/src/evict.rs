@@ -60,6 +60,15 @@ fn moved_all_the_same(slot: usize, src: usize) -> bool {
     known && at_slot & 1 == 1 && at_src & 1 == 0
 }
 
+/// What moving one page out gave.
+pub(crate) enum Moved {
+    Out,
+    /// Shared or pinned: it stays.
+    Stays,
+    /// The kernel had dropped it (MADV_FREE): zeros.
+    Gone,
+}
+
 pub(crate) enum Outcome {
     Evicted,
     /// The page could not be moved (shared with a forked child, or pinned): it stays.
@@ -130,12 +139,10 @@ impl Tier {
         st.staging + (st.staging_used - n) * PAGE
     }
 
-    fn evict(&self, st: &mut State, page: usize) -> Outcome {
-        if st.folio.pages > 1 {
-            return self.evict_group(st, page);
-        }
+    /// Moves `page` out into the staging slot `slot` (a hole) in one step: a page and a folio
+    /// group's pages alike leave this way.
+    pub(crate) fn move_out(&self, slot: usize, page: usize) -> Moved {
         let addr = self.addr(page);
-        let slot = self.slot(st);
         // SAFETY: the page is the program's, reached by the program through raw pointers only
         // (this library holds no reference into it); the slot is a hole of the staging area.
         let mut moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
@@ -153,24 +160,40 @@ impl Tier {
             }
         }
         match moved {
-            Ok(()) => {}
-            Err(UffdError::Shared { .. }) => {
-                st.staging_used -= 1;
-                return Outcome::Skipped;
-            }
+            Ok(()) => Moved::Out,
+            Err(UffdError::Shared { .. }) => Moved::Stays,
+            // Gone already (the kernel reclaimed a page given MADV_FREE): zeros.
             Err(UffdError::Os { err, .. }) if err.raw_os_error() == Some(libc::ENOENT) => {
-                // Gone already (the kernel reclaimed a page given MADV_FREE): zeros.
-                st.staging_used -= 1;
-                self.forget_gone(st, page);
-                return Outcome::Stale;
+                Moved::Gone
             }
             // Linux 6.18 can answer EEXIST for a move it made (seen about once in 150 runs of
             // a program under the clock, a page write-protected by the scan just before): the
             // slot, empty before, holds the page, and the source is a hole. The page moved.
             Err(UffdError::AlreadyMapped { .. }) if moved_all_the_same(slot, addr) => {
                 tier::stats().add(Field::MovesDespiteEexist, 1);
+                Moved::Out
             }
             Err(e) => tier::fatal(&format!("eviction: {e}")),
+        }
+    }
+
+    fn evict(&self, st: &mut State, page: usize) -> Outcome {
+        if st.folio.pages > 1 {
+            return self.evict_group(st, page);
+        }
+        let addr = self.addr(page);
+        let slot = self.slot(st);
+        match self.move_out(slot, page) {
+            Moved::Out => {}
+            Moved::Stays => {
+                st.staging_used -= 1;
+                return Outcome::Skipped;
+            }
+            Moved::Gone => {
+                st.staging_used -= 1;
+                self.forget_gone(st, page);
+                return Outcome::Stale;
+            }
         }
         // SAFETY: the slot holds the page just moved there; the tier alone maps it.
         let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };

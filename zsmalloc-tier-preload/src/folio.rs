@@ -19,18 +19,9 @@ use zsmalloc_core::Backend;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::UffdError;
 
-use crate::evict::Outcome;
-use crate::sys::{self, PAGE};
+use crate::evict::{Moved, Outcome};
+use crate::sys::PAGE;
 use crate::tier::{self, Entry, State, Tier, EMPTY, GROUP, RESIDENT, SAME, STORED};
-
-/// What moving one page out gave.
-enum Moved {
-    Out,
-    /// Shared or pinned: it stays.
-    Stays,
-    /// The kernel had dropped it (MADV_FREE): zeros.
-    Gone,
-}
 
 impl Tier {
     fn group_entry(&self, st: &State, group: usize) -> &'static mut Entry {
@@ -164,31 +155,6 @@ impl Tier {
         w.set(Field::PoolPages, total);
         w.raise(Field::MaxPoolPages, total);
         true
-    }
-
-    /// Moves `page` out into the staging slot `slot`.
-    fn move_out(&self, slot: usize, page: usize) -> Moved {
-        let addr = self.addr(page);
-        // SAFETY: the page is the program's, reached by the program through raw pointers only
-        // (this library holds no reference into it); the slot is a hole of the staging area.
-        let mut moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
-        if let Err(UffdError::Shared { .. }) = moved {
-            // As `evict`: made the parent's own by a write fault that writes nothing.
-            // SAFETY: the page is resident (its entry says so, under the lock), so no
-            // userfault is raised; the advice changes no byte of it.
-            if unsafe { sys::madvise(addr, PAGE, crate::evict::MADV_POPULATE_WRITE) } == 0 {
-                // SAFETY: as the first move.
-                moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
-            }
-        }
-        match moved {
-            Ok(()) => Moved::Out,
-            Err(UffdError::Shared { .. }) => Moved::Stays,
-            Err(UffdError::Os { err, .. }) if err.raw_os_error() == Some(libc::ENOENT) => {
-                Moved::Gone
-            }
-            Err(e) => tier::fatal(&format!("eviction: {e}")),
-        }
     }
 
     /// Brings back every member of `page`'s group from the group's object or value (which
