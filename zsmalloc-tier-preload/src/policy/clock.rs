@@ -17,12 +17,10 @@
 //! shared) counts as a write. No write is lost whatever the marks say: a page still leaves by
 //! `UFFDIO_MOVE`, so a write before the move goes with it and one after it faults and waits.
 
-use std::collections::VecDeque;
-
 use zsmalloc_tier::pagemap::{PageRegion, Pagemap};
 use zsmalloc_tier::stats::Field;
 
-use super::{Policy, STALE_SLACK};
+use super::{Fifo, Policy};
 use crate::figures;
 use crate::reserve;
 use crate::sys::PAGE;
@@ -35,9 +33,9 @@ const SCANS_PER_ROUND: usize = 8;
 const MIN_SCAN_INTERVAL: usize = 16;
 
 pub struct Clock {
-    /// Resident pages by arrival (page, arrival number), stale ones among them; the hand is
-    /// at the front.
-    ring: VecDeque<(u32, u32)>,
+    /// Resident pages by arrival, stale ones among them; the hand is at the front, and a
+    /// second chance goes to the back.
+    ring: Fifo,
     /// A bit per page of the reserve: written before the last scan and not passed by the
     /// hand since.
     written: Vec<u64>,
@@ -52,7 +50,7 @@ impl Clock {
     pub fn new() -> Result<Clock, String> {
         let pagemap = Pagemap::open().map_err(|e| format!("/proc/self/pagemap: {e}"))?;
         Ok(Clock {
-            ring: VecDeque::new(),
+            ring: Fifo::default(),
             written: Vec::new(),
             since_scan: usize::MAX,
             pagemap: Some(pagemap),
@@ -108,7 +106,7 @@ impl Policy for Clock {
     fn arrived(&mut self, page: u32, seq: u32) {
         // It comes in protected: what a scan saw of an earlier stay is no longer true.
         self.take_mark(page);
-        self.ring.push_back((page, seq));
+        self.ring.arrived(page, seq);
     }
 
     fn next_victim(&mut self, live: &dyn Fn(u32, u32) -> bool) -> Option<(u32, u32)> {
@@ -119,14 +117,11 @@ impl Policy for Clock {
         }
         let mut chances = 0;
         loop {
-            let (page, seq) = self.ring.pop_front()?;
-            if !live(page, seq) {
-                continue;
-            }
+            let (page, seq) = self.ring.next_victim(live)?;
             if chances < round && self.take_mark(page) {
                 chances += 1;
                 figures::stats().add(Field::SecondChances, 1);
-                self.ring.push_back((page, seq));
+                self.ring.kept(page, seq);
                 continue;
             }
             self.since_scan += 1;
@@ -135,17 +130,15 @@ impl Policy for Clock {
     }
 
     fn kept(&mut self, page: u32, seq: u32) {
-        self.ring.push_back((page, seq));
+        self.ring.kept(page, seq);
     }
 
     fn refused(&mut self, page: u32, seq: u32) {
-        self.ring.push_front((page, seq));
+        self.ring.refused(page, seq);
     }
 
     fn compact(&mut self, resident: u64, live: &dyn Fn(u32, u32) -> bool) {
-        if self.ring.len() > 2 * resident as usize + STALE_SLACK {
-            self.ring.retain(|&(p, s)| live(p, s));
-        }
+        self.ring.compact(resident, live);
     }
 
     fn protects(&self) -> bool {

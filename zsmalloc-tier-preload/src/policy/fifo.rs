@@ -10,6 +10,13 @@ pub struct Fifo {
     queue: VecDeque<(u32, u32)>,
 }
 
+impl Fifo {
+    /// Arrivals held, stale ones among them.
+    pub fn len(&self) -> usize {
+        self.queue.len()
+    }
+}
+
 impl Policy for Fifo {
     fn arrived(&mut self, page: u32, seq: u32) {
         self.queue.push_back((page, seq));
