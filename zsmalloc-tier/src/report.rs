@@ -97,26 +97,22 @@ impl Report {
         state_name(self.state())
     }
 
+    /// The OS error in `field` as `what` says it (`{}` is the error), "" when there was none.
+    fn os_error(&self, field: Field, what: &str) -> String {
+        match self.get(field) {
+            0 => String::new(),
+            e => what.replace("{}", &io_reason(&std::io::Error::from_raw_os_error(e as i32))),
+        }
+    }
+
     /// Why the recording stopped early ("" when it did not).
     pub fn record_error(&self) -> String {
-        match self.get(Field::RecordErrno) {
-            0 => String::new(),
-            e => format!(
-                "the record stopped: {}",
-                io_reason(&std::io::Error::from_raw_os_error(e as i32))
-            ),
-        }
+        self.os_error(Field::RecordErrno, "the record stopped: {}")
     }
 
     /// Why the policy's scans stopped ("" when they did not).
     pub fn scan_error(&self) -> String {
-        match self.get(Field::ScanErrno) {
-            0 => String::new(),
-            e => format!(
-                "PAGEMAP_SCAN failed: {}; the policy went on by arrival",
-                io_reason(&std::io::Error::from_raw_os_error(e as i32))
-            ),
-        }
+        self.os_error(Field::ScanErrno, "PAGEMAP_SCAN failed: {}; the policy went on by arrival")
     }
 
     pub fn fault_ns(&self) -> Percentiles {
