@@ -21,9 +21,7 @@ fn sixty_four_mib_read_back_under_four() {
 
 /// The C program's 64 MiB filled and read back twice under 4 MiB with `policy`.
 fn read_back_under_four(test: &str, policy: &str) {
-    let Some(p) = program_under(test, policy) else { return };
-    let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "fill", "64"];
-    let r = tier(&args);
+    let Some(r) = check_under(test, policy, "4M", &["fill", "64"]) else { return };
     assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
     assert!(figure(&r, "evictions") >= (60 << 20) / PAGE, "{:?}", r.report);
     assert_eq!(figure(&r, "pool_full_stops"), 0, "no limit: every store taken");
@@ -97,9 +95,7 @@ fn writers_racing_the_evictor_lose_no_write() {
 }
 
 fn race_under(test: &str, policy: &str) {
-    let Some(p) = program_under(test, policy) else { return };
-    let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "race", "4", "32"];
-    let r = tier(&args);
+    let Some(r) = check_under(test, policy, "4M", &["race", "4", "32"]) else { return };
     assert_tiered(&r, 4 << 20, &["race"]);
 }
 
@@ -111,9 +107,7 @@ fn a_signal_handler_touching_evicted_memory_during_free_is_served() {
 fn signals_under(test: &str, policy: &str) {
     // A timer's handler reads evicted words and writes its own buffer while the program frees
     // and unmaps blocks (the tier's lock held by the interrupted thread, signals blocked).
-    let Some(p) = program_under(test, policy) else { return };
-    let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "signals", "32"];
-    let r = tier(&args);
+    let Some(r) = check_under(test, policy, "4M", &["signals", "32"]) else { return };
     assert_tiered(&r, 4 << 20, &["signals"]);
 }
 
@@ -123,8 +117,7 @@ fn a_forked_child_sees_every_word() {
 }
 
 fn fork_under(test: &str, policy: &str) {
-    let Some(p) = program_under(test, policy) else { return };
-    let r = tier(&["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "fork", "32"]);
+    let Some(r) = check_under(test, policy, "4M", &["fork", "32"]) else { return };
     // Before the fork every page came back (the peak is the whole 32 MiB); once the child
     // ended, eviction went on down to the budget.
     assert_ran(&r, 4 << 20, &["child", "parent", "parent again"]);
@@ -140,8 +133,7 @@ fn a_spawned_program_leaves_every_word() {
 }
 
 fn spawn_under(test: &str, policy: &str) {
-    let Some(p) = program_under(test, policy) else { return };
-    let r = tier(&["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap(), "spawn", "32"]);
+    let Some(r) = check_under(test, policy, "4M", &["spawn", "32"]) else { return };
     assert_tiered(&r, 4 << 20, &["spawn"]);
 }
 
@@ -151,8 +143,7 @@ fn unmapped_memory_comes_back_as_zeros_and_remapped_keeps_its_bytes() {
 }
 
 fn remap_under(test: &str, policy: &str) {
-    let Some(p) = program_under(test, policy) else { return };
-    let r = tier(&["--budget", "256K", "--policy", policy, "--", p.to_str().unwrap(), "remap"]);
+    let Some(r) = check_under(test, policy, "256K", &["remap"]) else { return };
     assert_tiered(&r, 256 << 10, &["remap"]);
 }
 

@@ -99,6 +99,14 @@ pub fn program_under(test: &str, policy: &str) -> Option<&'static Path> {
     Some(p)
 }
 
+/// The test program run with `args` under `budget` and `policy` (`None`, and why printed, where
+/// that cannot run here).
+pub fn check_under(test: &str, policy: &str, budget: &str, args: &[&str]) -> Option<Run> {
+    let p = program_under(test, policy)?;
+    let head = ["--budget", budget, "--policy", policy, "--", p.to_str().unwrap()];
+    Some(tier(&[&head[..], args].concat()))
+}
+
 pub struct Run {
     pub code: i32,
     pub stdout: String,
