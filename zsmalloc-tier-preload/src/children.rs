@@ -44,6 +44,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         return Err(format!("dup3: {}", std::io::Error::last_os_error()));
     }
     drop(fresh);
+    t.wakeup.renew().map_err(|e| format!("the child's wake-up: {e}"))?;
     t.with_state(|st| {
         // The fork left the child's pages unprotected: the clock sees them all as written once.
         let modes = if t.protect { Modes::MISSING_AND_WP } else { Modes::MISSING };

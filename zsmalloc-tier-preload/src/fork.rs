@@ -57,8 +57,14 @@ extern "C" fn prepare() {
 extern "C" fn parent() {
     if let Some(t) = tiered() {
         // SAFETY: `prepare` holds the state's lock.
-        unsafe { t.state.held() }.paused = false;
+        let st = unsafe { t.state.held() };
+        st.paused = false;
+        let over = st.resident > st.budget;
         t.state.lock.unlock();
+        // Every page came back: the handler, perhaps asleep within the budget, evicts again.
+        if over {
+            t.wakeup.ring();
+        }
     }
     give_back_mask();
     HEAP.lock.unlock();

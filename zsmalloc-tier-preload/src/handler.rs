@@ -86,9 +86,9 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
                 }
                 let over = t.state.with(|st| st.resident > st.budget);
                 let wait = Duration::from_millis(if over { 50 } else { 3_600_000 });
-                match t.uffd.poll(wait) {
+                match t.uffd.poll_with(Some(t.wakeup.fd()), wait) {
                     Ok(false) if over => t.state.with(|st| t.evict_over_budget(st)),
-                    Ok(_) => {}
+                    Ok(_) => t.wakeup.drain(),
                     Err(e) => return give_up(t, e),
                 }
             }

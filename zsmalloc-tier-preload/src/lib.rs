@@ -43,6 +43,7 @@ mod steps;
 mod sys;
 mod tier;
 mod user_faults;
+mod wakeup;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::atomic::Ordering;

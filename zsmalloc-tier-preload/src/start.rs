@@ -79,6 +79,7 @@ pub fn start(
         active: AtomicBool::new(false),
         protect,
         features,
+        wakeup: crate::wakeup::Wakeup::new()?,
     };
     if TIER.set(tier).is_err() {
         return Err("started twice".into());

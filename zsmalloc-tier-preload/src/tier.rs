@@ -76,6 +76,8 @@ pub struct Tier {
     pub protect: bool,
     /// The userfaultfd's features (a forked child opens its own with the same).
     pub features: Features,
+    /// Wakes the handler from its sleep (`wakeup.rs`).
+    pub wakeup: crate::wakeup::Wakeup,
 }
 
 pub static TIER: OnceLock<Tier> = OnceLock::new();

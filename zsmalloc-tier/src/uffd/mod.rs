@@ -395,13 +395,25 @@ impl Uffd {
 
     /// Waits up to `timeout` for an event to be readable: false when none came in time.
     pub fn poll(&self, timeout: Duration) -> Result<bool, UffdError> {
+        self.poll_with(None, timeout)
+    }
+
+    /// Waits up to `timeout` for an event to be readable, or for `also` (another descriptor,
+    /// e.g. an eventfd that wakes the waiter) to be: false when neither was in time.
+    pub fn poll_with(
+        &self,
+        also: Option<BorrowedFd<'_>>,
+        timeout: Duration,
+    ) -> Result<bool, UffdError> {
         let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-        let mut pfd = libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        let watch = |fd: i32| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let mut pfd = [watch(self.fd.as_raw_fd()), watch(also.map_or(-1, |fd| fd.as_raw_fd()))];
         loop {
-            // SAFETY: `pfd` is one live `struct pollfd`, the count passed.
-            let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+            // SAFETY: `pfd` is two live `struct pollfd`s, the count passed (an entry whose
+            // descriptor is -1 is ignored by the kernel).
+            let r = unsafe { libc::poll(pfd.as_mut_ptr(), 2, ms) };
             if r >= 0 {
-                if pfd.revents & (libc::POLLERR | libc::POLLHUP) != 0 {
+                if pfd[0].revents & (libc::POLLERR | libc::POLLHUP) != 0 {
                     let err = io::Error::other("the descriptor reports an error");
                     return Err(UffdError::Os { op: "poll", err });
                 }

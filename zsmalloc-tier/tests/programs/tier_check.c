@@ -5,7 +5,7 @@
  *                     same-filled ones rewritten with other data between)
  *   race THREADS MIB  writer threads, each over its own pages, every write checked against
  *                     the one before it (a write lost to an eviction shows as a stale value)
- *   fork MIB          fill, then a child checks every word, and again a moment later (a
+ *   fork MIB          fill, a pause, then a child checks every word, and again a moment later (a
  *                     tiered child has evicted meanwhile); the parent checks after it,
  *                     and again a moment later
  *   remap             munmap then mmap again reads zeros; mremap keeps the bytes; madvise
@@ -394,6 +394,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(mode, "fork")) {
     make(n);
+    usleep(100 * 1000); /* the handler done evicting, asleep within the budget */
     pid_t pid = fork();
     if (pid < 0) { perror("fork"); return 1; }
     if (pid == 0) {
