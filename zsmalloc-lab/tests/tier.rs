@@ -9,6 +9,7 @@
 
 mod tier_support;
 
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
@@ -261,25 +262,18 @@ fn python_under(test: &str, policy: &str) {
     assert!(figure(&r, "evictions") > 0 && figure(&r, "faults") > 0, "{:?}", r.report);
 }
 
-#[test]
-fn a_recorded_trace_replays_to_the_same_pool_pages() {
-    let Some(p) = program("a_recorded_trace_replays_to_the_same_pool_pages") else { return };
-    let trace = tempfile("t.trace");
-    let t = trace.to_str().unwrap();
-    let r = tier(&["--budget", "4M", "--record", t, "--", p.to_str().unwrap(), "fill", "16"]);
-    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+/// The trace `r` recorded holds its operations, and replays to the pool pages it had.
+fn assert_replays(r: &Run, trace: &Path) {
     let report = r.report.as_ref().unwrap();
-    assert_eq!(report["record"], t, "{report}");
-    assert_eq!(report["record_error"], "", "{report}");
-    let text = std::fs::read_to_string(&trace).expect("the trace");
+    let text = std::fs::read_to_string(trace).expect("the trace");
     assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
     let ops: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-    assert_eq!(ops.len() as u64, figure(&r, "recorded_operations"));
+    assert_eq!(ops.len() as u64, figure(r, "recorded_operations"));
     let stores = ops.iter().filter(|l| l.starts_with("store ")).count() as u64;
     let reads = ops.iter().filter(|l| l.starts_with("read ")).count() as u64;
     // Every store an eviction; the evictions of same-filled pages are not in the pool.
-    assert!(stores > 0 && stores <= figure(&r, "evictions"), "{stores} stores: {report}");
-    assert!(reads > 0 && reads <= figure(&r, "faults"), "{reads} reads: {report}");
+    assert!(stores > 0 && stores <= figure(r, "evictions"), "{stores} stores: {report}");
+    assert!(reads > 0 && reads <= figure(r, "faults"), "{reads} reads: {report}");
 
     let (code, out, err) = zsmalloc(&[
         "replay".as_ref(),
@@ -290,9 +284,37 @@ fn a_recorded_trace_replays_to_the_same_pool_pages() {
     ]);
     assert_eq!(code, 0, "{err}");
     let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
-    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(&r, "max_pool_pages")), "{replay}");
+    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(r, "max_pool_pages")), "{replay}");
     assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
     assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
+}
+
+#[test]
+fn a_program_closing_every_descriptor_leaves_the_tier_its_own() {
+    // The userfaultfd, the handler's eventfd and the trace stay open: every word comes back,
+    // the trace is whole, and the file the program opens next holds only its own lines.
+    let Some(p) = program("a_program_closing_every_descriptor_leaves_the_tier_its_own") else {
+        return;
+    };
+    let trace = tempfile("closeall.trace");
+    let t = trace.to_str().unwrap();
+    let r = tier(&["--budget", "4M", "--record", t, "--", p.to_str().unwrap(), "closeall", "16"]);
+    assert_tiered(&r, 4 << 20, &["closed", "own file"]);
+    assert_eq!(r.report.as_ref().unwrap()["record_error"], "", "{:?}", r.report);
+    assert_replays(&r, &trace);
+}
+
+#[test]
+fn a_recorded_trace_replays_to_the_same_pool_pages() {
+    let Some(p) = program("a_recorded_trace_replays_to_the_same_pool_pages") else { return };
+    let trace = tempfile("t.trace");
+    let t = trace.to_str().unwrap();
+    let r = tier(&["--budget", "4M", "--record", t, "--", p.to_str().unwrap(), "fill", "16"]);
+    assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
+    let report = r.report.as_ref().unwrap();
+    assert_eq!(report["record"], t, "{report}");
+    assert_eq!(report["record_error"], "", "{report}");
+    assert_replays(&r, &trace);
     let (code, out, err) =
         zsmalloc(&["compare".as_ref(), "trace".as_ref(), trace.as_os_str(), "--no-time".as_ref()]);
     assert_eq!(code, 0, "{err}");

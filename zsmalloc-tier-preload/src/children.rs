@@ -65,6 +65,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         crate::user_faults::doorbell_in_child(&t.uffd)?;
         // The trace is the parent's (written before the fork): the child records nothing.
         st.record = None;
+        crate::own_fds::release(crate::own_fds::Own::Record);
         let w = tier::stats();
         w.set(Field::BudgetPages, st.budget);
         w.set(Field::ResidentPages, st.resident);

@@ -93,6 +93,7 @@ fn in_child() {
             return;
         }
         IN_CHILD.store(true, Ordering::Relaxed);
+        crate::own_fds::release_all();
     }
 }
 

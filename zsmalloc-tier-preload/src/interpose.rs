@@ -379,7 +379,7 @@ pub unsafe extern "C" fn madvise(addr: *mut c_void, len: size_t, advice: c_int) 
 }
 
 /// # Safety
-/// As `close_range(2)`, around the tier's userfaultfd.
+/// As `close_range(2)`, around the tier's own descriptors (`own_fds.rs`).
 #[no_mangle]
 pub unsafe extern "C" fn close_range(
     first: libc::c_uint,
@@ -390,17 +390,11 @@ pub unsafe extern "C" fn close_range(
         // SAFETY: forwarded to the kernel.
         unsafe { libc::syscall(libc::SYS_close_range, a, b, flags) as c_int }
     };
-    let Ok(fd) = libc::c_uint::try_from(tier::uffd_fd()) else { return raw(first, last) };
-    if fd < first || fd > last || flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
+    // Marking close-on-exec leaves them as they are: they are close-on-exec already.
+    if flags & libc::CLOSE_RANGE_CLOEXEC as c_int != 0 {
         return raw(first, last);
     }
-    let below = if fd > first { raw(first, fd - 1) } else { 0 };
-    let above = if fd < last { raw(fd + 1, last) } else { 0 };
-    if below != 0 {
-        below
-    } else {
-        above
-    }
+    crate::own_fds::close_around(first, last, raw)
 }
 
 /// # Safety
@@ -412,11 +406,11 @@ pub unsafe extern "C" fn closefrom(low: c_int) {
 }
 
 /// # Safety
-/// As `close(2)`. The tier's userfaultfd stays open whatever the program closes: closing it
-/// would unregister the reserve and let the evicted pages read as zeros.
+/// As `close(2)`. The tier's own descriptors stay open whatever the program closes
+/// (`own_fds.rs`).
 #[no_mangle]
 pub unsafe extern "C" fn close(fd: c_int) -> c_int {
-    if fd >= 0 && fd == tier::uffd_fd() {
+    if crate::own_fds::is_own(fd) {
         return 0;
     }
     // SAFETY: forwarded to the kernel.

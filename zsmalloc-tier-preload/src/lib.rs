@@ -30,6 +30,7 @@ mod handler;
 mod heap;
 mod interpose;
 mod modes;
+mod own_fds;
 mod page_codec;
 mod policy;
 mod readahead;

@@ -25,6 +25,11 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// The trace's descriptor (-1: none was opened).
+    pub fn fd(&self) -> i32 {
+        self.fd
+    }
+
     /// Opens `path` (made by the command) and writes `header`, each line a comment. A file
     /// that cannot be opened or written gives a recorder that has stopped (its `errno` says
     /// why): the program is tiered all the same.

@@ -11,6 +11,7 @@ use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Features, Uffd, Wait};
 
 use crate::group_table::Folios;
+use crate::own_fds::{self, Own};
 use crate::readahead_cache::Readahead;
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
@@ -44,6 +45,7 @@ pub fn start(
     let uffd = Uffd::open_for(Wait::NonBlocking, features, crate::modes::faults())
         .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
+    let record_fd = record.as_ref().map_or(-1, Recorder::fd);
     let pages = reserve::reserve_len() / PAGE;
     if pages == 0 {
         return Err("the reserve of address space could not be made".into());
@@ -81,9 +83,13 @@ pub fn start(
         features,
         wakeup: crate::wakeup::Wakeup::new()?,
     };
+    let wakeup_fd = tier.wakeup.raw();
     if TIER.set(tier).is_err() {
         return Err("started twice".into());
     }
+    own_fds::keep(Own::Uffd, fd);
+    own_fds::keep(Own::Wakeup, wakeup_fd);
+    own_fds::keep(Own::Record, record_fd);
     stats().set(Field::BudgetPages, budget_pages);
     handler::spawn()?;
     // The program goes on once the reserve is registered, so that what it touches from then

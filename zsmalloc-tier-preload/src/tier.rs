@@ -187,14 +187,6 @@ pub fn drop_range(addr: usize, len: usize) {
     });
 }
 
-/// The userfaultfd's descriptor, which the program may not close.
-pub fn uffd_fd() -> i32 {
-    if IN_CHILD.load(Ordering::Relaxed) {
-        return -1;
-    }
-    TIER.get().map_or(-1, |t| t.fd)
-}
-
 /// Records why the tier stops and ends the program: it cannot give the program its data.
 pub fn fatal(why: &str) -> ! {
     stats().set_state(TierState::Failed, why);

@@ -51,6 +51,10 @@ impl Wakeup {
         unsafe { libc::read(self.0, (&raw mut n).cast(), 8) };
     }
 
+    pub fn raw(&self) -> i32 {
+        self.0
+    }
+
     pub fn fd(&self) -> BorrowedFd<'_> {
         // SAFETY: the number is open for the life of the process (never closed, only
         // replaced in place by `renew`).

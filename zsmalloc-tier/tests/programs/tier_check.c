@@ -32,6 +32,9 @@
  *   signals MIB       fill, then check and free and allocate again while a timer's signal
  *                     handler reads words of the blocks (evicted, mostly) and writes its own
  *                     buffer, each write checked against the one before it
+ *   closeall MIB      fill, close every descriptor above stderr (close, closefrom and
+ *                     close_range), open a file of its own and write it, evict more, then
+ *                     check every word and that the file holds only what it wrote
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -44,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -356,6 +360,47 @@ static int sparse(size_t mib) {
   return report("sparse", bad);
 }
 
+/* A program that closes every descriptor it did not open itself (as daemons and the children of
+ * some launchers do) leaves the tier its own: evicted pages still come back, and the trace being
+ * recorded goes to its file, never to the one the program opens next. */
+static int closeall(size_t mib) {
+  make(mib);
+  for (int fd = 3; fd < 256; fd++) close(fd);
+  closefrom(3);
+  if (close_range(3, ~0U, 0)) { perror("close_range"); return 1; }
+  int own = memfd_create("tier_check", 0);
+  if (own < 0) { perror("memfd_create"); return 1; }
+  char line[64];
+  for (int i = 0; i < 1024; i++) {
+    int n = snprintf(line, sizeof line, "line %d of the program's own file\n", i);
+    if (write(own, line, n) != n) { perror("write"); return 1; }
+  }
+  off_t written = lseek(own, 0, SEEK_CUR);
+  if (report("closed", check_all())) return 1;
+  rewritten = 1; /* the same-filled blocks stored in the pool next: more evictions */
+  for (size_t id = 0; id < nblocks; id++)
+    if (id % 16 == 5) fill(&blocks[id], id);
+  long bad = check_all();
+  struct stat st;
+  if (fstat(own, &st)) { perror("fstat"); return 1; }
+  if (st.st_size != written) {
+    fprintf(stderr, "the program's file has %lld bytes, %lld written\n", (long long)st.st_size,
+            (long long)written);
+    return 1;
+  }
+  off_t at = 0;
+  for (int i = 0; i < 1024; i++) {
+    int n = snprintf(line, sizeof line, "line %d of the program's own file\n", i);
+    char got[64];
+    if (pread(own, got, n, at) != n || memcmp(got, line, n)) {
+      fprintf(stderr, "the program's file differs at byte %lld\n", (long long)at);
+      return 1;
+    }
+    at += n;
+  }
+  return report("own file", bad);
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) return 2;
   /* Unbuffered: under --user-faults-only, a stdio buffer (tiered memory) evicted before it is
@@ -372,6 +417,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "hotcold")) return hotcold((size_t)n, argc > 3 ? atol(argv[3]) : 64);
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "signals")) return signals(n);
+  if (!strcmp(mode, "closeall")) return closeall(n);
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
