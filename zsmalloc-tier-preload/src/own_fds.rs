@@ -14,8 +14,7 @@ pub enum Own {
     Record = 2,
 }
 
-const NONE: AtomicI32 = AtomicI32::new(-1);
-static FDS: [AtomicI32; 3] = [NONE; 3];
+static FDS: [AtomicI32; 3] = [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)];
 
 pub fn keep(which: Own, fd: i32) {
     FDS[which as usize].store(fd, Ordering::Release);
