@@ -1,15 +1,18 @@
-//! Second chance by writes (a clock whose reference bit is "written"). Every page comes in
+//! Second chance by writes (a clock whose reference is "written"). Every page comes in
 //! write-protected (`UFFDIO_COPY_MODE_WP`, the reserve registered for write-protect under
 //! `UFFD_FEATURE_WP_ASYNC`): the kernel lifts the protection at the page's first write, with
 //! no message and no wait on the handler. Every eighth of a round of the hand (an eighth of the
 //! resident pages evicted, at least 16), one `PAGEMAP_SCAN` over the reserve's used part
-//! reports the pages written since the last and protects them again; they are marked. The hand
-//! takes the oldest arrival: marked, it loses the mark and goes to the back (a second chance),
-//! else it is the victim. So a page written at least once between two passes of the hand (an
-//! eighth of a round before the second, at the latest) stays; a page written once when it came
-//! in (a stream's) gets one more round. Scanning once per round would not do: when every page
-//! is marked the hand passes all of them in one eviction, and a scan right after that sees no
-//! writes, so a whole round would go by arrival. One call gives at most a ring's worth of
+//! reports the pages written since the last and protects them again; each scan that sees a page
+//! written adds one to its count, up to three (a generalized clock). The hand takes the oldest
+//! arrival: counted, it loses one and goes to the back (a second chance), else it is the
+//! victim. So a page written between every two scans stays through up to three passes of the
+//! hand with nothing new seen, and a page written once when it came in (a stream's) gets one
+//! more round. A count of one would not do: the hand moves in batches while the program waits
+//! for a fault (no scan in a batch sees a write), and a batch that meets every page counted
+//! passes all of them, then evicts by arrival what it met counted a moment before, hot pages
+//! among them. Scanning once per round would not do either (a scan right after such a pass sees
+//! no writes, so a whole round would go by arrival). One call gives at most a ring's worth of
 //! second chances, so a program that writes everything still gets its pages evicted.
 //!
 //! Reads are not seen (a page read and never written is evicted as in FIFO), nor are writes
@@ -31,14 +34,16 @@ const REGIONS: usize = 512;
 const SCANS_PER_ROUND: usize = 8;
 /// The fewest evictions between two scans.
 const MIN_SCAN_INTERVAL: usize = 16;
+/// The most passes of the hand a page's writes earn it.
+const MAX_COUNT: u8 = 3;
 
 pub struct Clock {
     /// Resident pages by arrival, stale ones among them; the hand is at the front, and a
     /// second chance goes to the back.
     ring: Fifo,
-    /// A bit per page of the reserve: written before the last scan and not passed by the
-    /// hand since.
-    written: Vec<u64>,
+    /// A count per page of the reserve: the scans that saw it written, less the passes of the
+    /// hand since, at most `MAX_COUNT`.
+    written: Vec<u8>,
     /// Victims given since the last scan.
     since_scan: usize,
     /// `None` once a scan failed: the hand goes on by arrival alone.
@@ -67,11 +72,12 @@ impl Clock {
         let mut seen = 0;
         let t0 = std::time::Instant::now();
         let scanned = pm.written(base, end, true, &mut self.regions, |from, to| {
-            for page in (from - base) / PAGE..(to - base) / PAGE {
-                if page / 64 >= written.len() {
-                    written.resize(page / 64 + 1, 0);
-                }
-                written[page / 64] |= 1 << (page % 64);
+            let (first, end) = ((from - base) / PAGE, (to - base) / PAGE);
+            if end > written.len() {
+                written.resize(end, 0);
+            }
+            for count in &mut written[first..end] {
+                *count = (*count + 1).min(MAX_COUNT);
             }
             seen += ((to - from) / PAGE) as u64;
         });
@@ -89,12 +95,11 @@ impl Clock {
         }
     }
 
-    /// Whether `page` was marked written, unmarking it.
+    /// Whether `page` was counted written, one taken off.
     fn take_mark(&mut self, page: u32) -> bool {
-        let (word, bit) = (page as usize / 64, 1u64 << (page % 64));
-        match self.written.get_mut(word) {
-            Some(w) if *w & bit != 0 => {
-                *w &= !bit;
+        match self.written.get_mut(page as usize) {
+            Some(count) if *count > 0 => {
+                *count -= 1;
                 true
             }
             _ => false,
@@ -105,7 +110,9 @@ impl Clock {
 impl Policy for Clock {
     fn arrived(&mut self, page: u32, seq: u32) {
         // It comes in protected: what a scan saw of an earlier stay is no longer true.
-        self.take_mark(page);
+        if let Some(count) = self.written.get_mut(page as usize) {
+            *count = 0;
+        }
         self.ring.arrived(page, seq);
     }
 
