@@ -32,9 +32,9 @@ impl PolicyName {
             }
             PolicyName::Clock => {
                 "arrival order and writes: pages come in write-protected, PAGEMAP_SCAN reports \
-                 those written since (and protects them again) every eighth of a round; a page \
-                 written since the hand last passed it gets another round, the oldest unwritten \
-                 one leaves"
+                 those written since (and protects them again) every eighth of a round; each scan \
+                 that saw a page written earns it another round of the hand (up to three), the \
+                 oldest page without one leaves"
             }
         }
     }
