@@ -128,6 +128,31 @@ fn fork_under(test: &str, policy: &str) {
     assert!(figure(&r, "resident_bytes") <= (4 << 20) + slack, "{:?}", r.report);
 }
 
+/// A thread forks, one started before the memory was filled: glibc's vector of its
+/// thread-local data (allocated with the program's calloc) was evicted long before. The pages
+/// are brought back for the fork by the handler, never by this thread, which would fault on
+/// that vector holding the tier's lock (the program hung so).
+#[test]
+fn a_thread_whose_tls_vector_was_evicted_forks() {
+    let test = "a_thread_whose_tls_vector_was_evicted_forks";
+    for policy in ["fifo", "clock"] {
+        let Some(r) = check_under(test, policy, "4M", &["threadfork", "32"]) else { return };
+        assert_ran(&r, 4 << 20, &["child", "parent"]);
+        assert_eq!(figure(&r, "forks"), 1);
+    }
+}
+
+/// The same thread frees every block, most of them evicted, without touching them: their
+/// objects are freed (the pool holds only what was made after) and the pages read as new.
+#[test]
+fn a_thread_whose_tls_vector_was_evicted_frees_evicted_blocks() {
+    let test = "a_thread_whose_tls_vector_was_evicted_frees_evicted_blocks";
+    let Some(r) = check_under(test, "fifo", "4M", &["threadfree", "32"]) else { return };
+    assert_tiered(&r, 4 << 20, &["freed", "after"]);
+    let stored = figure(&r, "stored_pages") + figure(&r, "same_filled_pages");
+    assert!(stored * PAGE <= 9 << 20, "only the 9 MiB made after the frees: {:?}", r.report);
+}
+
 #[test]
 fn a_spawned_program_leaves_every_word() {
     spawn_under("a_spawned_program_leaves_every_word", "fifo");

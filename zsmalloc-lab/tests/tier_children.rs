@@ -70,6 +70,21 @@ fn a_forked_child_is_tiered_with_follow_children() {
     assert_eq!(child["state"], "tiering", "{child}");
 }
 
+/// A thread that forks (its glibc TLS vector evicted before) has its pages brought back by the
+/// handler, and the child is tiered on its own.
+#[test]
+fn a_child_forked_by_a_thread_is_tiered_with_follow_children() {
+    let test = "a_child_forked_by_a_thread_is_tiered_with_follow_children";
+    let Some(p) = program(test) else { return };
+    let args = ["--budget", "4M", "--follow-children", "--", p.to_str().unwrap()];
+    let r = tier(&[&args[..], &["threadfork", "32"]].concat());
+    assert_ran(&r, 4 << 20, &["child", "parent"]);
+    let procs = processes(&r);
+    assert_eq!(procs.len(), 2, "{procs:?}");
+    assert_eq!(procs[1]["state"], "tiering", "{procs:?}");
+    assert!(procs[1]["evictions"].as_u64() > Some(0), "{procs:?}");
+}
+
 #[test]
 fn processes_beyond_the_slots_run_untiered_and_are_counted() {
     let Some(_) = program("processes_beyond_the_slots_run_untiered_and_are_counted") else {
@@ -139,6 +154,9 @@ fn under_user_faults_only_executed_programs_follow_and_forked_children_do_not() 
     let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "fork", "8"]].concat());
     assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
     assert_eq!(processes(&r).len(), 1, "the forked child untiered: {:?}", processes(&r));
+    // A fork by a thread: the pages come back through the doorbell as for eviction.
+    let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "threadfork", "16"]].concat());
+    assert_ran(&r, 4 << 20, &["child", "parent"]);
     let script = format!("{} fill 8; echo shell done", p.display());
     let r = tier_as(NOBODY, &[&flags[..], &["sh", "-c", &script]].concat());
     assert_ran(&r, 4 << 20, &["first pass", "second pass"]);

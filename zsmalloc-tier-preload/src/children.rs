@@ -62,7 +62,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         st.paused = false;
         // The pages never touched are holes in the child too.
         crate::user_faults::map_untouched(t, st, 0, reserve::high_water_pages());
-        crate::user_faults::doorbell_in_child(&t.uffd)?;
+        crate::doorbell::in_child(&t.uffd)?;
         // The trace is the parent's (written before the fork): the child records nothing.
         st.record = None;
         crate::own_fds::release(crate::own_fds::Own::Record);

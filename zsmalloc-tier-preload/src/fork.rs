@@ -8,8 +8,6 @@
 
 use std::sync::atomic::Ordering;
 
-use zsmalloc_tier::stats::Field;
-
 use crate::heap::HEAP;
 use crate::sys;
 use crate::tier::{self, IN_CHILD, TIER};
@@ -40,13 +38,18 @@ extern "C" fn prepare() {
     // SAFETY: the heap's lock is held (see ForkMask).
     unsafe { (*FORK_MASK.0.get()).write(mask) };
     if let Some(t) = tiered() {
-        t.state.lock.lock();
-        if t.active.load(Ordering::Acquire) {
-            // SAFETY: the state's lock is held until `parent` or `child` releases it.
-            let st = unsafe { t.state.held() };
-            crate::sys::as_tier(|| t.bring_back_all(st));
-            st.paused = true;
-            tier::stats().add(Field::Forks, 1);
+        // The handler brings the pages back (`doorbell.rs`: this thread may not read the
+        // pool). Asked again if the tier began meanwhile.
+        loop {
+            if t.active.load(Ordering::Acquire) {
+                crate::doorbell::bring_back_for_fork(t);
+            }
+            t.state.lock.lock();
+            // SAFETY: the state's lock is held.
+            if !t.active.load(Ordering::Acquire) || unsafe { t.state.held() }.paused {
+                break;
+            }
+            t.state.lock.unlock();
         }
         // The child inherits the record's buffer: written now, it is never written twice.
         // SAFETY: the state's lock is held (above).

@@ -65,8 +65,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
                 let page = address & !(PAGE - 1);
                 if reserve::contains(page) {
                     t.serve(page, t0);
-                } else if crate::user_faults::is_doorbell(page) {
-                    crate::user_faults::answer(t);
+                } else if crate::doorbell::is_doorbell(page) {
+                    crate::doorbell::answer(t);
                 }
             }
             Ok(Some(_)) => {}

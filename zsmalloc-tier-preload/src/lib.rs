@@ -19,6 +19,7 @@
 
 mod children;
 mod defer;
+mod doorbell;
 mod entry;
 mod evict;
 mod figures;

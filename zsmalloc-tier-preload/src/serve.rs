@@ -141,6 +141,7 @@ impl Tier {
                 self.bring_back_all(st);
                 let _ = self.uffd.unregister(reserve::base(), reserve::reserve_len());
                 self.active.store(false, Ordering::Release);
+                crate::doorbell::silence(&self.uffd);
             }
             tier::stats().set_state(TierState::SteppedAside, why);
         });

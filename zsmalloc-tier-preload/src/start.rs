@@ -53,7 +53,7 @@ pub fn start(
     let table = sys::own_memory(pages * std::mem::size_of::<Entry>())
         .ok_or("no memory for the page table")?;
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
-    crate::user_faults::make_doorbell(&uffd)?;
+    crate::doorbell::make(&uffd)?;
     let state = State {
         table,
         policy: victims,

@@ -8,12 +8,12 @@
 //! fresh memory works; into a page evicted since, it fails. Resident pages then include zero
 //! pages that hold no memory: the budget holds all the more.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 
-use zsmalloc_tier::uffd::{Modes, Uffd, UffdError};
+use zsmalloc_tier::uffd::UffdError;
 
 use crate::serve::FAULT_AROUND;
-use crate::sys::{self, PAGE};
+use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, EMPTY, TIER};
 
 fn on() -> bool {
@@ -48,81 +48,8 @@ pub fn lend(first: usize, end: usize) {
             }
         });
         if over {
-            ring();
+            crate::doorbell::ring();
         }
-    }
-}
-
-/// A page of the tier's own, registered with its userfaultfd and kept a hole: a program
-/// thread reads it to have the handler evict (the fault wakes it, and waits until it is done).
-static DOORBELL: AtomicUsize = AtomicUsize::new(0);
-
-/// Makes the doorbell (under `--user-faults-only` only).
-pub fn make_doorbell(uffd: &Uffd) -> Result<(), String> {
-    if !crate::modes::USER_FAULTS_ONLY.load(Ordering::Relaxed) {
-        return Ok(());
-    }
-    // SAFETY: a private anonymous page of the tier's own; it aliases nothing.
-    let p = unsafe {
-        sys::mmap(
-            0,
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!("the doorbell page: {}", std::io::Error::last_os_error()));
-    }
-    uffd.register(p as usize, PAGE, Modes::MISSING).map_err(|e| format!("the doorbell: {e}"))?;
-    DOORBELL.store(p as usize, Ordering::Release);
-    Ok(())
-}
-
-/// In a forked child: the doorbell registered with the child's userfaultfd, and a hole.
-pub fn doorbell_in_child(uffd: &Uffd) -> Result<(), String> {
-    let at = DOORBELL.load(Ordering::Acquire);
-    if at == 0 {
-        return Ok(());
-    }
-    // SAFETY: the doorbell, the tier's own page; emptied, it is a hole again.
-    unsafe { sys::madvise(at, PAGE, libc::MADV_DONTNEED) };
-    uffd.register(at, PAGE, Modes::MISSING).map_err(|e| format!("the doorbell: {e}"))
-}
-
-pub fn is_doorbell(page: usize) -> bool {
-    page != 0 && page == DOORBELL.load(Ordering::Relaxed)
-}
-
-/// Rings: the read faults, the handler evicts and answers, then the page is made a hole
-/// again for the next ring (a thread that finds it mapped meanwhile goes on: the ring it would
-/// make was just answered).
-fn ring() {
-    let at = DOORBELL.load(Ordering::Acquire);
-    if at == 0 {
-        return;
-    }
-    // SAFETY: a read of the doorbell, a live page of the tier's own (a hole or a zero page).
-    unsafe { std::ptr::read_volatile(at as *const u8) };
-    // SAFETY: as above; the advice empties the tier's own page.
-    unsafe { sys::madvise(at, PAGE, libc::MADV_DONTNEED) };
-}
-
-/// The handler's answer to a ring: eviction down to the budget, then the doorbell mapped
-/// (which wakes the ringers).
-pub fn answer(t: &Tier) {
-    t.state.with(|st| t.evict_over_budget(st));
-    let at = DOORBELL.load(Ordering::Relaxed);
-    match t.uffd.zeropage(at, PAGE) {
-        Ok(()) => {}
-        Err(UffdError::AlreadyMapped { .. }) => {
-            if let Err(e) = t.uffd.wake(at, PAGE) {
-                tier::fatal(&format!("the doorbell's wake: {e}"));
-            }
-        }
-        Err(e) => tier::fatal(&format!("the doorbell could not be answered: {e}")),
     }
 }
 

@@ -35,6 +35,11 @@
  *   closeall MIB      fill, close every descriptor above stderr (close, closefrom and
  *                     close_range), open a file of its own and write it, evict more, then
  *                     check every word and that the file holds only what it wrote
+ *   threadfree MIB    a thread started first (its glibc TLS vector among the first blocks
+ *                     evicted) waits while MIB are filled, then frees every block, the
+ *                     evicted ones without touching them, and the program checks a block
+ *                     made afterwards
+ *   threadfork MIB    as threadfree, but the thread forks, and the child checks every word
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -360,6 +365,56 @@ static int sparse(size_t mib) {
   return report("sparse", bad);
 }
 
+/* The thread that frees the blocks: started before they are made, so that what glibc allocated
+ * for it (its TLS vector) was evicted long before it frees; it frees without touching. */
+static volatile int freeing;
+
+static void *free_later(void *arg) {
+  (void)arg;
+  while (!freeing) usleep(1000);
+  for (size_t id = 0; id < nblocks; id++) {
+    struct block *b = &blocks[id];
+    if (b->mapped) munmap(b->p, b->words * 8);
+    else free(b->p);
+  }
+  return NULL;
+}
+
+static void *fork_later(void *arg) {
+  (void)arg;
+  while (!freeing) usleep(1000);
+  pid_t pid = fork();
+  if (pid < 0) { perror("fork"); return (void *)1; }
+  if (pid == 0) _exit(report("child", check_all()));
+  int status;
+  waitpid(pid, &status, 0);
+  return (void *)(intptr_t)(!WIFEXITED(status) || WEXITSTATUS(status));
+}
+
+static int threadfork(size_t mib) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, fork_later, NULL)) { perror("pthread_create"); return 1; }
+  make(mib);
+  freeing = 1;
+  void *failed;
+  pthread_join(t, &failed);
+  if (failed) { fprintf(stderr, "the child failed\n"); return 1; }
+  return report("parent", check_all());
+}
+
+static int threadfree(size_t mib) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, free_later, NULL)) { perror("pthread_create"); return 1; }
+  make(mib);
+  freeing = 1;
+  pthread_join(t, NULL);
+  printf("freed: ok\n");
+  /* The pages given back read as new memory. */
+  nblocks = 0;
+  make(mib / 4 + 1);
+  return report("after", check_all());
+}
+
 /* A program that closes every descriptor it did not open itself (as daemons and the children of
  * some launchers do) leaves the tier its own: evicted pages still come back, and the trace being
  * recorded goes to its file, never to the one the program opens next. */
@@ -418,6 +473,8 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "closeall")) return closeall(n);
+  if (!strcmp(mode, "threadfree")) return threadfree(n);
+  if (!strcmp(mode, "threadfork")) return threadfork(n);
   if (!strcmp(mode, "fill")) {
     make(n);
     if (report("first pass", check_all())) return 1;
