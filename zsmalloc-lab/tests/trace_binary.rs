@@ -36,10 +36,17 @@ fn ops_of(path: &Path) -> Vec<TraceOp> {
     ops
 }
 
+/// The trace of every kind, written once: the tests run in parallel, and one rewriting the
+/// file while another read it made the other read it empty.
 fn every_kind() -> PathBuf {
-    let p = scratch("every.trace");
-    std::fs::write(&p, EVERY_KIND).unwrap();
-    p
+    static WRITTEN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    WRITTEN
+        .get_or_init(|| {
+            let p = scratch("every.trace");
+            std::fs::write(&p, EVERY_KIND).unwrap();
+            p
+        })
+        .clone()
 }
 
 fn recorded(name: &str, extra: &[&str]) -> PathBuf {
