@@ -329,6 +329,24 @@ fn a_program_closing_every_descriptor_leaves_the_tier_its_own() {
     assert_replays(&r, &trace);
 }
 
+/// `exec 3>file` and the like: numbers a program names itself are not the tier's (it keeps its
+/// own high), and a program that names every number steps the tier aside, its data back.
+#[test]
+fn a_program_replacing_descriptors_with_dup2_keeps_its_data() {
+    let Some(p) = program("a_program_replacing_descriptors_with_dup2_keeps_its_data") else {
+        return;
+    };
+    let run = |top: &str| tier(&["--budget", "4M", "--", p.to_str().unwrap(), "dup", "16", top]);
+    assert_ran(&run("9"), 4 << 20, &["replaced", "filled again"]);
+    let r = run("1100");
+    assert_eq!(r.code, 0, "stdout: {}\nstderr: {}", r.stdout, r.stderr);
+    assert!(r.stdout.contains("replaced: ok\nfilled again: ok"), "{}", r.stdout);
+    let report = r.report.as_ref().unwrap();
+    assert_eq!(report["state"], "stepped aside", "{report}");
+    assert!(figure(&r, "evictions") > 0, "{report}");
+    assert!(report["message"].as_str().unwrap().contains("in dup2 or dup3"), "{report}");
+}
+
 #[test]
 fn a_recorded_trace_replays_to_the_same_pool_pages() {
     let Some(p) = program("a_recorded_trace_replays_to_the_same_pool_pages") else { return };

@@ -46,6 +46,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
     drop(fresh);
     t.wakeup.renew().map_err(|e| format!("the child's wake-up: {e}"))?;
     t.with_state(|st| {
+        st.policy.in_child()?;
         // The fork left the child's pages unprotected: the clock sees them all as written once.
         let modes = if t.protect { Modes::MISSING_AND_WP } else { Modes::MISSING };
         t.uffd
@@ -66,6 +67,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         // The trace is the parent's (written before the fork): the child records nothing.
         st.record = None;
         crate::own_fds::release(crate::own_fds::Own::Record);
+        crate::own_fds::keep(crate::own_fds::Own::Uffd, t.fd);
         let w = tier::stats();
         w.set(Field::BudgetPages, st.budget);
         w.set(Field::ResidentPages, st.resident);

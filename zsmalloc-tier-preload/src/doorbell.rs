@@ -3,6 +3,9 @@
 //! fault holds the thread until the handler has done it:
 //!
 //! - under `--user-faults-only`, evict (`user_faults.rs`: program threads never evict);
+//! - before the program names one of the tier's descriptors in `dup2` or `dup3` (which would
+//!   close it), step aside: every page back, nothing registered, the handler stopped, the trace
+//!   written and closed (`interpose.rs`);
 //! - before a fork, bring every page back and pause eviction (`fork.rs`). That reads pool
 //!   objects, and the pool's code reaches its thread-local data through the loader, which reads
 //!   the thread's vector of it: glibc allocates that vector for every thread but the first with
@@ -12,7 +15,7 @@
 //! Program threads otherwise run no pool code but frees (`Tier::free_object`), which touch no
 //! thread-local data.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Modes, Uffd, UffdError};
@@ -25,6 +28,12 @@ static DOORBELL: AtomicUsize = AtomicUsize::new(0);
 /// A fork asks for every page back and eviction paused (one fork at a time: the heap's lock is
 /// held from the ask to the fork's end).
 static BRING_BACK_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// The handler has stopped (it stepped aside): it touches none of the tier's descriptors again.
+pub static HANDLER_STOPPED: AtomicBool = AtomicBool::new(false);
+
+/// The descriptor a program's `dup2` or `dup3` is about to replace (-1: none asked).
+static STEP_ASIDE_FOR: AtomicI32 = AtomicI32::new(-1);
 
 /// Makes the doorbell.
 pub fn make(uffd: &Uffd) -> Result<(), String> {
@@ -96,9 +105,38 @@ pub fn bring_back_for_fork(t: &Tier) {
     BRING_BACK_ASKED.store(false, Ordering::Release);
 }
 
+/// For a `dup2` or `dup3` onto the tier's descriptor `fd` (the heap's lock not held): the tier
+/// steps aside, by the handler, which then stops. Returns once the handler has stopped (at
+/// once if it had).
+pub fn step_aside_for(t: &Tier, fd: i32) {
+    let _ = STEP_ASIDE_FOR.compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire);
+    while !HANDLER_STOPPED.load(Ordering::Acquire) {
+        if t.active.load(Ordering::Acquire) {
+            ring();
+        } else {
+            // Stepped aside: the handler is on its way out.
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// The handler's answer to a ring: what was asked, then eviction down to the budget (paused
-/// for a fork), then the doorbell mapped (which wakes the ringers).
-pub fn answer(t: &Tier) {
+/// for a fork), then the doorbell mapped (which wakes the ringers). False when the handler is
+/// to stop (it stepped aside).
+pub fn answer(t: &Tier) -> bool {
+    let fd = STEP_ASIDE_FOR.load(Ordering::Acquire);
+    if fd >= 0 {
+        t.step_aside(&format!(
+            "the program named the tier's descriptor {fd} in dup2 or dup3, which would have \
+             closed it: every page was brought back, and the program ran on untiered"
+        ));
+        // The trace is whole: written out, and its descriptor left to the program.
+        t.state.with(|st| {
+            tier::record(&mut st.record, crate::record::Recorder::flush);
+            st.record = None;
+        });
+        return false;
+    }
     t.state.with(|st| {
         if BRING_BACK_ASKED.load(Ordering::Acquire) {
             t.bring_back_all(st);
@@ -118,4 +156,5 @@ pub fn answer(t: &Tier) {
         }
         Err(e) => tier::fatal(&format!("the doorbell could not be answered: {e}")),
     }
+    true
 }

@@ -45,16 +45,23 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
     // SAFETY: names this thread (NUL-terminated, under 16 bytes) for ps and debuggers.
     unsafe { libc::pthread_setname_np(libc::pthread_self(), c"zsmalloc-tier".as_ptr()) };
     let t = TIER.get().expect("started after the tier was set");
+    run(t);
+    crate::doorbell::HANDLER_STOPPED.store(true, Ordering::Release);
+    std::ptr::null_mut()
+}
+
+/// Begins, then serves until the tier steps aside.
+fn run(t: &Tier) {
     // A forked child's tier registered its reserve before starting this thread.
     let begun = if t.active.load(Ordering::Acquire) { Ok(()) } else { begin(t) };
     BEGUN.store(true, Ordering::Release);
     if let Err(why) = begun {
         tier::stats().set_state(TierState::SteppedAside, &why);
-        return std::ptr::null_mut();
+        return;
     }
     if let Err(why) = make_pool(t) {
         t.step_aside(&why);
-        return std::ptr::null_mut();
+        return;
     }
     let mut last_fault = Instant::now();
     loop {
@@ -65,8 +72,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
                 let page = address & !(PAGE - 1);
                 if reserve::contains(page) {
                     t.serve(page, t0);
-                } else if crate::doorbell::is_doorbell(page) {
-                    crate::doorbell::answer(t);
+                } else if crate::doorbell::is_doorbell(page) && !crate::doorbell::answer(t) {
+                    return;
                 }
             }
             Ok(Some(_)) => {}
@@ -97,9 +104,8 @@ extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
     }
 }
 
-fn give_up(t: &Tier, e: UffdError) -> *mut libc::c_void {
+fn give_up(t: &Tier, e: UffdError) {
     t.step_aside(&format!("the userfaultfd failed: {e}"));
-    std::ptr::null_mut()
 }
 
 /// The pool made, the reserve registered and the pages already touched counted.

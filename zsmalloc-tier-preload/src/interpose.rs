@@ -416,3 +416,42 @@ pub unsafe extern "C" fn close(fd: c_int) -> c_int {
     // SAFETY: forwarded to the kernel.
     unsafe { libc::syscall(libc::SYS_close, fd) as c_int }
 }
+
+/// A descriptor of the tier's that the program names as the new one of `dup2` or `dup3`, which
+/// would close it: the tier steps aside first (`doorbell.rs`), all the program's data back in
+/// place, and the number is the program's. Not for a descriptor that is invalid (the call
+/// fails without closing anything), nor in a child that shares the memory but not the
+/// descriptor table (its copy is its own).
+fn before_replacing(old: c_int, new: c_int) {
+    if old == new || !crate::own_fds::owned_here(new) {
+        return;
+    }
+    // SAFETY: F_GETFD only asks whether `old` is open.
+    if unsafe { libc::fcntl(old, libc::F_GETFD) } < 0 {
+        return;
+    }
+    if let Some(t) = tier::TIER.get() {
+        if t.active.load(std::sync::atomic::Ordering::Acquire) {
+            sys::signals_blocked(|| crate::doorbell::step_aside_for(t, new));
+        }
+    }
+    crate::own_fds::release_all();
+}
+
+/// # Safety
+/// As `dup2(2)`; see `before_replacing`.
+#[no_mangle]
+pub unsafe extern "C" fn dup2(old: c_int, new: c_int) -> c_int {
+    before_replacing(old, new);
+    // SAFETY: forwarded to the kernel.
+    unsafe { libc::syscall(libc::SYS_dup2, old, new) as c_int }
+}
+
+/// # Safety
+/// As `dup3(2)`; see `before_replacing`.
+#[no_mangle]
+pub unsafe extern "C" fn dup3(old: c_int, new: c_int, flags: c_int) -> c_int {
+    before_replacing(old, new);
+    // SAFETY: forwarded to the kernel.
+    unsafe { libc::syscall(libc::SYS_dup3, old, new, flags) as c_int }
+}

@@ -1,5 +1,6 @@
-//! The tier's own descriptors: its userfaultfd, the handler's eventfd and the trace being
-//! recorded. The program's `close`, `close_range` and `closefrom` leave them open (a program
+//! The tier's own descriptors: its userfaultfd, the handler's eventfd, the trace being
+//! recorded and the clock's `/proc/self/pagemap`, all moved to high numbers at the start
+//! (`zsmalloc_tier::fd_number`). The program's `close`, `close_range` and `closefrom` leave them open (a program
 //! that closes every descriptor above 2 is common): the userfaultfd closed would unregister
 //! the reserve, its evicted pages then reading zeros, and a number the program opened next
 //! would receive the tier's writes. An untiered forked child may close them: they are the
@@ -12,12 +13,26 @@ pub enum Own {
     Uffd = 0,
     Wakeup = 1,
     Record = 2,
+    Pagemap = 3,
 }
 
-static FDS: [AtomicI32; 3] = [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)];
+static FDS: [AtomicI32; 4] =
+    [AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// The process whose descriptors they are: a child that shares the memory but not the
+/// descriptor table (`vfork`, `posix_spawn`) has copies of them, which are its own.
+static OWNER: AtomicI32 = AtomicI32::new(0);
 
 pub fn keep(which: Own, fd: i32) {
     FDS[which as usize].store(fd, Ordering::Release);
+    // SAFETY: getpid has no preconditions.
+    OWNER.store(unsafe { libc::getpid() }, Ordering::Release);
+}
+
+/// Whether `fd` is one of the tier's descriptors in the process that owns them.
+pub fn owned_here(fd: i32) -> bool {
+    // SAFETY: getpid has no preconditions.
+    is_own(fd) && OWNER.load(Ordering::Acquire) == unsafe { libc::getpid() }
 }
 
 /// No longer the tier's (an untiered child, or a tiered one's trace, which it does not write).
@@ -37,7 +52,7 @@ pub fn is_own(fd: i32) -> bool {
 
 /// The tier's descriptors, ascending (-1: none), without allocating (a forked child may
 /// close descriptors before it executes).
-fn sorted() -> [i64; 3] {
+fn sorted() -> [i64; 4] {
     let mut fds = FDS.each_ref().map(|f| i64::from(f.load(Ordering::Acquire)));
     fds.sort_unstable();
     fds

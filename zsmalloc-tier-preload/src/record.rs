@@ -30,6 +30,21 @@ impl Recorder {
         self.fd
     }
 
+    /// The trace's descriptor moved to the lowest free number at or above `floor`
+    /// (`zsmalloc_tier::fd_number`); where it cannot be, it stays.
+    pub fn raise(&mut self, floor: i32) {
+        if self.fd < 0 {
+            return;
+        }
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) of the recorder's own descriptor.
+        let n = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, floor) };
+        if n >= 0 {
+            // SAFETY: the old number, the recorder's own, replaced by `n`.
+            unsafe { libc::close(self.fd) };
+            self.fd = n;
+        }
+    }
+
     /// Opens `path` (made by the command) and writes `header`, each line a comment. A file
     /// that cannot be opened or written gives a recorder that has stopped (its `errno` says
     /// why): the program is tiered all the same.

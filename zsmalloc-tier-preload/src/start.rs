@@ -42,10 +42,17 @@ pub fn start(
     let victims = policy::new(policy)?;
     let protect = victims.protects();
     let features = Features::MOVE | policy.features();
+    let floor = zsmalloc_tier::fd_number::high_floor();
     let uffd = Uffd::open_for(Wait::NonBlocking, features, crate::modes::faults())
+        .and_then(|u| u.raised(floor))
         .map_err(|e| e.to_string())?;
     let fd = std::os::fd::AsRawFd::as_raw_fd(&std::os::fd::AsFd::as_fd(&uffd));
+    let mut record = record;
+    if let Some(r) = &mut record {
+        r.raise(floor);
+    }
     let record_fd = record.as_ref().map_or(-1, Recorder::fd);
+    let pagemap_fd = victims.own_fd();
     let pages = reserve::reserve_len() / PAGE;
     if pages == 0 {
         return Err("the reserve of address space could not be made".into());
@@ -90,6 +97,7 @@ pub fn start(
     own_fds::keep(Own::Uffd, fd);
     own_fds::keep(Own::Wakeup, wakeup_fd);
     own_fds::keep(Own::Record, record_fd);
+    own_fds::keep(Own::Pagemap, pagemap_fd);
     stats().set(Field::BudgetPages, budget_pages);
     handler::spawn()?;
     // The program goes on once the reserve is registered, so that what it touches from then

@@ -17,7 +17,11 @@ impl Wakeup {
         if fd < 0 {
             return Err(format!("eventfd: {}", std::io::Error::last_os_error()));
         }
-        Ok(Self(fd))
+        // SAFETY: `fd` was just made and is owned by nothing else.
+        let owned = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
+        let raised = zsmalloc_tier::fd_number::raise(owned, zsmalloc_tier::fd_number::high_floor())
+            .map_err(|e| format!("eventfd: fcntl: {e}"))?;
+        Ok(Self(std::os::fd::IntoRawFd::into_raw_fd(raised)))
     }
 
     /// In a forked child: an eventfd of its own under the same number, so that the child's
@@ -36,8 +40,12 @@ impl Wakeup {
         Ok(())
     }
 
-    /// Wakes the handler (a write the handler has not yet read counts once).
+    /// Wakes the handler (a write the handler has not yet read counts once); nothing once the
+    /// descriptor is no longer the tier's (`own_fds.rs`).
     pub fn ring(&self) {
+        if !crate::own_fds::is_own(self.0) {
+            return;
+        }
         let one = 1u64;
         // SAFETY: an eight-byte write from a live u64, as an eventfd takes. It cannot block
         // (non-blocking, and the counter never nears its limit: the handler drains it).

@@ -8,6 +8,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpu;
+pub mod fd_number;
 pub mod floor;
 pub mod folio;
 mod folio_report;

@@ -71,6 +71,16 @@ impl Pagemap {
         Ok(Pagemap { fd: f.into() })
     }
 
+    /// The same file under the lowest free number at or above `floor`
+    /// (`fd_number::raise`).
+    pub fn raised(self, floor: i32) -> io::Result<Pagemap> {
+        Ok(Pagemap { fd: crate::fd_number::raise(self.fd, floor)? })
+    }
+
+    pub fn raw_fd(&self) -> i32 {
+        self.fd.as_raw_fd()
+    }
+
     /// Calls `found(start, end)` for each run of present pages in `[start, end)` written since
     /// they were last write-protected, protecting them again when `rearm`. Holes are neither
     /// reported nor protected (protecting one would put a marker there). `regions` is the ioctl's

@@ -53,7 +53,9 @@ pub struct Clock {
 
 impl Clock {
     pub fn new() -> Result<Clock, String> {
-        let pagemap = Pagemap::open().map_err(|e| format!("/proc/self/pagemap: {e}"))?;
+        let pagemap = Pagemap::open()
+            .and_then(|p| p.raised(zsmalloc_tier::fd_number::high_floor()))
+            .map_err(|e| format!("/proc/self/pagemap: {e}"))?;
         Ok(Clock {
             ring: Fifo::default(),
             written: Vec::new(),
@@ -150,5 +152,21 @@ impl Policy for Clock {
 
     fn protects(&self) -> bool {
         true
+    }
+
+    fn own_fd(&self) -> i32 {
+        self.pagemap.as_ref().map_or(-1, Pagemap::raw_fd)
+    }
+
+    /// The inherited `/proc/self/pagemap` is the parent's (the file names the process that
+    /// opened it): scanning it would report, and protect again, the parent's pages.
+    fn in_child(&mut self) -> Result<(), String> {
+        let Some(_) = &self.pagemap else { return Ok(()) };
+        let fresh = Pagemap::open()
+            .and_then(|p| p.raised(zsmalloc_tier::fd_number::high_floor()))
+            .map_err(|e| format!("the child's /proc/self/pagemap: {e}"))?;
+        crate::own_fds::keep(crate::own_fds::Own::Pagemap, fresh.raw_fd());
+        self.pagemap = Some(fresh);
+        Ok(())
     }
 }

@@ -38,6 +38,15 @@ pub trait Policy: Send {
     fn protects(&self) -> bool {
         false
     }
+    /// A descriptor the policy keeps open (-1: none), which the program may not close.
+    fn own_fd(&self) -> i32 {
+        -1
+    }
+    /// In a forked child tiered on its own: what the policy opened for the parent is made the
+    /// child's.
+    fn in_child(&mut self) -> Result<(), String> {
+        Ok(())
+    }
 }
 
 /// The policy `name` names; the clock opens `/proc/self/pagemap` here, at the start, or

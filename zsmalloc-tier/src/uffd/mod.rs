@@ -170,6 +170,14 @@ impl Uffd {
         Ok(Uffd { fd, features: Features(api.features) })
     }
 
+    /// The same userfaultfd under the lowest free number at or above `floor`
+    /// (`fd_number::raise`).
+    pub fn raised(self, floor: i32) -> Result<Uffd, UffdError> {
+        let fd = crate::fd_number::raise(self.fd, floor)
+            .map_err(|err| UffdError::Os { op: "fcntl(F_DUPFD_CLOEXEC)", err })?;
+        Ok(Uffd { fd, features: self.features })
+    }
+
     /// The features in force (those asked for, as the kernel confirmed them).
     pub fn features(&self) -> Features {
         self.features

@@ -40,6 +40,9 @@
  *                     evicted ones without touching them, and the program checks a block
  *                     made afterwards
  *   threadfork MIB    as threadfree, but the thread forks, and the child checks every word
+ *   dup MIB TOP       fill, then dup2 a descriptor of its own onto every number from 3 to TOP
+ *                     (a shell's `exec 3>file` names 3 to 9), fill as much again, and check
+ *                     every word
  *   exit N            exit with status N
  *   signal N          raise signal N */
 #define _GNU_SOURCE
@@ -415,6 +418,22 @@ static int threadfree(size_t mib) {
   return report("after", check_all());
 }
 
+static int dups(size_t mib, int top) {
+  make(mib);
+  int own = memfd_create("tier_check", 0);
+  if (own < 0) { perror("memfd_create"); return 1; }
+  for (int fd = 3; fd <= top; fd++)
+    if (fd != own && dup2(own, fd) != fd) { perror("dup2"); return 1; }
+  if (report("replaced", check_all())) return 1;
+  size_t first = nblocks;
+  struct block *old = blocks;
+  nblocks = 0;
+  make(mib);
+  long bad = 0;
+  for (size_t id = 0; id < first; id++) bad += check(&old[id], id);
+  return report("filled again", bad + check_all());
+}
+
 /* A program that closes every descriptor it did not open itself (as daemons and the children of
  * some launchers do) leaves the tier its own: evicted pages still come back, and the trace being
  * recorded goes to its file, never to the one the program opens next. */
@@ -473,6 +492,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "race")) return race((int)n, argc > 3 ? atol(argv[3]) : 16);
   if (!strcmp(mode, "signals")) return signals(n);
   if (!strcmp(mode, "closeall")) return closeall(n);
+  if (!strcmp(mode, "dup")) return dups(n, argc > 3 ? atoi(argv[3]) : 9);
   if (!strcmp(mode, "threadfree")) return threadfree(n);
   if (!strcmp(mode, "threadfork")) return threadfork(n);
   if (!strcmp(mode, "fill")) {
