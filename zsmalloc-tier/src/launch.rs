@@ -190,6 +190,7 @@ fn pool_env(launch: &Launch) -> Result<Vec<(String, String)>, Refusal> {
 
 /// A fresh stats file of the right length, in the temporary directory.
 fn stats_file() -> Result<PathBuf, Refusal> {
+    remove_stale_stats(&std::env::temp_dir());
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.subsec_nanos());
@@ -204,6 +205,35 @@ fn stats_file() -> Result<PathBuf, Refusal> {
     match f {
         Ok(_) => Ok(path),
         Err(e) => Err(refuse(format!("cannot make '{}': {}", path.display(), io_reason(&e)))),
+    }
+}
+
+/// Removes the stats files in `dir` that a `zsmalloc tier` killed before it could remove its
+/// own left there: this user's, named for a process that no longer exists.
+pub fn remove_stale_stats(dir: &Path) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("zsmalloc-tier-"))
+            .filter(|n| n.ends_with(".stats"))
+            .and_then(|n| n.split('-').next())
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+            .filter(|&p| p > 0)
+        else {
+            continue;
+        };
+        let mine = entry.metadata().is_ok_and(|m| m.is_file() && m.uid() == me);
+        // SAFETY: kill with signal 0 sends nothing; it only asks whether `pid` exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if mine && gone {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 
