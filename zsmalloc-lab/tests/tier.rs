@@ -124,7 +124,7 @@ fn fork_under(test: &str, policy: &str) {
     assert_ran(&r, 4 << 20, &["child", "parent", "parent again"]);
     assert_eq!(figure(&r, "forks"), 1);
     assert!(figure(&r, "peak_resident_bytes") >= 32 << 20, "{:?}", r.report);
-    let slack = zsmalloc_tier::slack::slack_pages((4 << 20) / PAGE) * PAGE;
+    let slack = slack(4 << 20);
     assert!(figure(&r, "resident_bytes") <= (4 << 20) + slack, "{:?}", r.report);
 }
 
@@ -420,7 +420,7 @@ fn resident_memory_stays_within_the_budget_and_its_slack() {
             &fill,
         ]);
         assert_ran(&r, budget, &["first pass", "second pass"]);
-        let slack = zsmalloc_tier::slack::slack_pages(budget / PAGE) * PAGE;
+        let slack = slack(budget);
         assert_eq!(figure(&r, "slack_bytes"), slack, "the report says the slack");
         let peak = figure(&r, "peak_resident_bytes");
         assert!(peak > budget && peak <= budget + slack, "{mib}M: peak {peak}, slack {slack}");

@@ -38,7 +38,7 @@ fn an_executed_program_is_tiered_with_follow_children_only() {
     let child = line_of(&procs, "tier_check");
     assert!(child["evictions"].as_u64() > Some(0) && child["faults"].as_u64() > Some(0));
     assert_eq!(child["state"], "tiering", "{child}");
-    let slack = zsmalloc_tier::slack::slack_pages((4 << 20) / PAGE) * PAGE;
+    let slack = slack(4 << 20);
     assert!(child["peak_resident_bytes"].as_u64() <= Some((4 << 20) + slack), "{child}");
     let total: u64 = procs.iter().map(|p| p["evictions"].as_u64().unwrap()).sum();
     assert_eq!(figure(&r, "evictions"), total, "the figures are the processes' sum");
