@@ -37,22 +37,10 @@ static STEP_ASIDE_FOR: AtomicI32 = AtomicI32::new(-1);
 
 /// Makes the doorbell.
 pub fn make(uffd: &Uffd) -> Result<(), String> {
-    // SAFETY: a private anonymous page of the tier's own; it aliases nothing.
-    let p = unsafe {
-        sys::mmap(
-            0,
-            PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(format!("the doorbell page: {}", std::io::Error::last_os_error()));
-    }
-    uffd.register(p as usize, PAGE, Modes::MISSING).map_err(|e| format!("the doorbell: {e}"))?;
-    DOORBELL.store(p as usize, Ordering::Release);
+    let p = sys::own_memory(PAGE)
+        .ok_or_else(|| format!("the doorbell page: {}", std::io::Error::last_os_error()))?;
+    uffd.register(p, PAGE, Modes::MISSING).map_err(|e| format!("the doorbell: {e}"))?;
+    DOORBELL.store(p, Ordering::Release);
     Ok(())
 }
 
