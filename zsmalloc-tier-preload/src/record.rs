@@ -36,12 +36,12 @@ impl Recorder {
         if self.fd < 0 {
             return;
         }
-        // SAFETY: fcntl(F_DUPFD_CLOEXEC) of the recorder's own descriptor.
-        let n = unsafe { libc::fcntl(self.fd, libc::F_DUPFD_CLOEXEC, floor) };
-        if n >= 0 {
-            // SAFETY: the old number, the recorder's own, replaced by `n`.
+        // SAFETY: the recorder's own descriptor, open while it is borrowed here.
+        let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(self.fd) };
+        if let Ok(copy) = zsmalloc_tier::fd_number::copy_above(fd, floor) {
+            // SAFETY: the old number, the recorder's own, replaced by the copy.
             unsafe { libc::close(self.fd) };
-            self.fd = n;
+            self.fd = std::os::fd::IntoRawFd::into_raw_fd(copy);
         }
     }
 

@@ -4,7 +4,7 @@
 //! descriptor limit, they stay out of the way of numbers programs pick.
 
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
 /// The number descriptors are moved to or above: 64 below the soft limit of open descriptors,
 /// at most 1000 (a table grown to a number costs the kernel memory) and at least 10.
@@ -21,6 +21,12 @@ pub fn high_floor() -> i32 {
 
 /// `fd` under the lowest free number at or above `floor`, close-on-exec (the old number closed).
 pub fn raise(fd: OwnedFd, floor: i32) -> io::Result<OwnedFd> {
+    copy_above(fd.as_fd(), floor)
+}
+
+/// A copy of `fd` under the lowest free number at or above `floor`, close-on-exec; `fd` stays
+/// open (for a caller that closes it only once the copy is made).
+pub fn copy_above(fd: BorrowedFd<'_>, floor: i32) -> io::Result<OwnedFd> {
     // SAFETY: fcntl(F_DUPFD_CLOEXEC) on a live descriptor; the new number is returned to us
     // alone.
     let n = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, floor) };
