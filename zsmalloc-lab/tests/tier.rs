@@ -149,8 +149,10 @@ fn a_thread_whose_tls_vector_was_evicted_frees_evicted_blocks() {
     let test = "a_thread_whose_tls_vector_was_evicted_frees_evicted_blocks";
     let Some(r) = check_under(test, "fifo", "4M", &["threadfree", "32"]) else { return };
     assert_tiered(&r, 4 << 20, &["freed", "after"]);
+    // Live at the end: the 9 to 10 MiB made after the frees and the program's two 1.5 MiB
+    // tables of blocks; the 32 MiB freed would have left some 28 MiB stored.
     let stored = figure(&r, "stored_pages") + figure(&r, "same_filled_pages");
-    assert!(stored * PAGE <= 9 << 20, "only the 9 MiB made after the frees: {:?}", r.report);
+    assert!(stored * PAGE <= 16 << 20, "only what was made after the frees: {:?}", r.report);
 }
 
 #[test]
