@@ -14,7 +14,7 @@ use crate::tier::{State, Tier};
 impl Tier {
     /// After a fault is served: down to the budget once the slack is used up.
     pub fn evict_after_fault(&self, st: &mut State) {
-        if st.resident > st.budget + deferred_pages(st.budget) {
+        if st.pages.excess() > deferred_pages(st.pages.budget()) {
             self.evict_over_budget(st);
         }
     }
@@ -22,11 +22,11 @@ impl Tier {
     /// No fault is pending: one page evicted if the resident ones exceed the budget. False when
     /// nothing was (within the budget, eviction paused, or no page could be moved).
     pub fn evict_while_idle(&self, st: &mut State) -> bool {
-        if st.resident <= st.budget || st.paused || st.pool_full {
+        if !st.pages.over_budget() || st.paused || st.pool_full {
             return false;
         }
-        let before = st.resident;
-        self.evict_down_to(st, st.resident - 1);
-        st.resident < before
+        let before = st.pages.evictable();
+        self.evict_down_to(st, before - 1);
+        st.pages.evictable() < before
     }
 }

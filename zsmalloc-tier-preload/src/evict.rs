@@ -12,8 +12,9 @@ use zsmalloc_core::Backend;
 use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::{Modes, Uffd, UffdError};
 
+use crate::protection::{self, Leave};
 use crate::sys::{self, PAGE};
-use crate::tier::{self, State, Tier, RESIDENT, SAME, STORED};
+use crate::tier::{self, State, Tier, SAME, STORED};
 
 /// `MADV_POPULATE_WRITE` (Linux 5.14), which the libc crate may not name.
 pub(crate) const MADV_POPULATE_WRITE: libc::c_int = 23;
@@ -83,22 +84,18 @@ impl Tier {
     /// Evicts the policy's victims until the resident pages fit the budget, or until 64
     /// could not be moved in a row.
     pub fn evict_over_budget(&self, st: &mut State) {
-        self.evict_down_to(st, st.budget);
+        self.evict_down_to(st, st.pages.budget());
     }
 
-    /// Evicts the policy's victims until `target` pages are resident, or until 64 could not be
-    /// moved in a row.
+    /// Evicts the policy's victims until `target` pages that may leave are resident, or until
+    /// 64 could not be moved in a row.
     pub fn evict_down_to(&self, st: &mut State, target: u64) {
-        let table = st.table;
-        let live = move |p: u32, s: u32| {
-            // SAFETY: as `Tier::entry`: the table's entries, with the lock held (the caller
-            // passes the state).
-            let e = unsafe { &*(table as *const tier::Entry).add(p as usize) };
-            e.kind() == RESIDENT && e.seq() == s
-        };
         let mut skipped = 0;
-        while st.resident > target && !st.paused && !st.pool_full && skipped < 64 {
-            let Some((page, seq)) = st.policy.next_victim(&live) else { break };
+        while st.pages.evictable() > target && !st.paused && !st.pool_full && skipped < 64 {
+            let State { policy, pages, .. } = &mut *st;
+            let Some((page, seq)) = policy.next_victim(&|p, s| pages.is_victim(p, s)) else {
+                break;
+            };
             let t0 = Instant::now();
             match self.evict(st, page as usize) {
                 Outcome::Evicted => {
@@ -119,7 +116,8 @@ impl Tier {
                 Outcome::Stale => {}
             }
         }
-        st.policy.compact(st.resident, &live);
+        let State { policy, pages, .. } = &mut *st;
+        policy.compact(pages.resident(), &|p, s| pages.is_victim(p, s));
     }
 
     fn slot(&self, st: &mut State) -> usize {
@@ -140,9 +138,15 @@ impl Tier {
     }
 
     /// Moves `page` out into the staging slot `slot` (a hole) in one step: a page and a folio
-    /// group's pages alike leave this way.
+    /// group's pages alike leave this way, each as its protection allows
+    /// (`protection.rs`): moved, copied out and dropped, or kept.
     pub(crate) fn move_out(&self, slot: usize, page: usize) -> Moved {
         let addr = self.addr(page);
+        match protection::of(page).leave() {
+            Leave::Move => {}
+            Leave::CopyOut => return self.copy_out(slot, addr),
+            Leave::Stay => return Moved::Stays,
+        }
         // SAFETY: the page is the program's, reached by the program through raw pointers only
         // (this library holds no reference into it); the slot is a hole of the staging area.
         let mut moved = unsafe { self.uffd.move_pages(slot, addr, PAGE) };
@@ -177,6 +181,29 @@ impl Tier {
         }
     }
 
+    /// A page the program may read but not write leaves by a copy into the slot and a drop:
+    /// no write can land on it meanwhile (module `protection`).
+    fn copy_out(&self, slot: usize, addr: usize) -> Moved {
+        // The kernel's copy reads the page: a hole there would fault to this very thread.
+        if !present_or_swapped(addr) {
+            return Moved::Gone;
+        }
+        // SAFETY: a page of the program's, present (or swapped: read in as any), readable, and
+        // read-only to the program, so it does not change while the kernel copies it.
+        let data = unsafe { std::slice::from_raw_parts(addr as *const u8, PAGE) };
+        if let Err(e) = self.uffd.copy(slot, data, false) {
+            tier::fatal(&format!("eviction of a read-only page: {e}"));
+        }
+        // SAFETY: the page is copied; dropped, it is a hole whose next touch the handler serves.
+        if unsafe { sys::madvise(addr, PAGE, libc::MADV_DONTNEED) } != 0 {
+            tier::fatal(&format!(
+                "eviction of a read-only page: madvise: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        Moved::Out
+    }
+
     fn evict(&self, st: &mut State, page: usize) -> Outcome {
         if st.folio.pages > 1 {
             return self.evict_group(st, page);
@@ -197,44 +224,57 @@ impl Tier {
         }
         // SAFETY: the slot holds the page just moved there; the tier alone maps it.
         let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };
-        let e = self.entry(st, page);
         let w = tier::stats();
         if let Some(v) = same_filled(data) {
-            e.handle.store(v as usize, std::sync::atomic::Ordering::Relaxed);
-            e.info = SAME;
+            st.pages.entry(page).handle.store(v as usize, std::sync::atomic::Ordering::Relaxed);
+            st.pages.set(page, SAME);
             w.add(Field::SameFilledPages, 1);
-        } else {
-            let State { pool, packed, codec, record, .. } = st;
-            let pool = pool.as_ref().expect("the handler made the pool");
-            // A page that does not shrink (or that the codec refuses) is stored whole.
-            let n = codec.compress(data, packed).ok().filter(|&n| n < PAGE).unwrap_or(PAGE);
-            let object: &[u8] = if n == PAGE { data } else { &packed[..n] };
-            // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
-            // was resident).
-            if unsafe { pool.store_raw(&e.handle, object) }.is_err() {
-                if let Err(err) = self.copy_in(addr, data, true) {
-                    tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
-                }
-                return Outcome::PoolFull;
-            }
-            e.info = STORED | ((n as u64) << 8);
-            tier::record(record, |r| r.store(page, n));
-            w.add(Field::StoredPages, 1);
-            w.add(Field::CompressedBytes, n as u64);
-            w.add(Field::StoresTotalPages, 1);
-            w.add(Field::StoresTotalBytes, n as u64);
-            let pages = pool.total_pages();
-            w.set(Field::PoolPages, pages);
-            w.raise(Field::MaxPoolPages, pages);
+            return Outcome::Evicted;
         }
-        st.resident -= 1;
-        w.set(Field::ResidentPages, st.resident);
+        let State { pool, packed, codec, record, pages, .. } = st;
+        let pool = pool.as_ref().expect("the handler made the pool");
+        // A page that does not shrink (or that the codec refuses) is stored whole.
+        let n = codec.compress(data, packed).ok().filter(|&n| n < PAGE).unwrap_or(PAGE);
+        let object: &[u8] = if n == PAGE { data } else { &packed[..n] };
+        // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
+        // was resident).
+        if unsafe { pool.store_raw(&pages.entry(page).handle, object) }.is_err() {
+            if let Err(err) = self.copy_in(addr, data, true) {
+                tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
+            }
+            return Outcome::PoolFull;
+        }
+        pages.set(page, tier::info(STORED, n, 0));
+        tier::record(record, |r| r.store(page, n));
+        w.add(Field::StoredPages, 1);
+        w.add(Field::CompressedBytes, n as u64);
+        w.add(Field::StoresTotalPages, 1);
+        w.add(Field::StoresTotalBytes, n as u64);
+        let total = pool.total_pages();
+        w.set(Field::PoolPages, total);
+        w.raise(Field::MaxPoolPages, total);
         Outcome::Evicted
     }
 
     pub(crate) fn forget_gone(&self, st: &mut State, page: usize) {
-        self.entry(st, page).info = tier::EMPTY;
-        st.resident -= 1;
-        tier::stats().set(Field::ResidentPages, st.resident);
+        st.pages.set(page, tier::EMPTY);
     }
+}
+
+/// Whether the page at `addr` is present or swapped (`/proc/self/pagemap`, bits 63 and 62): a
+/// page the handler may read without a userfault. False if it cannot be told.
+fn present_or_swapped(addr: usize) -> bool {
+    // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/pagemap".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    let mut word = 0u64;
+    // SAFETY: pread of 8 bytes into a u64 of this frame.
+    let n = unsafe {
+        libc::pread(fd, (&mut word as *mut u64).cast(), 8, ((addr / PAGE) * 8) as libc::off_t)
+    };
+    // SAFETY: the descriptor just opened, closed by the kernel (not the program's `close`).
+    unsafe { libc::syscall(libc::SYS_close, fd) };
+    n == 8 && word & (3 << 62) != 0
 }

@@ -21,14 +21,9 @@ use zsmalloc_tier::uffd::UffdError;
 
 use crate::evict::{Moved, Outcome};
 use crate::sys::PAGE;
-use crate::tier::{self, Entry, State, Tier, EMPTY, GROUP, RESIDENT, SAME, STORED};
+use crate::tier::{self, State, Tier, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
 impl Tier {
-    fn group_entry(&self, st: &State, group: usize) -> &'static mut Entry {
-        // SAFETY: `folio.table` holds an entry per group of the reserve, in the tier's own
-        // memory, and the caller holds the state's lock (it passes the state).
-        unsafe { &mut *(st.folio.table as *mut Entry).add(group) }
-    }
 
     /// The pages of `page`'s group, as a range of page numbers.
     fn group_of(&self, st: &State, page: usize) -> std::ops::Range<usize> {
@@ -37,14 +32,14 @@ impl Tier {
     }
 
     fn members(&self, st: &State, group: &std::ops::Range<usize>) -> u32 {
-        group.clone().filter(|&p| self.entry(st, p).kind() == GROUP).count() as u32
+        group.clone().filter(|&p| st.pages.kind(p) == GROUP).count() as u32
     }
 
     /// Evicts the group of `victim`: its resident pages moved out, compressed together and
     /// stored as one object (or kept as a value).
     pub fn evict_group(&self, st: &mut State, victim: usize) -> Outcome {
         let group = self.group_of(st, victim);
-        if self.group_entry(st, group.start / group.len()).kind() != EMPTY {
+        if st.folio.entry(group.start / group.len()).kind() != EMPTY {
             // Some of its pages are still out in an object (the others came in since, first
             // touched): they come back, so that the whole group leaves as one object.
             self.restore_group(st, victim);
@@ -53,7 +48,7 @@ impl Tier {
         let mut out = 0u32; // a bit per page of the group that left
         let mut victim_stays = false;
         for (i, page) in group.clone().enumerate() {
-            if self.entry(st, page).kind() != RESIDENT {
+            if st.pages.kind(page) != RESIDENT {
                 continue;
             }
             match self.move_out(slots + i * PAGE, page) {
@@ -105,24 +100,22 @@ impl Tier {
         }
         let w = tier::stats();
         let pages = u64::from(out.count_ones());
-        if self.group_entry(st, group.start / n).kind() == SAME {
+        if st.folio.entry(group.start / n).kind() == SAME {
             w.add(Field::SameFilledPages, pages);
         } else {
             w.add(Field::StoredPages, pages);
             w.add(Field::StoresTotalPages, pages);
         }
         for i in (0..n).filter(|i| out & (1 << i) != 0) {
-            self.entry(st, group.start + i).info = GROUP;
+            st.pages.set(group.start + i, GROUP);
         }
-        st.resident -= pages;
-        w.set(Field::ResidentPages, st.resident);
         w.add(Field::GroupEvictions, 1);
         // The caller counts one eviction; every page that left is one.
         w.add(Field::Evictions, pages - 1);
         if victim_stays {
             // Its arrival was taken off the order; it stays resident, so it goes back.
             w.add(Field::SharedSkips, 1);
-            let seq = self.entry(st, victim).seq();
+            let seq = st.pages.entry(victim).seq();
             st.policy.kept(victim as u32, seq);
         }
         Outcome::Evicted
@@ -131,12 +124,13 @@ impl Tier {
     /// Keeps the group starting at page `first` (its bytes `data`) as a value, or stores it
     /// compressed (whole if it does not shrink); false when the pool refused it.
     fn store_group(&self, st: &mut State, first: usize, data: &[u8]) -> bool {
-        let g = self.group_entry(st, first / st.folio.pages);
+        let group = first / st.folio.pages;
         if let Some(v) = same_filled(data) {
-            g.handle.store(v as usize, Ordering::Relaxed);
-            g.info = SAME;
+            st.folio.entry(group).handle.store(v as usize, Ordering::Relaxed);
+            st.folio.set(group, SAME);
             return true;
         }
+        let g = st.folio.entry(group);
         let pool = st.pool.as_ref().expect("the handler made the pool");
         let len = st.codec.compress(data, &mut st.packed).ok().filter(|&l| l < data.len());
         let object: &[u8] = len.map_or(data, |l| &st.packed[..l]);
@@ -146,7 +140,7 @@ impl Tier {
             return false;
         }
         let len = object.len();
-        g.info = STORED | ((len as u64) << 8);
+        st.folio.set(group, tier::info(STORED, len, 0));
         tier::record(&mut st.record, |r| r.store(first, len));
         let w = tier::stats();
         w.add(Field::CompressedBytes, len as u64);
@@ -163,7 +157,7 @@ impl Tier {
         let group = self.group_of(st, page);
         let n = group.len();
         let members = u64::from(self.members(st, &group));
-        let g = self.group_entry(st, group.start / n);
+        let g = st.folio.entry(group.start / n);
         let w = tier::stats();
         match g.kind() {
             SAME => {
@@ -192,16 +186,16 @@ impl Tier {
             }
             _ => tier::fatal("a page of a folio has no object"),
         }
-        g.info = EMPTY;
+        st.folio.set(group.start / n, EMPTY);
         // Runs of consecutive members, each one copy; the pages between them are left alone.
         let mut i = 0;
         while i < n {
-            if self.entry(st, group.start + i).kind() != GROUP {
+            if st.pages.kind(group.start + i) != GROUP {
                 i += 1;
                 continue;
             }
             let run =
-                (i..n).take_while(|&j| self.entry(st, group.start + j).kind() == GROUP).count();
+                (i..n).take_while(|&j| st.pages.kind(group.start + j) == GROUP).count();
             self.fill_run(self.addr(group.start + i), &st.folio.buf[i * PAGE..(i + run) * PAGE]);
             for p in group.start + i..group.start + i + run {
                 self.arrive(st, p);
@@ -216,7 +210,7 @@ impl Tier {
     fn fill_run(&self, addr: usize, data: &[u8]) {
         match self.copy_in(addr, data, true) {
             Ok(()) => {}
-            Err(UffdError::AlreadyMapped { .. }) => {
+            Err(e) if matches!(e, UffdError::AlreadyMapped { .. }) || crate::serve::crosses_areas(&e) => {
                 for (k, page) in data.chunks(PAGE).enumerate() {
                     match self.copy_in(addr + k * PAGE, page, true) {
                         Ok(()) => {}
@@ -235,7 +229,7 @@ impl Tier {
 
     /// Frees the object of the group starting at page `first`.
     fn free_group_object(&self, st: &mut State, first: usize) {
-        let g = self.group_entry(st, first / st.folio.pages);
+        let g = st.folio.entry(first / st.folio.pages);
         if let Some(pool) = &st.pool {
             // SAFETY: the handle word is this group's, at a fixed address, holding its object.
             let _ = unsafe { pool.free_raw(&g.handle) };
@@ -252,21 +246,22 @@ impl Tier {
     pub fn leave_group(&self, st: &mut State, page: usize) {
         let group = self.group_of(st, page);
         let others = self.members(st, &group) - 1;
-        let g = self.group_entry(st, group.start / group.len());
+        let index = group.start / group.len();
+        let g = st.folio.entry(index);
         let w = tier::stats();
         match g.kind() {
             SAME => {
                 w.sub(Field::SameFilledPages, 1);
                 if others == 0 {
                     g.handle.store(0, Ordering::Relaxed);
-                    g.info = EMPTY;
+                    st.folio.set(index, EMPTY);
                 }
             }
             STORED => {
                 w.sub(Field::StoredPages, 1);
                 if others == 0 {
                     self.free_group_object(st, group.start);
-                    g.info = EMPTY;
+                    st.folio.set(index, EMPTY);
                 }
             }
             _ => {}

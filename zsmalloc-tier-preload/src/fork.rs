@@ -62,7 +62,7 @@ extern "C" fn parent() {
         // SAFETY: `prepare` holds the state's lock.
         let st = unsafe { t.state.held() };
         st.paused = false;
-        let over = st.resident > st.budget;
+        let over = st.pages.over_budget();
         t.state.lock.unlock();
         // Every page came back: the handler, perhaps asleep within the budget, evicts again.
         if over {

@@ -91,7 +91,7 @@ fn run(t: &Tier) {
                     std::thread::yield_now();
                     continue;
                 }
-                let over = t.state.with(|st| st.resident > st.budget);
+                let over = t.state.with(|st| st.pages.over_budget());
                 let wait = Duration::from_millis(if over { 50 } else { 3_600_000 });
                 match t.uffd.poll_with(Some(t.wakeup.fd()), wait) {
                     Ok(false) if over => t.state.with(|st| t.evict_over_budget(st)),

@@ -20,7 +20,6 @@
 mod children;
 mod defer;
 mod doorbell;
-mod entry;
 mod evict;
 mod figures;
 mod first_touch;
@@ -32,8 +31,10 @@ mod heap;
 mod interpose;
 mod modes;
 mod own_fds;
+mod page_table;
 mod page_codec;
 mod policy;
+mod protection;
 mod readahead;
 mod readahead_cache;
 mod record;

@@ -17,11 +17,6 @@ use crate::readahead_cache::FREE;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, CACHED, STORED};
 
-/// The cache slot of a cached page's entry (where a resident page keeps its arrival).
-fn slot_of(info: u64) -> usize {
-    (info >> 32) as usize
-}
-
 impl Tier {
     /// Reads ahead the stored pages of `page`'s cluster (`page` itself just served).
     pub fn read_ahead(&self, st: &mut State, page: usize) {
@@ -36,7 +31,7 @@ impl Tier {
             if room == 0 {
                 break;
             }
-            if q != page && self.entry(st, q).kind() == STORED {
+            if q != page && st.pages.kind(q) == STORED {
                 self.cache_page(st, q);
                 room -= 1;
             }
@@ -51,7 +46,7 @@ impl Tier {
         if old != FREE {
             self.uncache(st, old as usize);
         }
-        let e = self.entry(st, page);
+        let e = st.pages.entry(page);
         let pool = st.pool.as_ref().expect("objects are stored only once the pool exists");
         // SAFETY: the handle word is this entry's, at a fixed address, holding the object the
         // eviction stored (kind STORED).
@@ -66,28 +61,25 @@ impl Tier {
         } else if st.codec.decompress(&st.packed[..n], copy) != Ok(PAGE) {
             tier::fatal("an evicted page did not decompress to a page");
         }
-        e.info = CACHED | ((e.len() as u64) << 8) | ((slot as u64) << 32);
+        let len = e.len();
+        st.pages.set(page, tier::info(CACHED, len, slot as u32));
         st.readahead.owner[slot] = page as u32;
-        st.resident += 1;
         let w = tier::stats();
         w.add(Field::DecompressedBytes, PAGE as u64);
         w.add(Field::ReadaheadPages, 1);
-        w.set(Field::ResidentPages, st.resident);
-        w.raise(Field::PeakResidentPages, st.resident);
     }
 
     /// Drops cached page `page`'s copy: it is stored only, as before it was read ahead.
     pub fn uncache(&self, st: &mut State, page: usize) {
-        let e = self.entry(st, page);
-        st.readahead.owner[slot_of(e.info)] = FREE;
-        e.info = STORED | ((e.len() as u64) << 8);
-        st.resident -= 1;
-        tier::stats().set(Field::ResidentPages, st.resident);
+        let e = st.pages.entry(page);
+        let (slot, len) = (e.seq() as usize, e.len());
+        st.readahead.owner[slot] = FREE;
+        st.pages.set(page, tier::info(STORED, len, 0));
     }
 
     /// Puts cached page `page`'s copy in the page buffer, the copy dropped and the object freed.
     pub fn take_cached(&self, st: &mut State, page: usize) {
-        let slot = slot_of(self.entry(st, page).info);
+        let slot = st.pages.entry(page).seq() as usize;
         st.page.copy_from_slice(&st.readahead.cache[slot * PAGE..(slot + 1) * PAGE]);
         self.uncache(st, page);
         self.free_object(st, page);

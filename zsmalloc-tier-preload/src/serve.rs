@@ -13,10 +13,16 @@ use zsmalloc_tier::stats::{Field, State as TierState, Step};
 use zsmalloc_tier::uffd::UffdError;
 
 use crate::first_touch::ROOM_RUN;
+use crate::protection;
 use crate::reserve;
 use crate::steps;
 use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
+
+/// Whether a copy was refused because its range spans two areas of the program's memory.
+pub fn crosses_areas(e: &UffdError) -> bool {
+    matches!(e, UffdError::Os { err, .. } if err.raw_os_error() == Some(libc::ENOENT))
+}
 
 /// The most pages a first touch fills near the budget (with room under it, up to
 /// `first_touch::ROOM_RUN`).
@@ -27,7 +33,7 @@ impl Tier {
     pub fn serve(&self, addr: usize, t0: Instant) {
         self.state.with(|st| {
             let page = (addr - reserve::base()) / PAGE;
-            let kind = self.entry(st, page).kind();
+            let kind = st.pages.kind(page);
             match kind {
                 EMPTY => self.first_touch(st, page),
                 // Served already (another thread's fault on the same page), or the kernel
@@ -56,12 +62,18 @@ impl Tier {
     /// program touches its new memory mostly upwards, and one fault then serves several
     /// pages. At most a quarter of the budget, so that the faulting page is never the next
     /// to leave, and [`FAULT_AROUND`]; up to `ROOM_RUN` while they fill at most half of
-    /// the room left under the budget; never past the pages the heap ever handed out.
+    /// the room left under the budget; never past the pages the heap ever handed out, nor
+    /// where the protection changes (a copy never crosses two areas: `protection.rs`).
     pub fn untouched_run(&self, st: &State, page: usize) -> usize {
-        let room = st.budget.saturating_sub(st.resident) as usize / 2;
-        let most = (st.budget as usize / 4).clamp(1, FAULT_AROUND).max(room.min(ROOM_RUN));
+        let budget = st.pages.budget();
+        let room = st.pages.room() as usize / 2;
+        let most = (budget as usize / 4).clamp(1, FAULT_AROUND).max(room.min(ROOM_RUN));
         let end = reserve::high_water_pages().min(page + most).max(page + 1);
-        (page..end).take_while(|&p| self.entry(st, p).kind() == EMPTY).count().max(1)
+        let prot = protection::of(page);
+        (page..end)
+            .take_while(|&p| st.pages.kind(p) == EMPTY && protection::of(p) == prot)
+            .count()
+            .max(1)
     }
 
     /// Fills the holes at `addr` with `data` (whole pages); a page already there ends the
@@ -79,6 +91,13 @@ impl Tier {
                 }
                 steps::skip();
             }
+            // Two areas (a protection or advice set by a system call the tier does not
+            // see split them): a page at a time, each in one area.
+            Err(e) if crosses_areas(&e) && data.len() > PAGE => {
+                for (k, page) in data.chunks(PAGE).enumerate() {
+                    self.fill(addr + k * PAGE, page);
+                }
+            }
             Err(e) => tier::fatal(&format!("a fault could not be served: {e}")),
         }
     }
@@ -86,7 +105,7 @@ impl Tier {
     /// Brings the evicted page `page` back from its value or object (which is freed).
     pub fn restore(&self, st: &mut State, page: usize) {
         let addr = self.addr(page);
-        let e = self.entry(st, page);
+        let e = st.pages.entry(page);
         match e.kind() {
             SAME => {
                 // The word was the value's; it must be empty again for a later store.
@@ -95,11 +114,11 @@ impl Tier {
                 tier::stats().sub(Field::SameFilledPages, 1);
             }
             STORED => {
-                let State { pool, packed, page: out, codec, record, .. } = &mut *st;
+                let State { pool, packed, page: out, codec, record, pages, .. } = &mut *st;
                 let pool = pool.as_ref().expect("objects are stored only once the pool exists");
                 // SAFETY: the handle word is this entry's, at a fixed address, holding the
                 // object the eviction stored.
-                let n = match unsafe { pool.read_into_raw(&e.handle, packed) } {
+                let n = match unsafe { pool.read_into_raw(&pages.entry(page).handle, packed) } {
                     Ok(n) => n,
                     Err(err) => tier::fatal(&format!("an evicted page could not be read: {err}")),
                 };
@@ -128,7 +147,7 @@ impl Tier {
     /// Brings every evicted page back (before a fork, or stepping aside).
     pub fn bring_back_all(&self, st: &mut State) {
         for page in 0..reserve::high_water_pages() {
-            if matches!(self.entry(st, page).kind(), SAME | STORED | GROUP | CACHED) {
+            if matches!(st.pages.kind(page), SAME | STORED | GROUP | CACHED) {
                 self.restore(st, page);
             }
         }

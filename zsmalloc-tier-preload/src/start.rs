@@ -15,7 +15,7 @@ use crate::own_fds::{self, Own};
 use crate::readahead_cache::Readahead;
 use crate::record::Recorder;
 use crate::sys::{self, Locked, PAGE};
-use crate::tier::{stats, Entry, State, Tier, TIER};
+use crate::tier::{stats, Entry, PageTable, State, Tier, TIER};
 use crate::{evict, handler, page_codec, policy, reserve, serve};
 
 /// How evicted pages leave and come back: pages per eviction unit (`folio.rs`) and the
@@ -62,11 +62,8 @@ pub fn start(
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
     crate::doorbell::make(&uffd)?;
     let state = State {
-        table,
+        pages: PageTable::new(table, pages, budget_pages),
         policy: victims,
-        seq: 0,
-        resident: 0,
-        budget: budget_pages,
         pool: None,
         config: Some(config),
         zero: vec![0; serve::FAULT_AROUND * PAGE],

@@ -1,6 +1,6 @@
-//! The tier's state: a word pair per page of the reserve (what holds the page's bytes: the
-//! page itself, a pool object, a same-filled value, or nothing yet), the arrival order of the
-//! resident pages, the pool and the buffers, all behind one lock. The handler thread serves
+//! The tier's state: the page table (`page_table.rs`: what holds each page's bytes, and the
+//! counts the budget is judged by), the arrival order of the resident pages, the pool and the
+//! buffers, all behind one lock. The handler thread serves
 //! faults and evicts with it held; a program thread takes it only to empty pages (free,
 //! munmap, madvise) or around a fork, and never touches registered memory while it holds it,
 //! so the handler is never waiting on a thread that waits on the handler.
@@ -18,17 +18,15 @@ use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
 
-pub use crate::entry::{Entry, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
+pub use crate::page_table::{info, Entry, PageTable, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 pub use crate::figures::{map_stats, stats, use_block, IN_CHILD};
 
 pub struct State {
-    pub table: usize,
+    /// What holds each page's bytes; the resident counts and the budget.
+    pub pages: PageTable,
     /// Chooses the victims (module `policy`): told of every arrival (page, arrival number);
     /// an arrival whose number no longer matches the page's is stale.
     pub policy: Box<dyn Policy>,
-    pub seq: u32,
-    pub resident: u64,
-    pub budget: u64,
     pub pool: Option<AnyPool>,
     pub config: Option<PoolConfig>,
     pub zero: Vec<u8>,
@@ -61,9 +59,6 @@ pub fn record(r: &mut Option<Recorder>, f: impl FnOnce(&mut Recorder)) {
     }
 }
 
-// SAFETY: `table` is an address of the tier's own memory, reached only with the lock held.
-unsafe impl Send for State {}
-
 pub struct Tier {
     pub uffd: Uffd,
     pub fd: i32,
@@ -90,25 +85,14 @@ impl Tier {
         sys::signals_blocked(|| self.state.with(|st| sys::as_tier(|| f(st))))
     }
 
-    pub fn entry(&self, st: &State, page: usize) -> &'static mut Entry {
-        // SAFETY: `table` holds an entry per page of the reserve, in the tier's own memory,
-        // and the caller holds the state's lock (it passes the state).
-        unsafe { &mut *(st.table as *mut Entry).add(page) }
-    }
-
     pub fn addr(&self, page: usize) -> usize {
         reserve::base() + page * PAGE
     }
 
     /// A page has come in: resident, last in the arrival order.
     pub fn arrive(&self, st: &mut State, page: usize) {
-        st.seq = st.seq.wrapping_add(1);
-        self.entry(st, page).info = RESIDENT | (u64::from(st.seq) << 32);
-        st.policy.arrived(page as u32, st.seq);
-        st.resident += 1;
-        let w = stats();
-        w.set(Field::ResidentPages, st.resident);
-        w.raise(Field::PeakResidentPages, st.resident);
+        let seq = st.pages.arrive(page);
+        st.policy.arrived(page as u32, seq);
     }
 
     /// Fills the holes at `addr` with `data`, write-protected when the policy watches writes;
@@ -123,17 +107,11 @@ impl Tier {
 
     /// Forgets what page `page` held (its object freed): it reads zeros from now on.
     fn forget(&self, st: &mut State, page: usize) {
-        let e = self.entry(st, page);
-        let w = stats();
-        match e.kind() {
-            RESIDENT => {
-                st.resident -= 1;
-                w.set(Field::ResidentPages, st.resident);
-            }
+        match st.pages.kind(page) {
             STORED => self.free_object(st, page),
             SAME => {
-                e.handle.store(0, Ordering::Relaxed);
-                w.sub(Field::SameFilledPages, 1);
+                st.pages.entry(page).handle.store(0, Ordering::Relaxed);
+                stats().sub(Field::SameFilledPages, 1);
             }
             GROUP => self.leave_group(st, page),
             CACHED => {
@@ -142,12 +120,12 @@ impl Tier {
             }
             _ => {}
         }
-        e.info = EMPTY;
+        st.pages.set(page, EMPTY);
     }
 
     /// Frees page `page`'s pool object.
     pub fn free_object(&self, st: &mut State, page: usize) {
-        let e = self.entry(st, page);
+        let e = st.pages.entry(page);
         if let Some(pool) = &st.pool {
             // SAFETY: the handle word is this entry's, at a fixed address in the tier's
             // memory, written only by the pool; it holds an object (kind STORED).

@@ -44,13 +44,19 @@ pub fn lend(first: usize, end: usize) {
         let over = t.with_state(|st| {
             t.active.load(Ordering::Acquire) && {
                 map_untouched(t, st, at, (at + FAULT_AROUND).min(end));
-                st.resident > st.budget
+                st.pages.over_budget()
             }
         });
         if over {
             crate::doorbell::ring();
         }
     }
+}
+
+/// An untouched page the program may read and write (a reservation's pages are lent when the
+/// program opens them).
+fn lendable(st: &State, page: usize) -> bool {
+    st.pages.kind(page) == EMPTY && crate::protection::of(page) == crate::protection::Prot::PLAIN
 }
 
 /// Maps the untouched pages of `[first, end)` as the zero page, each arriving (the state's
@@ -63,12 +69,12 @@ pub fn map_untouched(t: &Tier, st: &mut State, first: usize, end: usize) -> bool
     }
     let mut p = first;
     while p < end {
-        if t.entry(st, p).kind() != EMPTY {
+        if !lendable(st, p) {
             p += 1;
             continue;
         }
         let run = p;
-        while p < end && t.entry(st, p).kind() == EMPTY {
+        while p < end && lendable(st, p) {
             p += 1;
         }
         match t.uffd.zeropage(t.addr(run), (p - run) * PAGE) {
