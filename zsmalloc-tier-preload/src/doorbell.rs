@@ -5,7 +5,8 @@
 //! - under `--user-faults-only`, evict (`user_faults.rs`: program threads never evict);
 //! - before the program names one of the tier's descriptors in `dup2` or `dup3` (which would
 //!   close it), step aside: every page back, nothing registered, the handler stopped, the trace
-//!   written and closed (`interpose.rs`);
+//!   written and closed (`interpose.rs`); the same before the program's `mlockall`
+//!   (`interpose_protection.rs`);
 //! - before a fork, bring every page back and pause eviction (`fork.rs`). That reads pool
 //!   objects, and the pool's code reaches its thread-local data through the loader, which reads
 //!   the thread's vector of it: glibc allocates that vector for every thread but the first with
@@ -32,8 +33,19 @@ static BRING_BACK_ASKED: AtomicBool = AtomicBool::new(false);
 /// The handler has stopped (it stepped aside): it touches none of the tier's descriptors again.
 pub static HANDLER_STOPPED: AtomicBool = AtomicBool::new(false);
 
-/// The descriptor a program's `dup2` or `dup3` is about to replace (-1: none asked).
+/// Why the handler is asked to step aside: the descriptor a program's `dup2` or `dup3` is
+/// about to replace (0 and above), [`LOCK_ALL`], or -1: not asked.
 static STEP_ASIDE_FOR: AtomicI32 = AtomicI32::new(-1);
+const LOCK_ALL: i32 = -2;
+
+/// Why the program has the tier step aside.
+#[derive(Clone, Copy)]
+pub enum Aside {
+    /// Its `dup2` or `dup3` names this descriptor of the tier's.
+    Replacing(i32),
+    /// Its `mlockall`.
+    LockAll,
+}
 
 /// Makes the doorbell.
 pub fn make(uffd: &Uffd) -> Result<(), String> {
@@ -93,11 +105,15 @@ pub fn bring_back_for_fork(t: &Tier) {
     BRING_BACK_ASKED.store(false, Ordering::Release);
 }
 
-/// For a `dup2` or `dup3` onto the tier's descriptor `fd` (the heap's lock not held): the tier
-/// steps aside, by the handler, which then stops. Returns once the handler has stopped (at
-/// once if it had).
-pub fn step_aside_for(t: &Tier, fd: i32) {
-    let _ = STEP_ASIDE_FOR.compare_exchange(-1, fd, Ordering::AcqRel, Ordering::Acquire);
+/// For a `dup2` or `dup3` onto a descriptor of the tier's, or an `mlockall` (the heap's lock
+/// not held): the tier steps aside, by the handler, which then stops. Returns once the handler
+/// has stopped (at once if it had).
+pub fn step_aside_for(t: &Tier, why: Aside) {
+    let code = match why {
+        Aside::Replacing(fd) => fd,
+        Aside::LockAll => LOCK_ALL,
+    };
+    let _ = STEP_ASIDE_FOR.compare_exchange(-1, code, Ordering::AcqRel, Ordering::Acquire);
     while !HANDLER_STOPPED.load(Ordering::Acquire) {
         if t.active.load(Ordering::Acquire) {
             ring();
@@ -112,12 +128,18 @@ pub fn step_aside_for(t: &Tier, fd: i32) {
 /// for a fork), then the doorbell mapped (which wakes the ringers). False when the handler is
 /// to stop (it stepped aside).
 pub fn answer(t: &Tier) -> bool {
-    let fd = STEP_ASIDE_FOR.load(Ordering::Acquire);
-    if fd >= 0 {
-        t.step_aside(&format!(
-            "the program named the tier's descriptor {fd} in dup2 or dup3, which would have \
-             closed it: every page was brought back, and the program ran on untiered"
-        ));
+    let code = STEP_ASIDE_FOR.load(Ordering::Acquire);
+    if code != -1 {
+        t.step_aside(&if code == LOCK_ALL {
+            "the program locked all its memory (mlockall): every page was brought back, and \
+             the program ran on untiered"
+                .to_string()
+        } else {
+            format!(
+                "the program named the tier's descriptor {code} in dup2 or dup3, which would \
+                 have closed it: every page was brought back, and the program ran on untiered"
+            )
+        });
         // The trace is whole: written out, and its descriptor left to the program.
         t.state.with(|st| {
             tier::record(&mut st.record, crate::record::Recorder::flush);

@@ -6,6 +6,9 @@
 //! Freed small blocks keep a free-list link in their first word, so the allocator writes the
 //! program's memory with its lock held: the handler thread therefore never takes this lock.
 
+use libc::c_int;
+
+use crate::protection::{self, Prot};
 use crate::reserve;
 use crate::spans::Spans;
 use crate::sys::{self, Locked, PAGE};
@@ -82,7 +85,7 @@ impl Heap {
         };
         let pages = RESERVE / PAGE;
         let meta = sys::own_memory(pages * 4);
-        if p == libc::MAP_FAILED || meta.is_none() {
+        if p == libc::MAP_FAILED || meta.is_none() || !protection::make(pages) {
             self.failed = true;
             return false;
         }
@@ -105,16 +108,29 @@ impl Heap {
         unsafe { *(self.meta as *mut u32).add(page) = w };
     }
 
-    fn span(&mut self, pages: usize, align_pages: usize) -> Option<usize> {
-        let pages = u32::try_from(pages).ok()?;
-        let at = self.spans.alloc(pages, u32::try_from(align_pages).ok()?)? as usize;
+    /// `pages` pages aligned to `align_pages`, of protection `prot` (`PROT_*`); `None` when
+    /// the reserve is full or the protection could not be set.
+    fn span(&mut self, pages: usize, align_pages: usize, prot: c_int) -> Option<usize> {
+        let n = u32::try_from(pages).ok()?;
+        let at = self.spans.alloc(n, u32::try_from(align_pages).ok()?)? as usize;
         reserve::handed_out(self.spans.top as usize);
-        crate::user_faults::lend(at, at + pages as usize);
+        if Prot::from_prot(prot) != Prot::PLAIN
+            && apply(at, at + pages, Change::Access { prot, pkey: -1 }) != 0
+        {
+            apply(at, at + pages, Change::Reset);
+            self.spans.free(at as u32, n);
+            return None;
+        }
+        crate::user_faults::lend(at, at + pages);
         Some(at)
     }
 
-    /// Empties pages `[first, first + n)` (their pool objects freed) and gives them back.
+    /// Empties pages `[first, first + n)` (their pool objects freed), makes them plain again
+    /// (a protection or lock the program set is the reserve's no longer) and gives them back.
     fn release(&mut self, first: usize, n: usize) {
+        if protection::any_changed(first, first + n) {
+            apply(first, first + n, Change::Reset);
+        }
         for p in first..first + n {
             self.set_word(p, 0);
         }
@@ -141,7 +157,7 @@ impl Heap {
         };
         if ci == CLASSES.len() {
             let pages = size.checked_add(PAGE - 1)? / PAGE;
-            let first = self.span(pages, (align / PAGE).max(1))?;
+            let first = self.span(pages, (align / PAGE).max(1), RW)?;
             self.set_word(first, K_BIG | pages as u32);
             for p in first + 1..first + pages {
                 self.set_word(p, K_BODY);
@@ -158,7 +174,7 @@ impl Heap {
             return Some((c.free, true));
         }
         if c.cursor == 0 || c.cursor + csize > c.end {
-            let first = self.span(SLAB / PAGE, 1)?;
+            let first = self.span(SLAB / PAGE, 1, RW)?;
             for p in first..first + SLAB / PAGE {
                 self.set_word(p, K_SLAB | ci as u32);
             }
@@ -226,13 +242,14 @@ impl Heap {
         }
     }
 
-    /// An anonymous private mapping of `len` bytes: fresh pages, reading zeros.
-    pub fn map(&mut self, len: usize) -> Option<usize> {
+    /// An anonymous private mapping of `len` bytes and protection `prot`: fresh pages,
+    /// reading zeros.
+    pub fn map(&mut self, len: usize, prot: c_int) -> Option<usize> {
         if !self.ready() {
             return None;
         }
         let pages = len.checked_add(PAGE - 1)? / PAGE;
-        let first = self.span(pages, 1)?;
+        let first = self.span(pages, 1, prot)?;
         for p in first..first + pages {
             self.set_word(p, K_MAP);
         }
@@ -269,11 +286,62 @@ impl Heap {
             return false;
         }
         reserve::handed_out(self.spans.top as usize);
-        crate::user_faults::lend(first + old_pages, first + new_pages);
         for p in first + old_pages..first + new_pages {
             self.set_word(p, K_MAP);
         }
+        // The grown part is the same area to the kernel: its protection and lock.
+        let last = protection::of(first + old_pages - 1);
+        if last != Prot::PLAIN {
+            apply(first + old_pages, first + new_pages, Change::Access { prot: last.prot(), pkey: -1 });
+            if last.locked() {
+                apply(first + old_pages, first + new_pages, Change::Lock { flags: 0 });
+            }
+        }
+        crate::user_faults::lend(first + old_pages, first + new_pages);
         true
+    }
+
+    /// The program's protection or lock change `c` of `[addr, addr + len)` (page-aligned, in
+    /// the reserve): -1 with `ENOMEM`, as the kernel answers for pages not mapped, when a page
+    /// of it is not the program's.
+    pub fn change(&mut self, addr: usize, len: usize, c: Change) -> c_int {
+        let first = (addr - base()) / PAGE;
+        let end = first + len.div_ceil(PAGE);
+        if end > reserve_len() / PAGE || (first..end).any(|p| self.word(p) == 0) {
+            sys::set_errno(libc::ENOMEM);
+            return -1;
+        }
+        apply(first, end, c)
+    }
+
+    /// Pages `[addr, addr + len)`, the program's, take protection `prot` (its access and
+    /// lock): a mapping moved by `mremap` keeps what it had.
+    pub fn take_protection(&mut self, addr: usize, len: usize, prot: Prot) {
+        let first = (addr - base()) / PAGE;
+        let end = first + len / PAGE;
+        apply(first, end, Change::Access { prot: prot.prot(), pkey: -1 });
+        if prot.locked() {
+            apply(first, end, Change::Lock { flags: 0 });
+        }
+    }
+
+    /// A fresh anonymous mapping of protection `prot` over the program's mapped pages
+    /// `[addr, addr + len)` (`mmap` with `MAP_FIXED`): the same pages, unlocked, given
+    /// `prot`, emptied (they read zeros, as a new mapping does).
+    pub fn map_over(&mut self, addr: usize, len: usize, prot: c_int) -> c_int {
+        let first = (addr - base()) / PAGE;
+        let end = first + len / PAGE;
+        if protection::any_changed(first, end) && apply(first, end, Change::Reset) != 0 {
+            return -1;
+        }
+        if Prot::from_prot(prot) != Prot::PLAIN
+            && apply(first, end, Change::Access { prot, pkey: -1 }) != 0
+        {
+            return -1;
+        }
+        tier::drop_range(addr, len);
+        crate::user_faults::lend_range(addr, len);
+        0
     }
 
     /// Whether every page of `[addr, addr + len)` is mapped (by [`Heap::map`]).
@@ -281,6 +349,79 @@ impl Heap {
         let first = (addr - base()) / PAGE;
         let end = first + len.div_ceil(PAGE);
         end <= reserve_len() / PAGE && (first..end).all(|p| self.word(p) == K_MAP)
+    }
+}
+
+const RW: c_int = libc::PROT_READ | libc::PROT_WRITE;
+
+/// A change of the protection or lock of pages, as the program asks it or the heap needs it.
+#[derive(Clone, Copy)]
+pub enum Change {
+    /// `mprotect`, or `pkey_mprotect` with a key other than -1.
+    Access { prot: c_int, pkey: c_int },
+    /// `mlock2` (`mlock`: flags 0).
+    Lock { flags: c_int },
+    /// `munlock`.
+    Unlock,
+    /// Back to the reserve's own: readable, writable, unlocked.
+    Reset,
+}
+
+/// Makes change `c` to pages `[first, end)` of the reserve, the kernel's areas and the tier's
+/// map alike (`protection.rs`): 0, or -1 with `errno` set. A lock marks the pages first and
+/// locks them after, without the tier's lock (locking populates: holes fault, served by the
+/// handler), so no page being locked is evicted; an unlock is the reverse.
+fn apply(first: usize, end: usize, c: Change) -> c_int {
+    let (addr, len) = (base() + first * PAGE, (end - first) * PAGE);
+    match c {
+        Change::Access { prot, pkey } => {
+            let r = tier::reprotect(
+                first,
+                end,
+                |p| p.with_access(prot).with_key(pkey != -1),
+                // SAFETY: pages of the reserve the program asked to protect so.
+                || unsafe { sys::mprotect(addr, len, prot, pkey) },
+            );
+            if r == 0 && Prot::from_prot(prot) == Prot::PLAIN {
+                // Opened for reading and writing: lent now (a reservation committed).
+                crate::user_faults::lend(first, end);
+            }
+            r
+        }
+        Change::Lock { flags } => {
+            tier::reprotect(first, end, |p| p.with_lock(true), || 0);
+            // SAFETY: pages of the reserve the program asked to lock.
+            let r = unsafe { sys::mlock(addr, len, true, flags) };
+            if r != 0 {
+                let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::ENOMEM);
+                tier::reprotect(first, end, |p| p.with_lock(false), || 0);
+                sys::set_errno(e);
+            }
+            r
+        }
+        Change::Unlock => {
+            // SAFETY: pages of the reserve the program asked to unlock.
+            let r = unsafe { sys::mlock(addr, len, false, 0) };
+            if r == 0 {
+                tier::reprotect(first, end, |p| p.with_lock(false), || 0);
+            }
+            r
+        }
+        Change::Reset => {
+            let locked = (first..end).any(|p| protection::of(p).locked());
+            tier::reprotect(
+                first,
+                end,
+                |_| Prot::PLAIN,
+                // SAFETY: pages of the reserve given back to it; neither call faults.
+                || unsafe {
+                    if locked {
+                        sys::mlock(addr, len, false, 0);
+                    }
+                    sys::mprotect(addr, len, RW, -1)
+                },
+            )
+        }
     }
 }
 

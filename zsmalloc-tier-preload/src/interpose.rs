@@ -1,6 +1,7 @@
 //! The calls the library takes over: the malloc family, anonymous private mappings above a
 //! page, and the calls that change them (`munmap`, `mremap`, `madvise`, `mmap` with
-//! `MAP_FIXED` over them), plus `close` of the tier's userfaultfd. The program's blocks and mappings come from the reserve; the handler
+//! `MAP_FIXED` over them; their protection and locks in `interpose_protection.rs`), plus
+//! `close` of the tier's descriptors. The program's blocks and mappings come from the reserve; the handler
 //! thread's go to glibc and the kernel. A pointer outside the reserve is glibc's (the tier's
 //! own, or one from before the reserve existed) and goes back to glibc.
 
@@ -217,8 +218,9 @@ fn glibc_usable_size(p: *mut c_void) -> usize {
     unsafe { std::mem::transmute::<usize, Usable>(f)(p) }
 }
 
-/// Whether the program's mapping goes to the reserve: anonymous, private, readable and
-/// writable, more than a page, placed by the kernel, neither populated nor locked nor huge.
+/// Whether the program's mapping goes to the reserve: anonymous, private, more than a page,
+/// placed by the kernel, neither populated nor locked nor huge; of any protection (a
+/// reservation made `PROT_NONE` is committed later by `mprotect` or `MAP_FIXED`, tiered too).
 fn tiered_mapping(len: usize, prot: c_int, flags: c_int, fd: c_int) -> bool {
     let refused = libc::MAP_FIXED
         | libc::MAP_FIXED_NOREPLACE
@@ -231,11 +233,16 @@ fn tiered_mapping(len: usize, prot: c_int, flags: c_int, fd: c_int) -> bool {
         && flags & libc::MAP_ANONYMOUS != 0
         && flags & 0x0f == libc::MAP_PRIVATE
         && flags & refused == 0
-        && prot == libc::PROT_READ | libc::PROT_WRITE
+        && plain_prot(prot)
         && fd == -1
         && tier::TIER.get().is_some()
         && !tier::IN_CHILD.load(std::sync::atomic::Ordering::Relaxed)
         && !sys::on_handler()
+}
+
+/// A protection of read, write and execute bits only.
+fn plain_prot(prot: c_int) -> bool {
+    prot & !(libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC) == 0
 }
 
 /// # Safety
@@ -253,17 +260,21 @@ pub unsafe extern "C" fn mmap(
     if flags & libc::MAP_FIXED != 0 && reserve::contains(a) && !sys::on_handler() {
         let fresh = libc::MAP_FIXED | libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
         let anonymous = flags & !libc::MAP_NORESERVE == fresh && fd == -1;
-        let rw = prot == libc::PROT_READ | libc::PROT_WRITE;
-        if anonymous && rw && a.is_multiple_of(PAGE) && HEAP.with(|h| h.is_mapped(a, len)) {
-            // A fresh anonymous mapping over the program's own: the same pages, emptied (they
-            // stay registered, and read zeros as a new mapping does).
-            tier::drop_range(a, len.div_ceil(PAGE) * PAGE);
-            crate::user_faults::lend_range(a, len.div_ceil(PAGE) * PAGE);
-            return addr;
+        if anonymous && plain_prot(prot) && a.is_multiple_of(PAGE) && len > 0 {
+            let len = len.div_ceil(PAGE) * PAGE;
+            // A fresh anonymous mapping over the program's own (a reservation committed, or
+            // given back): the same pages, emptied (they stay registered, and read zeros as
+            // a new mapping does), of the protection asked.
+            let done = HEAP.with(|h| h.is_mapped(a, len).then(|| h.map_over(a, len, prot)));
+            match done {
+                Some(0) => return addr,
+                Some(_) => return libc::MAP_FAILED,
+                None => {}
+            }
         }
     }
     if tiered_mapping(len, prot, flags, fd) {
-        if let Some(p) = HEAP.with(|h| h.map(len)) {
+        if let Some(p) = HEAP.with(|h| h.map(len, prot)) {
             return p as *mut c_void;
         }
         untiered(len);
@@ -342,10 +353,38 @@ pub unsafe extern "C" fn mremap(
     if flags & libc::MREMAP_MAYMOVE == 0 {
         return fail(libc::ENOMEM);
     }
-    let Some(to) = HEAP.with(|h| h.map(new_len)) else { return fail(libc::ENOMEM) };
-    // SAFETY: two live mappings of the reserve, distinct; no lock is held, so the copy's
-    // faults are served as any access.
-    unsafe { std::ptr::copy_nonoverlapping(a as *const u8, to as *mut u8, old_pages * PAGE) };
+    let rw = libc::PROT_READ | libc::PROT_WRITE;
+    let Some(to) = HEAP.with(|h| h.map(new_len, rw)) else { return fail(libc::ENOMEM) };
+    // Each page as the program may read it (a page it cannot read moves as zeros), then the
+    // protections and locks, run by run.
+    let from = (a - reserve::base()) / PAGE;
+    let mut page = 0;
+    while page < old_pages {
+        let prot = crate::protection::of(from + page);
+        let run = (page..old_pages)
+            .take_while(|&q| crate::protection::of(from + q) == prot)
+            .count();
+        if prot.prot() & libc::PROT_READ != 0 {
+            // SAFETY: two live mappings of the reserve, distinct, the source readable; no lock
+            // is held, so the copy's faults are served as any access.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (a + page * PAGE) as *const u8,
+                    (to + page * PAGE) as *mut u8,
+                    run * PAGE,
+                )
+            };
+        }
+        if prot != crate::protection::Prot::PLAIN {
+            HEAP.with(|h| h.take_protection(to + page * PAGE, run * PAGE, prot));
+        }
+        page += run;
+    }
+    let last = crate::protection::of(from + old_pages - 1);
+    if last != crate::protection::Prot::PLAIN {
+        let grown = (new_pages - old_pages) * PAGE;
+        HEAP.with(|h| h.take_protection(to + old_pages * PAGE, grown, last));
+    }
     HEAP.with(|h| h.unmap(a, old_len));
     to as *mut c_void
 }
@@ -432,7 +471,9 @@ fn before_replacing(old: c_int, new: c_int) {
     }
     if let Some(t) = tier::TIER.get() {
         if t.active.load(std::sync::atomic::Ordering::Acquire) {
-            sys::signals_blocked(|| crate::doorbell::step_aside_for(t, new));
+            sys::signals_blocked(|| {
+                crate::doorbell::step_aside_for(t, crate::doorbell::Aside::Replacing(new))
+            });
         }
     }
     crate::own_fds::release_all();

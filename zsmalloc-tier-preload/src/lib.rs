@@ -29,6 +29,7 @@ mod group_table;
 mod handler;
 mod heap;
 mod interpose;
+mod interpose_protection;
 mod modes;
 mod own_fds;
 mod page_table;

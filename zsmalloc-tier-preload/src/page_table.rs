@@ -174,10 +174,6 @@ impl PageTable {
         self.resident - self.pinned
     }
 
-    pub fn pinned(&self) -> u64 {
-        self.pinned
-    }
-
     pub fn budget(&self) -> u64 {
         self.budget
     }
@@ -194,10 +190,5 @@ impl PageTable {
     /// Room under the budget (0 over it).
     pub fn room(&self) -> u64 {
         self.budget.saturating_sub(self.evictable())
-    }
-
-    /// Pages the table covers.
-    pub fn pages(&self) -> usize {
-        self.pages
     }
 }

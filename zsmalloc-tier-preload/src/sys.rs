@@ -57,6 +57,35 @@ pub unsafe fn mremap(addr: usize, old: usize, new: usize, flags: c_int, to: usiz
     unsafe { libc::syscall(libc::SYS_mremap, addr, old, new, flags, to) as *mut c_void }
 }
 
+/// # Safety
+/// As `mprotect(2)` (and `pkey_mprotect(2)` with a key other than -1): what the pages allow
+/// changes for every thread.
+pub unsafe fn mprotect(addr: usize, len: usize, prot: c_int, pkey: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if pkey == -1 {
+            libc::syscall(libc::SYS_mprotect, addr, len, prot) as c_int
+        } else {
+            libc::syscall(libc::SYS_pkey_mprotect, addr, len, prot, pkey) as c_int
+        }
+    }
+}
+
+/// `mlock2(2)` (`flags` 0: `mlock(2)`), or `munlock(2)` when `lock` is false.
+///
+/// # Safety
+/// As those calls: locking populates the pages (faults on holes are served as any).
+pub unsafe fn mlock(addr: usize, len: usize, lock: bool, flags: c_int) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        if lock {
+            libc::syscall(libc::SYS_mlock2, addr, len, flags) as c_int
+        } else {
+            libc::syscall(libc::SYS_munlock, addr, len) as c_int
+        }
+    }
+}
+
 pub fn set_errno(e: c_int) {
     // SAFETY: errno is this thread's own variable.
     unsafe { *libc::__errno_location() = e };

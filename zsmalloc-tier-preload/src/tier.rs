@@ -14,6 +14,7 @@ use zsmalloc_tier::stats::{Field, State as TierState};
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError};
 
 use crate::policy::Policy;
+use crate::protection::{self, Prot};
 use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
@@ -163,6 +164,43 @@ pub fn drop_range(addr: usize, len: usize) {
         // and its drop.
         empty();
     });
+}
+
+/// Pages `[first, end)` of the reserve (handed out; the heap's lock held) take protection `f`
+/// of theirs, with `kernel` (the system call that changes their areas, which must not fault)
+/// made under the tier's lock, so that the handler never sees the two disagree
+/// (`protection.rs`). Resident pages that may leave again arrive anew. `kernel`'s answer is
+/// returned; on failure nothing is recorded.
+pub fn reprotect(
+    first: usize,
+    end: usize,
+    f: impl Fn(Prot) -> Prot,
+    kernel: impl FnOnce() -> libc::c_int,
+) -> libc::c_int {
+    let end = end.min(reserve::reserve_len() / PAGE);
+    let Some(t) = TIER.get().filter(|_| !IN_CHILD.load(Ordering::Relaxed)) else {
+        let r = kernel();
+        if r == 0 {
+            protection::update(first, end, f);
+        }
+        return r;
+    };
+    t.with_state(|st| {
+        let r = kernel();
+        if r != 0 {
+            return r;
+        }
+        if t.active.load(Ordering::Acquire) {
+            let State { pages, policy, .. } = st;
+            pages.reprotect(first, end, f, |pages, page| {
+                let seq = pages.arrive(page);
+                policy.arrived(page as u32, seq);
+            });
+        } else {
+            protection::update(first, end, f);
+        }
+        0
+    })
 }
 
 /// Records why the tier stops and ends the program: it cannot give the program its data.
