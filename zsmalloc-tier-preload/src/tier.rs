@@ -109,6 +109,9 @@ impl Tier {
     /// Forgets what page `page` held (its object freed): it reads zeros from now on.
     fn forget(&self, st: &mut State, page: usize) {
         match st.pages.kind(page) {
+            // Not written: a reservation's pages are mostly never touched, and their entries
+            // take no memory until written.
+            EMPTY => return,
             STORED => self.free_object(st, page),
             SAME => {
                 st.pages.entry(page).handle.store(0, Ordering::Relaxed);
