@@ -70,8 +70,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         crate::own_fds::keep(crate::own_fds::Own::Uffd, t.fd);
         let w = tier::stats();
         w.set(Field::BudgetPages, st.pages.budget());
-        w.set(Field::ResidentPages, st.pages.resident());
-        w.raise(Field::PeakResidentPages, st.pages.resident());
+        st.pages.publish();
         if let Some(pool) = &st.pool {
             let pages = zsmalloc_core::Backend::total_pages(pool);
             w.set(Field::PoolPages, pages);

@@ -265,7 +265,8 @@ impl Tier {
 /// page the handler may read without a userfault. False if it cannot be told.
 fn present_or_swapped(addr: usize) -> bool {
     // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(c"/proc/self/pagemap".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd =
+        unsafe { libc::open(c"/proc/self/pagemap".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
     if fd < 0 {
         return false;
     }

@@ -24,7 +24,6 @@ use crate::sys::PAGE;
 use crate::tier::{self, State, Tier, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
 impl Tier {
-
     /// The pages of `page`'s group, as a range of page numbers.
     fn group_of(&self, st: &State, page: usize) -> std::ops::Range<usize> {
         let first = page - page % st.folio.pages;
@@ -194,8 +193,7 @@ impl Tier {
                 i += 1;
                 continue;
             }
-            let run =
-                (i..n).take_while(|&j| st.pages.kind(group.start + j) == GROUP).count();
+            let run = (i..n).take_while(|&j| st.pages.kind(group.start + j) == GROUP).count();
             self.fill_run(self.addr(group.start + i), &st.folio.buf[i * PAGE..(i + run) * PAGE]);
             for p in group.start + i..group.start + i + run {
                 self.arrive(st, p);
@@ -210,7 +208,10 @@ impl Tier {
     fn fill_run(&self, addr: usize, data: &[u8]) {
         match self.copy_in(addr, data, true) {
             Ok(()) => {}
-            Err(e) if matches!(e, UffdError::AlreadyMapped { .. }) || crate::serve::crosses_areas(&e) => {
+            Err(e)
+                if matches!(e, UffdError::AlreadyMapped { .. })
+                    || crate::serve::crosses_areas(&e) =>
+            {
                 for (k, page) in data.chunks(PAGE).enumerate() {
                     match self.copy_in(addr + k * PAGE, page, true) {
                         Ok(()) => {}

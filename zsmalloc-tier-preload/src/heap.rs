@@ -128,13 +128,14 @@ impl Heap {
     /// Empties pages `[first, first + n)` (their pool objects freed), makes them plain again
     /// (a protection or lock the program set is the reserve's no longer) and gives them back.
     fn release(&mut self, first: usize, n: usize) {
-        if protection::any_changed(first, first + n) {
-            apply(first, first + n, Change::Reset);
-        }
+        let changed = unlock_for_drop(first, first + n);
         for p in first..first + n {
             self.set_word(p, 0);
         }
         tier::drop_range(base() + first * PAGE, n * PAGE);
+        if changed {
+            apply(first, first + n, Change::Reset);
+        }
         self.spans.free(first as u32, n as u32);
     }
 
@@ -292,7 +293,11 @@ impl Heap {
         // The grown part is the same area to the kernel: its protection and lock.
         let last = protection::of(first + old_pages - 1);
         if last != Prot::PLAIN {
-            apply(first + old_pages, first + new_pages, Change::Access { prot: last.prot(), pkey: -1 });
+            apply(
+                first + old_pages,
+                first + new_pages,
+                Change::Access { prot: last.prot(), pkey: -1 },
+            );
             if last.locked() {
                 apply(first + old_pages, first + new_pages, Change::Lock { flags: 0 });
             }
@@ -331,7 +336,9 @@ impl Heap {
     pub fn map_over(&mut self, addr: usize, len: usize, prot: c_int) -> c_int {
         let first = (addr - base()) / PAGE;
         let end = first + len / PAGE;
-        if protection::any_changed(first, end) && apply(first, end, Change::Reset) != 0 {
+        let changed = unlock_for_drop(first, end);
+        tier::drop_range(addr, len);
+        if changed && apply(first, end, Change::Reset) != 0 {
             return -1;
         }
         if Prot::from_prot(prot) != Prot::PLAIN
@@ -339,7 +346,6 @@ impl Heap {
         {
             return -1;
         }
-        tier::drop_range(addr, len);
         crate::user_faults::lend_range(addr, len);
         0
     }
@@ -365,6 +371,20 @@ pub enum Change {
     Unlock,
     /// Back to the reserve's own: readable, writable, unlocked.
     Reset,
+}
+
+/// Before pages `[first, end)` are emptied: the kernel's lock taken off them, if the program
+/// locked any (`MADV_DONTNEED` refuses locked pages); whether any page is not plain, to be
+/// made so once emptied (then no page is made evictable only to be dropped).
+fn unlock_for_drop(first: usize, end: usize) -> bool {
+    if !protection::any_changed(first, end) {
+        return false;
+    }
+    if (first..end).any(|p| protection::of(p).locked()) {
+        // SAFETY: pages of the reserve about to be emptied; unlocking does not fault.
+        unsafe { sys::mlock(base() + first * PAGE, (end - first) * PAGE, false, 0) };
+    }
+    true
 }
 
 /// Makes change `c` to pages `[first, end)` of the reserve, the kernel's areas and the tier's

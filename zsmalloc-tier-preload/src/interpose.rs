@@ -361,9 +361,8 @@ pub unsafe extern "C" fn mremap(
     let mut page = 0;
     while page < old_pages {
         let prot = crate::protection::of(from + page);
-        let run = (page..old_pages)
-            .take_while(|&q| crate::protection::of(from + q) == prot)
-            .count();
+        let run =
+            (page..old_pages).take_while(|&q| crate::protection::of(from + q) == prot).count();
         if prot.prot() & libc::PROT_READ != 0 {
             // SAFETY: two live mappings of the reserve, distinct, the source readable; no lock
             // is held, so the copy's faults are served as any access.

@@ -11,8 +11,9 @@
 //! - `pinned` is the number of [`RESIDENT`] entries whose page may not leave
 //!   (`protection::Prot::evictable`: locked, `PROT_NONE`, ...); a protection change of a
 //!   resident page goes through [`PageTable::reprotect`];
-//! - the stats file's resident figure is `resident` after every change, its peak at least it;
-//! - the budget is judged on the pages that may leave: `resident - pinned`.
+//! - the budget is judged on the pages that may leave: `resident - pinned`, which the stats
+//!   file's resident figure is after every change (its peak at least it); the pinned pages
+//!   have figures of their own.
 //!
 //! The table is the tier's own memory (16 bytes a page, touched only where pages are), reached
 //! only through the state, so only with the tier's lock held.
@@ -111,16 +112,27 @@ impl PageTable {
     pub fn set(&mut self, page: usize, info: u64) {
         let (old, new) = (self.entry(page).kind(), info & 0xff);
         self.entry_mut(page).info = info;
-        if !protection::of(page).evictable() {
+        let pinned = !protection::of(page).evictable() && (old == RESIDENT) != (new == RESIDENT);
+        if pinned {
             self.pinned = self.pinned + u64::from(new == RESIDENT) - u64::from(old == RESIDENT);
         }
-        if counts_resident(old) != counts_resident(new) {
-            self.resident = self.resident + u64::from(counts_resident(new))
-                - u64::from(counts_resident(old));
-            let w = stats();
-            w.set(Field::ResidentPages, self.resident);
-            w.raise(Field::PeakResidentPages, self.resident);
+        let counted = counts_resident(old) != counts_resident(new);
+        if counted {
+            self.resident =
+                self.resident + u64::from(counts_resident(new)) - u64::from(counts_resident(old));
         }
+        if pinned || counted {
+            self.publish();
+        }
+    }
+
+    /// The stats file's resident (held to the budget) and pinned figures, from the counts.
+    pub fn publish(&self) {
+        let w = stats();
+        w.set(Field::ResidentPages, self.evictable());
+        w.raise(Field::PeakResidentPages, self.evictable());
+        w.set(Field::PinnedPages, self.pinned);
+        w.raise(Field::PeakPinnedPages, self.pinned);
     }
 
     /// Page `page` has come in: resident, with the next arrival number (returned).
@@ -155,6 +167,7 @@ impl PageTable {
             } else {
                 self.pinned += 1;
             }
+            self.publish();
         }
     }
 

@@ -19,8 +19,8 @@ use crate::record::Recorder;
 use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
 
-pub use crate::page_table::{info, Entry, PageTable, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 pub use crate::figures::{map_stats, stats, use_block, IN_CHILD};
+pub use crate::page_table::{info, Entry, PageTable, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
 
 pub struct State {
     /// What holds each page's bytes; the resident counts and the budget.
@@ -188,22 +188,28 @@ pub fn reprotect(
         }
         return r;
     };
-    t.with_state(|st| {
+    let (r, over) = t.with_state(|st| {
         let r = kernel();
         if r != 0 {
-            return r;
+            return (r, false);
         }
-        if t.active.load(Ordering::Acquire) {
-            let State { pages, policy, .. } = st;
-            pages.reprotect(first, end, f, |pages, page| {
-                let seq = pages.arrive(page);
-                policy.arrived(page as u32, seq);
-            });
-        } else {
+        if !t.active.load(Ordering::Acquire) {
             protection::update(first, end, f);
+            return (0, false);
         }
-        0
-    })
+        let State { pages, policy, .. } = st;
+        pages.reprotect(first, end, f, |pages, page| {
+            let seq = pages.arrive(page);
+            policy.arrived(page as u32, seq);
+        });
+        (0, pages.over_budget())
+    });
+    // Pages that may leave again (unlocked, say) can put the budget over without a fault: the
+    // handler, perhaps asleep, evicts them.
+    if over {
+        t.wakeup.ring();
+    }
+    r
 }
 
 /// Records why the tier stops and ends the program: it cannot give the program its data.

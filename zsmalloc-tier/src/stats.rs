@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0005;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0006;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,6 +87,10 @@ pub enum Field {
     CommEnd,
     /// The userfaultfd takes user-mode faults only (`--user-faults-only`): 1.
     UserFaultsOnly,
+    /// Resident pages the tier may not evict (locked, `PROT_NONE`, writable and executable,
+    /// or under a protection key): beside the budget, which [`Field::ResidentPages`] holds.
+    PinnedPages,
+    PeakPinnedPages,
     /// In the first block: processes that found every block taken, and ran untiered.
     SlotsFull,
 }
