@@ -28,6 +28,16 @@ fn folio_pages(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--budget`: a size, in one line whatever is wrong with it (clap's own range and its advice
+/// to write `-- -5` would contradict the 64K minimum and make the value the program).
+fn budget(s: &str) -> Result<u64, String> {
+    let accepted = "a size of at least 64K (64K, 32M, 1G) is accepted";
+    if s.starts_with('-') {
+        return Err(format!("a budget is not negative; {accepted}"));
+    }
+    zsmalloc_core::config::parse_bytes(s).ok_or_else(|| accepted.to_string())
+}
+
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
 arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
@@ -53,8 +63,8 @@ See docs/TIER.md.";
 pub struct TierArgs {
     /// Resident memory the program's tiered pages may take (64K, 32M, 1G): at least 64K, at
     /// most the machine's memory
-    #[arg(long, value_name = "BYTES", default_value = "64M",
-          value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
+    #[arg(long, value_name = "BYTES", default_value = "64M", allow_hyphen_values = true,
+          value_parser = budget)]
     pub budget: u64,
     /// The compressor of evicted pages: lz4 (the fastest), lzo (liblzo2's LZO1X-1, needs
     /// liblzo2) or zstd (level 3)
