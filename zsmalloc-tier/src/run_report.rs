@@ -41,19 +41,25 @@ impl Report {
         self.get(Field::PeakHeldPages) * PAGE
     }
 
-    /// The started process's tiered resident peak over its peak RSS (0 when either is
-    /// unknown). With `--follow-children` the peak RSS is the largest of the process and the
-    /// descendants it waited for, and the tiered peak the started process's own.
+    /// The share of the program's peak RSS that the tier held: its resident tiered pages and
+    /// its pool (the evicted pages, compressed), each at its peak, over the peak RSS (at most 1,
+    /// as the peaks need not coincide; 0 when the RSS is unknown). The pool counts: a program
+    /// far over its budget has most of its RSS in the pool, which is its memory tiered. With
+    /// `--follow-children` the RSS is the largest of the process and the descendants it
+    /// waited for, and the tier's figures the started process's own.
     pub fn tiered_share(&self) -> f64 {
         let rss = self.run.usage.max_rss_bytes;
-        let peak = match self.processes.first() {
-            Some(p) => p.get(Field::PeakResidentPages),
-            None => self.get(Field::PeakResidentPages),
-        } * PAGE;
         if rss == 0 {
             return 0.0;
         }
-        peak as f64 / rss as f64
+        (self.share_parts().iter().sum::<u64>() as f64 / rss as f64).min(1.0)
+    }
+
+    /// The resident tiered pages and the pool, in bytes, each at its peak: the started
+    /// process's.
+    fn share_parts(&self) -> [u64; 2] {
+        let of = |f: Field| self.processes.first().map_or(self.get(f), |p| p.get(f));
+        [of(Field::PeakResidentPages) * PAGE, of(Field::MaxPoolPages) * self.run.pool_page_bytes]
     }
 
     pub fn faults_per_second(&self) -> f64 {
@@ -191,11 +197,14 @@ impl Report {
             Self::secs(self.handler_cpu_ns())
         );
         if u.max_rss_bytes > 0 {
+            let [resident, pool] = self.share_parts();
             s += &format!(
-                "  share tiered          {:.0}% of the program's peak RSS ({}) was tiered \
-                 memory at its peak\n",
+                "  share tiered          {:.0}% of the program's peak RSS ({}): {} of tiered \
+                 pages resident and a pool of {}, at their peaks\n",
                 self.tiered_share() * 100.0,
-                mib(u.max_rss_bytes)
+                mib(u.max_rss_bytes),
+                mib(resident),
+                mib(pool)
             );
         }
         s

@@ -243,3 +243,37 @@ pub fn registered_rss(pid: u32) -> Option<u64> {
     }
     Some(total)
 }
+
+/// The trace `r` recorded holds its operations, and replays to the pool pages it had.
+pub fn assert_replays(r: &Run, trace: &Path) {
+    let report = r.report.as_ref().unwrap();
+    let text = std::fs::read_to_string(trace).expect("the trace");
+    assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
+    let ops: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(ops.len() as u64, figure(r, "recorded_operations"));
+    let stores = ops.iter().filter(|l| l.starts_with("store ")).count() as u64;
+    let reads = ops.iter().filter(|l| l.starts_with("read ")).count() as u64;
+    // Every store an eviction; the evictions of same-filled pages are not in the pool.
+    assert!(stores > 0 && stores <= figure(r, "evictions"), "{stores} stores: {report}");
+    assert!(reads > 0 && reads <= figure(r, "faults"), "{reads} reads: {report}");
+
+    let (code, out, err) = zsmalloc(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--no-time".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
+    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(r, "max_pool_pages")), "{replay}");
+    assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
+    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
+}
+
+/// An ELF python3 (a launcher script such as pyenv's shim is not one), if there is one.
+pub fn elf_python() -> Option<&'static str> {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x7fELF")))
+}
