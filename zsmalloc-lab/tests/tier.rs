@@ -366,7 +366,7 @@ fn an_unwritable_record_is_refused_before_the_program_runs() {
 /// while it runs: the run, the largest sample and the samples taken with pages resident.
 fn tier_sampled(args: &[&str]) -> (Run, u64, usize) {
     let (mut most, mut samples) = (0u64, 0usize);
-    let r = tier_watched(None, args, |pid| {
+    let r = tier_watched(args, |pid| {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok();
         if let Some(rss) = children
             .as_deref()

@@ -19,10 +19,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
 
+mod reachable;
+pub use reachable::Reachable;
+
 pub const DEADLINE: Duration = Duration::from_secs(180);
 pub const PAGE: u64 = 4096;
-/// The user the unprivileged runs drop to (root drops to it).
-pub const NOBODY: Option<u32> = Some(65534);
 
 pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
@@ -114,16 +115,26 @@ pub struct Run {
     pub report: Option<Value>,
 }
 
-/// `zsmalloc ARGS` as user and group `uid` (when given), killed with its group past the
-/// deadline, `watch` called with its pid every millisecond while it runs: its exit code,
-/// stdout, stderr.
-pub fn zsmalloc_watched(
+/// `zsmalloc ARGS`, killed with its group past the deadline, `watch` called with its pid every
+/// millisecond while it runs: its exit code, stdout, stderr.
+pub fn zsmalloc_watched(args: &[&OsStr], watch: impl FnMut(u32)) -> (i32, String, String) {
+    zsmalloc_from(Path::new(env!("CARGO_BIN_EXE_zsmalloc")), None, None, args, watch)
+}
+
+/// `zsmalloc ARGS` as `zsmalloc_watched` runs it, from the command at `exe` (its library beside
+/// it), in directory `dir` and as user and group `uid` when given.
+pub fn zsmalloc_from(
+    exe: &Path,
+    dir: Option<&Path>,
     uid: Option<u32>,
     args: &[&OsStr],
     mut watch: impl FnMut(u32),
 ) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    let mut cmd = Command::new(exe);
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
     if let Some(id) = uid {
         // Run as root, std drops the supplementary groups with the ids.
         cmd.uid(id).gid(id);
@@ -154,35 +165,21 @@ pub fn zsmalloc_watched(
 
 /// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
 pub fn zsmalloc(args: &[&OsStr]) -> (i32, String, String) {
-    zsmalloc_watched(None, args, |_| {})
+    zsmalloc_watched(args, |_| {})
 }
 
 /// `zsmalloc tier ARGS` (with `--report` added).
 pub fn tier(args: &[&str]) -> Run {
-    tier_watched(None, args, |_| {})
+    tier_watched(args, |_| {})
 }
 
-/// `zsmalloc tier ARGS` as user `uid` (when given).
-pub fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
-    tier_watched(uid, args, |_| {})
-}
-
-/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write,
-/// `watch` called with the command's pid while it runs.
-pub fn tier_watched(uid: Option<u32>, args: &[&str], watch: impl FnMut(u32)) -> Run {
-    let report = match uid {
-        None => tempfile("report.json"),
-        Some(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            let dir = tempfile("anyone");
-            std::fs::create_dir_all(&dir).expect("a directory for the report");
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-            dir.join("report.json")
-        }
-    };
+/// `zsmalloc tier ARGS`, `watch` called with the command's pid while it runs. (Another user
+/// runs it from a copy it can reach: [`Reachable`].)
+pub fn tier_watched(args: &[&str], watch: impl FnMut(u32)) -> Run {
+    let report = tempfile("report.json");
     let mut all: Vec<&OsStr> = vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
     all.extend(args.iter().map(OsStr::new));
-    let (code, stdout, stderr) = zsmalloc_watched(uid, &all, watch);
+    let (code, stdout, stderr) = zsmalloc_watched(&all, watch);
     let report = std::fs::read_to_string(&report)
         .ok()
         .map(|t| serde_json::from_str(&t).expect("JSON report"));
