@@ -142,13 +142,15 @@ impl Report {
         let back = self.get(Field::DecompressedBytes);
         let rate = self.faults_per_second();
         let cycled = held > 0 && back >= held;
+        // The peak is what the run held under this budget; with room to spare a first touch
+        // brings in more untouched pages, so the budget named is "about" (docs/TIER.md).
         if faults < THRASH_MIN_FAULTS || !(cycled || rate >= THRASH_FAULTS_PER_SECOND) {
             return String::new();
         }
         format!(
             "{faults} faults ({rate:.0} a second), {} decompressed ({:.1} times the tiered \
              memory's peak): the budget ({}) is far below the working set; the run would have \
-             fitted in a budget of {} (the tiered memory's peak, resident and evicted)",
+             about fitted in a budget of {} (the tiered memory's peak, resident and evicted)",
             mib(back),
             if held == 0 { 0.0 } else { back as f64 / held as f64 },
             mib(self.budget_bytes),

@@ -42,9 +42,12 @@ pub const HELP: &str = "The program's malloc blocks and anonymous private mappin
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
 arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
 lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
-or access to /dev/userfaultfd (else --user-faults-only). Programs it executes and children it \
-forks run untiered unless --follow-children. Exit status: the program's \
-(128+N after signal N, 127 when not found); 2 when the tier refuses.
+or access to /dev/userfaultfd (else --user-faults-only). The programs the started process \
+executes stay tiered (a launcher such as pyenv's shim, env, sh -c 'exec ...'); children it \
+forks or spawns, and what they execute, run untiered unless --follow-children. The report: \
+wall and CPU time, the share of the peak RSS tiered, a line when little was tiered or the run \
+thrashed. Exit status: the program's (128+N after signal N, 127 when not found, 126 when it \
+cannot be executed); 2 when the tier refuses.
 
 Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
@@ -92,10 +95,11 @@ pub struct TierArgs {
     #[arg(long, value_name = "N", default_value = "0",
           value_parser = flag_values::whole::<u32>(0, u64::from(MAX_READAHEAD)))]
     pub readahead: u32,
-    /// Tier the programs it executes (exec, posix_spawn, system, a shell's commands) and the
-    /// children it forks, down the generations: each process has its own handler, pool and
-    /// budget (the budget is per process, not shared); the report adds them up and gives a
-    /// line per process (at most 256)
+    /// Tier the children it forks (fork, vfork, posix_spawn, system, a shell's commands) and
+    /// the programs they execute, down the generations (the programs the started process
+    /// executes are tiered without it): each process has its own handler, pool and budget (the
+    /// budget is per process, not shared); the report adds them up and gives a line per process
+    /// (at most 256)
     #[arg(long)]
     pub follow_children: bool,
     /// Without root or access to /dev/userfaultfd: take only the faults of the program's own
