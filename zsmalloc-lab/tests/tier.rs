@@ -9,10 +9,8 @@
 
 mod tier_support;
 
-use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
 use tier_support::*;
 
 #[test]

@@ -10,6 +10,7 @@
 mod tier_support;
 
 use serde_json::Value;
+use tier_support::reachable::Reachable;
 use tier_support::*;
 
 /// The process lines of a `--follow-children` report.

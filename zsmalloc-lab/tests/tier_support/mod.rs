@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
 
-mod reachable;
-pub use reachable::Reachable;
+pub mod reachable;
 
 pub const DEADLINE: Duration = Duration::from_secs(180);
 pub const PAGE: u64 = 4096;
@@ -174,7 +173,7 @@ pub fn tier(args: &[&str]) -> Run {
 }
 
 /// `zsmalloc tier ARGS`, `watch` called with the command's pid while it runs. (Another user
-/// runs it from a copy it can reach: [`Reachable`].)
+/// runs it from a copy it can reach: [`reachable::Reachable`].)
 pub fn tier_watched(args: &[&str], watch: impl FnMut(u32)) -> Run {
     let report = tempfile("report.json");
     let mut all: Vec<&OsStr> = vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
