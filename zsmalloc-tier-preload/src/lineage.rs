@@ -36,14 +36,15 @@ fn identity() -> String {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // The command name (field 2) may hold spaces and parentheses: the fields after it are
-    // counted from its last ')', field 3 first, so the start time (22) is the 20th.
-    let start = stat
-        .rfind(')')
-        .and_then(|at| stat[at + 1..].split_whitespace().nth(19))
-        .and_then(|s| s.parse::<u64>().ok())
-        .unwrap_or(0);
-    format!("{pid}:{start}")
+    format!("{pid}:{}", start_time(&stat).unwrap_or(0))
+}
+
+/// The start time in a `/proc/PID/stat` line. The command name (field 2) may hold spaces and
+/// parentheses: the fields after it are counted from its last ')', field 3 first, so the
+/// start time (22) is the 20th.
+fn start_time(stat: &str) -> Option<u64> {
+    let at = stat.rfind(')')?;
+    stat[at + 1..].split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Whether this is the process the command started (or a program it executed): the token
@@ -75,5 +76,23 @@ pub fn strip_environment() {
     }
     for v in OWN_VARS {
         std::env::remove_var(v);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_start_time_is_read_past_any_command_name() {
+        let fields: Vec<String> = (1..=18).map(|n| n.to_string()).collect();
+        let line = format!("42 (we) i(r)d) S {} 777 19 20", fields.join(" "));
+        assert_eq!(start_time(&line), Some(777));
+        assert_eq!(start_time("42 (short) S 1 2"), None);
+        let me = identity();
+        let (pid, start) = me.split_once(':').expect("pid:start");
+        assert_eq!(pid, std::process::id().to_string());
+        assert!(start.parse::<u64>().is_ok_and(|s| s > 0), "{me}");
+        assert_eq!(identity(), me, "the same process, the same token");
     }
 }
