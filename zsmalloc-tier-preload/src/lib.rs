@@ -17,6 +17,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod batch;
 mod children;
 mod defer;
 mod doorbell;
