@@ -237,15 +237,7 @@ fn refusals_are_one_line_and_exit_2() {
 #[test]
 fn a_static_program_is_named_and_refused() {
     let test = "a_static_program_is_named_and_refused";
-    if let Err(why) = userfaultfd() {
-        return skip(test, &why);
-    }
-    let p = match compile("tier_check_static", &["-static"]) {
-        Ok(Ok(p)) => p,
-        Ok(Err(why)) => return skip(test, &why),
-        // Debian's libc6-dev has the static library; a system without it cannot link one.
-        Err(why) => return skip(test, &format!("no static build here: {why}")),
-    };
+    let Some(p) = static_program(test) else { return };
     let r = tier(&["--", p.to_str().unwrap(), "exit", "0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("is statically linked"), "{}", r.stderr);

@@ -104,15 +104,7 @@ fn a_program_run_in_a_child_process_is_untiered_and_named_in_the_note() {
 #[test]
 fn a_static_program_reached_by_exec_is_named_as_untiered() {
     let test = "a_static_program_reached_by_exec_is_named_as_untiered";
-    if let Err(why) = userfaultfd() {
-        return skip(test, &why);
-    }
-    let p = match compile("tier_check_static", &["-static"]) {
-        Ok(Ok(p)) => p,
-        Ok(Err(why)) => return skip(test, &why),
-        // Debian's libc6-dev has the static library; a system without it cannot link one.
-        Err(why) => return skip(test, &format!("no static build here: {why}")),
-    };
+    let Some(p) = static_program(test) else { return };
     let line = format!("exec {} fill 4", p.display());
     let r = tier(&["--budget", "1M", "--", "sh", "-c", &line]);
     assert_eq!(r.code, 0, "{}", r.stderr);

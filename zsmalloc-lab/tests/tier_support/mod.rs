@@ -82,6 +82,27 @@ pub fn program(test: &str) -> Option<&'static Path> {
     }
 }
 
+/// The test program linked statically, where the tier can run here and a static libc is
+/// installed (`None`, and why printed, otherwise).
+pub fn static_program(test: &str) -> Option<PathBuf> {
+    if let Err(why) = userfaultfd() {
+        skip(test, &why);
+        return None;
+    }
+    match compile("tier_check_static", &["-static"]) {
+        Ok(Ok(p)) => Some(p),
+        Ok(Err(why)) => {
+            skip(test, &why);
+            None
+        }
+        // Debian's libc6-dev has the static library; a system without it cannot link one.
+        Err(why) => {
+            skip(test, &format!("no static build here: {why}"));
+            None
+        }
+    }
+}
+
 /// The test program where `policy` can run here (`clock` needs `UFFD_FEATURE_WP_ASYNC`), else
 /// `None` and why, printed.
 pub fn program_under(test: &str, policy: &str) -> Option<&'static Path> {
