@@ -3,6 +3,7 @@
 use crate::chain_policy::PolicyRef;
 use crate::class_spec::ClassTableSpec;
 use crate::error::{Error, Result};
+use crate::text_input::escape;
 
 pub use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 /// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
@@ -41,7 +42,7 @@ impl ReadMode {
             "contiguous" => Ok(ReadMode::Contiguous),
             _ => Err(Error::config(
                 "read_mode",
-                format!("'{name}' is unknown; accepted: {READ_MODES}"),
+                format!("'{}' is unknown; accepted: {READ_MODES}", escape(name)),
             )),
         }
     }
@@ -75,9 +76,10 @@ impl Backing {
         match name {
             "anonymous" => Ok(Backing::Anonymous),
             "memfd" => Ok(Backing::Memfd),
-            _ => {
-                Err(Error::config("backing", format!("'{name}' is unknown; accepted: {BACKINGS}")))
-            }
+            _ => Err(Error::config(
+                "backing",
+                format!("'{}' is unknown; accepted: {BACKINGS}", escape(name)),
+            )),
         }
     }
 }
@@ -112,9 +114,10 @@ impl BackendKind {
             "zsmalloc" => Ok(BackendKind::Zsmalloc),
             "zblock" => Ok(BackendKind::Zblock),
             "malloc" => Ok(BackendKind::Malloc),
-            _ => {
-                Err(Error::config("backend", format!("'{name}' is unknown; accepted: {BACKENDS}")))
-            }
+            _ => Err(Error::config(
+                "backend",
+                format!("'{}' is unknown; accepted: {BACKENDS}", escape(name)),
+            )),
         }
     }
 }
@@ -348,7 +351,7 @@ impl PoolConfig {
         let mut cfg = PoolConfig::default();
         let env_err = |var: &'static str, value: &str, accepted: &str| Error::Config {
             setting: var,
-            message: format!("'{value}' is not accepted; expected {accepted}"),
+            message: format!("'{}' is not accepted; expected {accepted}", escape(value)),
         };
         let number = |var: &'static str, accepted: &str| -> Result<Option<u64>> {
             match lookup(var) {
@@ -563,6 +566,17 @@ mod tests {
         ] {
             let err = from(&[(var, value)]).unwrap_err();
             assert!(err.to_string().contains(var), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_value_with_a_newline_is_quoted_on_one_line() {
+        for var in ["ZSMALLOC_PAGE_SIZE", "ZSMALLOC_CHAIN_POLICY", "ZSMALLOC_READ_MODE"]
+            .into_iter()
+            .chain(["ZSMALLOC_BACKING", "ZSMALLOC_BACKEND", "ZSMALLOC_PLACEMENT_ONLY"])
+        {
+            let err = from(&[(var, "4 K\nmore")]).unwrap_err().to_string();
+            assert!(!err.contains('\n') && err.contains("4 K\\nmore"), "{var}: {err}");
         }
     }
 
