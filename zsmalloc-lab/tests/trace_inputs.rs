@@ -152,6 +152,60 @@ fn endless_and_binary_inputs_are_refused_in_bounded_memory_and_time() {
     assert!(usage_error(&["replay", s(&empty)]).contains("has no operation"));
 }
 
+#[test]
+fn a_trace_with_no_operation_is_refused_alike_by_every_command() {
+    let out = scratch("from-empty.bin");
+    for (name, bytes) in [("empty0.trace", &b""[..]), ("comments.trace", b"# nothing\n")] {
+        let path = scratch(name);
+        std::fs::write(&path, bytes).unwrap();
+        let want = format!("zsmalloc: trace: no input: {} has no operation\n", s(&path));
+        assert_eq!(usage_error(&["replay", s(&path), "--no-time"]), want);
+        assert_eq!(usage_error(&["trace", "info", s(&path)]), want);
+        assert_eq!(usage_error(&["trace", "info", s(&path), "--format", "json"]), want);
+        assert_eq!(usage_error(&["trace", "convert", s(&path), s(&out)]), want);
+        assert!(!out.exists(), "nothing written for {name}");
+    }
+}
+
+#[test]
+fn a_trace_is_not_converted_onto_itself() {
+    let trace = recorded_trace("self.trace", "200");
+    let before = std::fs::read(&trace).unwrap();
+    let link = scratch("self-link.trace");
+    let hard = scratch("self-hard.trace");
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&hard);
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    std::fs::hard_link(&trace, &hard).unwrap();
+    for out in [&trace, &link, &hard] {
+        let err = usage_error(&["trace", "convert", s(&trace), s(out)]);
+        assert!(err.contains("is the input") && err.contains(s(out)), "{err}");
+    }
+    // Standard input read from the very file named as OUT.
+    let piped = Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
+        .args(["trace", "convert", "-", s(&trace)])
+        .stdin(std::fs::File::open(&trace).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert_eq!(piped.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the input standard input itself"), "{err}");
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace is untouched");
+    // Another name: converted, and the command says what it wrote.
+    let bin = scratch("self.bin");
+    let said = common::ok(&["trace", "convert", s(&trace), s(&bin)]);
+    let ops = String::from_utf8_lossy(&before).lines().filter(|l| !l.starts_with('#')).count();
+    let size = std::fs::metadata(&bin).unwrap().len();
+    assert_eq!(
+        said,
+        format!(
+            "wrote {}: binary trace, {ops} operations, {size} bytes, from the text trace {}\n",
+            s(&bin),
+            s(&trace)
+        )
+    );
+}
+
 /// `count` stores of 1000 bytes, never freed, as a file.
 fn long_trace(name: &str, count: u64) -> std::path::PathBuf {
     let path = scratch(name);
