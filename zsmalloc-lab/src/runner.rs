@@ -263,6 +263,18 @@ pub fn run_parallel(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<Vec<RunResult>> {
+    run_parallel_observed(workload, specs, opts, jobs, sink, &|| {})
+}
+
+/// [`run_parallel`], calling `ended` as each run ends (from the run's thread).
+pub fn run_parallel_observed(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    opts: &RunOptions,
+    jobs: usize,
+    sink: &ProgressSink,
+    ended: &(dyn Fn() + Sync),
+) -> LabResult<Vec<RunResult>> {
     check_memory(workload, specs, jobs.clamp(1, specs.len().max(1)), opts)?;
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
@@ -276,6 +288,7 @@ pub fn run_parallel(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(spec) = specs.get(i) else { break };
                 let r = run_one(workload, spec, opts, sink);
+                ended();
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }

@@ -187,7 +187,7 @@ fn the_naive_sweep_measures_the_same_options_as_the_chain_sweep() {
         .collect();
     let specs: Vec<ConfigSpec> =
         cands.iter().map(|&c| candidate_spec(&layout, &base, c).unwrap()).collect();
-    let runs = evaluate_all(&w, &specs, 2, &sink).unwrap();
+    let runs = evaluate_all(&w, &specs, 2, &sink, "naive").unwrap();
     let naive = naive_matrix(&layout, &cands, &runs).unwrap();
     for &i in &used {
         assert_eq!(naive[i], sweep.options[i], "class {}", layout.sizes()[i]);
