@@ -24,7 +24,7 @@
 #      multi_pages under ZSMALLOC_MULTI_PAGE_SIZE=16K in every read mode (objects up to 16K,
 #      pages as a model of the RFC's class table gives); hostile_input (struct sizes that end
 #      inside a field refused; /dev/zero, /dev/urandom, endless FIFOs, a 2 MB line and a 5 MB
-#      file as ZSMALLOC_CLASS_TABLE refused by file and line, each within 5 s and 300 MiB, the
+#      file as ZSMALLOC_CLASS_TABLE refused by file and line, each within 5 s of CPU and 300 MiB, the
 #      plain build under a 4 GiB address-space limit);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail

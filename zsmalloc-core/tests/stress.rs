@@ -7,9 +7,11 @@
 //! change between two reads of it); an object never moves during its own read section; frees of
 //! an object being read are refused with `Busy`; counters add up and pages return to 0.
 //!
-//! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds. A
-//! soak (off in CI) runs for hours with bounded memory (each worker keeps at most 400 objects)
-//! and prints its progress every minute:
+//! Each test ends on counts, not on a clock (reads checked, compactions, moves seen), so a
+//! loaded machine makes it longer, never weaker; a run that cannot reach them (nothing ever
+//! moves) gives up after a bounded number of compactions and fails. `STRESS_SECS=n` also runs
+//! each test for at least n seconds. A soak (off in CI) runs for hours with bounded memory
+//! (each worker keeps at most 400 objects) and prints its progress every minute:
 //!
 //! ```text
 //! STRESS_SECS=14400 cargo test --release -p zsmalloc-core --test stress -- --test-threads=1 --nocapture
@@ -26,10 +28,32 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{Error, Handle, Pool, PoolConfig, HANDLE_SIZE};
 
-fn duration(default_ms: u64) -> Duration {
-    match std::env::var("STRESS_SECS").ok().and_then(|v| v.parse::<f64>().ok()) {
-        Some(s) => Duration::from_secs_f64(s),
-        None => Duration::from_millis(default_ms),
+/// `STRESS_SECS`: the least a test runs (none by default: the counts decide).
+fn soak() -> Duration {
+    std::env::var("STRESS_SECS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(Duration::ZERO, Duration::from_secs_f64)
+}
+
+/// Compactions after which a test whose counts are not reached gives up (its assertions then
+/// say what was missing); far more than any test needs on an idle machine.
+const GIVE_UP_COMPACTIONS: u64 = 1_000_000;
+
+/// Polls (every 20 ms, which decides nothing) until `reached` holds and `STRESS_SECS` have
+/// passed, or `give_up` holds; `report` is called with the time run at each poll.
+fn run_until(
+    reached: impl Fn() -> bool,
+    give_up: impl Fn() -> bool,
+    mut report: impl FnMut(Duration),
+) {
+    let (began, least) = (Instant::now(), soak());
+    loop {
+        std::thread::sleep(Duration::from_millis(20));
+        report(began.elapsed());
+        if (reached() && began.elapsed() >= least) || give_up() {
+            return;
+        }
     }
 }
 
@@ -283,13 +307,19 @@ fn shared_objects(pool: &Pool) -> Vec<(Handle<&Pool>, u64, usize)> {
     shared
 }
 
-fn run(cfg: PoolConfig, secs: Duration) {
+/// Reads checked before a stress run may end.
+const MIN_READS: u64 = 20_000;
+/// Compactions before a stress run may end.
+const MIN_COMPACTIONS: u64 = 100;
+
+fn run(cfg: PoolConfig) {
     let pool = Pool::new(cfg).unwrap();
     let shared = shared_objects(&pool);
     let t = Tally::default();
     let stop = AtomicBool::new(false);
     let start = Barrier::new(6);
     let began = Instant::now();
+    let soak_secs = soak();
     let mut next_report = Duration::from_secs(60);
     std::thread::scope(|s| {
         for id in 1..=3u64 {
@@ -311,20 +341,23 @@ fn run(cfg: PoolConfig, secs: Duration) {
             });
         }
         start.wait();
-        // Run until the time is up, but at least until compaction has visibly moved objects
-        // under the readers (bounded: 30 s more at most).
-        while began.elapsed() < secs
-            || (t.moves_seen.load(Ordering::Relaxed) == 0
-                && began.elapsed() < secs + Duration::from_secs(30))
-        {
-            std::thread::sleep(Duration::from_millis(20));
-            if secs >= Duration::from_secs(120) && began.elapsed() >= next_report {
+        // Until compaction has visibly moved objects under the readers, and enough was read
+        // and compacted that the run means something.
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let reached = || {
+            count(&t.reads) >= MIN_READS
+                && count(&t.compactions) >= MIN_COMPACTIONS
+                && count(&t.moves_seen) > 0
+                && pool.stats().objs_moved > 0
+        };
+        let give_up = || count(&t.compactions) >= GIVE_UP_COMPACTIONS;
+        run_until(reached, give_up, |elapsed| {
+            if soak_secs >= Duration::from_secs(120) && elapsed >= next_report {
                 next_report += Duration::from_secs(60);
                 let st = pool.stats();
                 eprintln!(
-                    "soak {:?}/{secs:?}: reads {}, moves seen {}, objs_moved {}, compactions {}, \
-                     objects {}, pages {}",
-                    began.elapsed(),
+                    "soak {elapsed:?}/{soak_secs:?}: reads {}, moves seen {}, objs_moved {}, \
+                     compactions {}, objects {}, pages {}",
                     t.reads.load(Ordering::Relaxed),
                     t.moves_seen.load(Ordering::Relaxed),
                     st.objs_moved,
@@ -333,7 +366,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
                     pool.total_pages(),
                 );
             }
-        }
+        });
         stop.store(true, Ordering::Relaxed);
     });
     let st = pool.stats();
@@ -350,6 +383,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
     );
     assert!(st.objs_moved > 0, "compaction moved nothing");
     assert!(moves_seen > 0, "no reader saw a handle word change between two reads");
+    assert!(t.reads.load(Ordering::Relaxed) >= MIN_READS);
     assert_eq!(st.pages_compacted, t.pages_freed.load(Ordering::Relaxed));
     assert!(st.reads >= t.reads.load(Ordering::Relaxed));
     // Shared objects survived everything; then the pool empties completely.
@@ -366,7 +400,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
 
 #[test]
 fn stress_4k_classic_with_concurrent_compaction() {
-    run(PoolConfig::default(), duration(3000));
+    run(PoolConfig::default());
 }
 
 #[test]
@@ -377,7 +411,7 @@ fn stress_16k_heuristic_with_concurrent_compaction() {
         chain_policy: zsmalloc_core::PolicyRef::new(zsmalloc_core::Heuristic),
         ..Default::default()
     };
-    run(cfg, duration(2000));
+    run(cfg);
 }
 
 /// More reader threads alive at once than there are announce slots (64): the threads past the
@@ -390,9 +424,11 @@ fn more_reader_threads_than_reader_slots() {
     let pool = Pool::new(PoolConfig::default()).unwrap();
     let shared = shared_objects(&pool);
     let (stop, t) = (AtomicBool::new(false), Tally::default());
+    // Whole passes over its share of the objects, per reader.
+    let passes: Vec<AtomicU64> = (0..READERS).map(|_| AtomicU64::new(0)).collect();
     let start = Barrier::new(READERS + 1);
     std::thread::scope(|s| {
-        for id in 0..READERS {
+        for (id, passes) in passes.iter().enumerate() {
             let (pool, shared, stop, t, start) = (&pool, &shared[..], &stop, &t, &start);
             s.spawn(move || {
                 start.wait();
@@ -403,22 +439,32 @@ fn more_reader_threads_than_reader_slots() {
                         assert_eq!(&sec[..], &pattern(*seed, *len)[..]);
                         t.add(&t.reads, 1);
                     }
+                    passes.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
         s.spawn(|| compactor(&pool, &stop, &t));
         s.spawn(|| raw_worker(&pool, 5, &stop, &t));
         start.wait();
-        std::thread::sleep(duration(700));
+        // Until every reader has read its share twice, with compactions among the passes (a
+        // few: each scans the pool while 80 threads hold sections).
+        let reached = || {
+            passes.iter().all(|p| p.load(Ordering::Relaxed) >= 2)
+                && t.compactions.load(Ordering::Relaxed) >= 10
+        };
+        run_until(reached, || t.compactions.load(Ordering::Relaxed) >= GIVE_UP_COMPACTIONS, |_| {});
         stop.store(true, Ordering::Relaxed);
     });
     eprintln!(
-        "reads {}, objs_moved {}, busy refusals {}",
+        "reads {}, objs_moved {}, busy refusals {}, compactions {}, fewest passes {:?}",
         t.reads.load(Ordering::Relaxed),
         pool.stats().objs_moved,
-        t.busy_refusals.load(Ordering::Relaxed)
+        t.busy_refusals.load(Ordering::Relaxed),
+        t.compactions.load(Ordering::Relaxed),
+        passes.iter().map(|p| p.load(Ordering::Relaxed)).min()
     );
-    assert!(t.reads.load(Ordering::Relaxed) >= READERS as u64, "every reader read");
+    let idle = passes.iter().filter(|p| p.load(Ordering::Relaxed) < 2).count();
+    assert_eq!(idle, 0, "readers that did not read their share twice");
     for (h, seed, len) in &shared {
         assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*seed, *len));
     }
@@ -433,7 +479,7 @@ fn more_reader_threads_than_reader_slots() {
 /// word is live: compaction moving it must not make it look freed); nothing leaks.
 #[test]
 fn contended_handle_read_vs_free_vs_compaction() {
-    contended_handle(1, duration(1500));
+    contended_handle(1);
 }
 
 /// As above with two freers/re-storers racing each other as well: a store into a word the other
@@ -441,10 +487,13 @@ fn contended_handle_read_vs_free_vs_compaction() {
 /// object may be refused as a double free (InvalidHandle) instead of being a no-op.
 #[test]
 fn contended_handle_two_freers() {
-    contended_handle(2, duration(1500));
+    contended_handle(2);
 }
 
-fn contended_handle(freers: usize, secs: Duration) {
+/// Reads that saw a whole object, and versions stored, before a contended run may end.
+const MIN_CONTENDED: u64 = 1000;
+
+fn contended_handle(freers: usize) {
     let pool = Pool::new(PoolConfig::default()).unwrap();
     let word = Box::new(AtomicUsize::new(0));
     // Object version v: 8 bytes of v, then pattern(v, len - 8), len depends on v.
@@ -513,10 +562,19 @@ fn contended_handle(freers: usize, secs: Duration) {
             });
         }
         s.spawn(|| compactor(&pool, &stop, &t));
-        // Churn the neighbours so compaction keeps finding sparse zspages.
-        let began = Instant::now();
+        // Churn the neighbours so compaction keeps finding sparse zspages, until the reader
+        // and the freers have each got through often, among compactions.
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let reached = || {
+            count(&ok_reads) >= MIN_CONTENDED
+                && count(&versions) >= MIN_CONTENDED
+                && count(&t.compactions) >= MIN_COMPACTIONS
+        };
+        let (began, least) = (Instant::now(), soak());
         let mut k = 1_000_000u64;
-        while began.elapsed() < secs {
+        while !(reached() && began.elapsed() >= least)
+            && count(&t.compactions) < GIVE_UP_COMPACTIONS
+        {
             for _ in 0..200 {
                 let i = rng.gen_range(0..neighbours.len());
                 k += 1;
@@ -535,8 +593,8 @@ fn contended_handle(freers: usize, secs: Duration) {
         t.busy_refusals.load(Ordering::Relaxed),
         pool.stats().objs_moved
     );
-    assert!(ok_reads.load(Ordering::Relaxed) > 0);
-    assert!(versions.load(Ordering::Relaxed) > 1, "the freer never got through");
+    assert!(ok_reads.load(Ordering::Relaxed) >= MIN_CONTENDED, "the reader seldom got through");
+    assert!(versions.load(Ordering::Relaxed) >= MIN_CONTENDED, "the freers seldom got through");
     for (h, k) in &neighbours {
         assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*k, 16 + (*k as usize * 97) % 3000));
     }
@@ -558,7 +616,7 @@ fn contended_handle(freers: usize, secs: Duration) {
 #[test]
 fn stress_map_mode_with_concurrent_compaction() {
     let cfg = PoolConfig { read_mode: zsmalloc_core::ReadMode::Map, ..Default::default() };
-    run(cfg, duration(2000));
+    run(cfg);
 }
 
 #[test]
@@ -569,5 +627,5 @@ fn stress_contiguous_mode_with_concurrent_compaction() {
         backing: zsmalloc_core::Backing::Memfd,
         ..Default::default()
     };
-    run(cfg, duration(2000));
+    run(cfg);
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{s, scratch, usage_error};
 
@@ -21,45 +21,13 @@ fn recorded_trace(name: &str, objects: &str) -> std::path::PathBuf {
     trace
 }
 
-/// Runs the command to its end and returns its output and peak resident memory (the kernel's
-/// `ru_maxrss` of that one child, in bytes), killing it after `limit`.
-fn run_measured(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration) -> (i32, String, u64) {
-    if stdin.is_some() {
-        cmd.stdin(Stdio::piped());
-    }
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    // Reaped by the wait4 below (which also gives its rusage), or waited for after a kill.
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawn");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        // The reader may refuse before reading everything: a broken pipe is expected then.
-        let _ = pipe.write_all(bytes);
-    }
-    let pid = child.id() as libc::pid_t;
-    let start = Instant::now();
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for the child this
-        // test spawned (WNOHANG: it returns 0 while the child runs).
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `pid` is this test's own child, not yet reaped; the pointers are to live locals.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage);
-        }
-        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, err, usage.ru_maxrss as u64 * 1024)
+/// Runs the command to its end and returns its exit code, stderr and peak resident memory (the
+/// kernel's `ru_maxrss` of that one child, in bytes); fails when it used more than `cpu` of
+/// CPU time (a bound other processes' load does not move) or hung.
+fn run_measured(cmd: &mut Command, stdin: Option<&[u8]>, cpu: Duration) -> (i32, String, u64) {
+    let m = common::measured(cmd, stdin);
+    assert!(m.cpu <= cpu, "{cmd:?} used {:?} of CPU, more than {cpu:?}", m.cpu);
+    (m.code, m.stderr, m.peak_bytes)
 }
 
 fn zsmalloc_cmd(args: &[&str]) -> Command {
