@@ -33,9 +33,7 @@ fn ok_json(args: &[&str]) -> Value {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-inputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch(name)
 }
 
 fn s(p: &Path) -> &str {

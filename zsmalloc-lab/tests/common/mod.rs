@@ -36,9 +36,23 @@ pub fn json(args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
 }
 
-/// A fresh scratch path for this test process.
+/// This test process's scratch directory (removed when the process exits).
+pub fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("zsmalloc-cli-{}", std::process::id()))
+}
+
+/// A fresh scratch path for this test process. Its directory goes when the process exits,
+/// whether the tests passed or not (the harness exits through `exit`, which runs `atexit`).
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-cli-{}", std::process::id()));
+    static REMOVE_AT_EXIT: std::sync::Once = std::sync::Once::new();
+    extern "C" fn remove_scratch() {
+        let _ = std::fs::remove_dir_all(scratch_dir());
+    }
+    REMOVE_AT_EXIT.call_once(|| {
+        // SAFETY: registers a function that takes nothing and unwinds nothing (errors ignored).
+        unsafe { libc::atexit(remove_scratch) };
+    });
+    let dir = scratch_dir();
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
