@@ -23,39 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use common::counted::{run_until, soak, GIVE_UP_COMPACTIONS};
 use common::pattern;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{Error, Handle, Pool, PoolConfig, HANDLE_SIZE};
-
-/// `STRESS_SECS`: the least a test runs (none by default: the counts decide).
-fn soak() -> Duration {
-    std::env::var("STRESS_SECS")
-        .ok()
-        .and_then(|v| v.parse::<f64>().ok())
-        .map_or(Duration::ZERO, Duration::from_secs_f64)
-}
-
-/// Compactions after which a test whose counts are not reached gives up (its assertions then
-/// say what was missing); far more than any test needs on an idle machine.
-const GIVE_UP_COMPACTIONS: u64 = 1_000_000;
-
-/// Polls (every 20 ms, which decides nothing) until `reached` holds and `STRESS_SECS` have
-/// passed, or `give_up` holds; `report` is called with the time run at each poll.
-fn run_until(
-    reached: impl Fn() -> bool,
-    give_up: impl Fn() -> bool,
-    mut report: impl FnMut(Duration),
-) {
-    let (began, least) = (Instant::now(), soak());
-    loop {
-        std::thread::sleep(Duration::from_millis(20));
-        report(began.elapsed());
-        if (reached() && began.elapsed() >= least) || give_up() {
-            return;
-        }
-    }
-}
 
 /// Lengths: mostly zram-like (normal around 700), some large, some tiny, some a full page.
 fn length(rng: &mut SmallRng, page: usize) -> usize {
@@ -471,146 +443,6 @@ fn more_reader_threads_than_reader_slots() {
     drop(shared);
     assert_eq!(pool.stats().objs_inuse, 0);
     assert_eq!(pool.total_pages(), 0, "no section was left behind: pages return to 0");
-}
-
-/// One raw handle word shared by a reader and a freer/re-storer, with compaction running: the
-/// reader sees either a whole, self-consistent object or a refusal, never torn or foreign bytes;
-/// frees during the reader's section are refused with Busy, and never refused otherwise (the
-/// word is live: compaction moving it must not make it look freed); nothing leaks.
-#[test]
-fn contended_handle_read_vs_free_vs_compaction() {
-    contended_handle(1);
-}
-
-/// As above with two freers/re-storers racing each other as well: a store into a word the other
-/// just filled is refused (HandleInUse), and a free racing the other thread's free of the same
-/// object may be refused as a double free (InvalidHandle) instead of being a no-op.
-#[test]
-fn contended_handle_two_freers() {
-    contended_handle(2);
-}
-
-/// Reads that saw a whole object, and versions stored, before a contended run may end.
-const MIN_CONTENDED: u64 = 1000;
-
-fn contended_handle(freers: usize) {
-    let pool = Pool::new(PoolConfig::default()).unwrap();
-    let word = Box::new(AtomicUsize::new(0));
-    // Object version v: 8 bytes of v, then pattern(v, len - 8), len depends on v.
-    let object = |v: u64| {
-        let len = 16 + (v as usize * 97) % 3000;
-        let mut d = v.to_le_bytes().to_vec();
-        d.extend(pattern(v, len - 8));
-        d
-    };
-    // Neighbours in the same classes so that zspages are shared and compaction has work.
-    let mut rng = SmallRng::seed_from_u64(5);
-    let mut neighbours: Vec<_> = (0..2000u64)
-        .map(|k| (pool.store(&pattern(k, 16 + (k as usize * 97) % 3000)).unwrap(), k))
-        .collect();
-    // SAFETY: `word` is boxed and outlives every use; it is freed at the end.
-    unsafe { pool.store_raw(&word, &object(1)) }.unwrap();
-    let stop = AtomicBool::new(false);
-    let t = Tally::default();
-    let (ok_reads, refused, versions) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(1));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut local = vec![0u8; 4096 + HANDLE_SIZE];
-            while !stop.load(Ordering::Relaxed) {
-                // SAFETY: `word` outlives the scope; sections are ended right away.
-                unsafe {
-                    let Ok(len) = pool.object_len_raw(&word) else {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    };
-                    match pool.read_begin_raw(&word, len, local.as_mut_ptr()) {
-                        Ok(p) => {
-                            let got = std::slice::from_raw_parts(p, len);
-                            let v = u64::from_le_bytes(got[..8].try_into().unwrap());
-                            assert_eq!(got, &object(v)[..], "version {v}: torn or foreign bytes");
-                            pool.read_end_raw(&word, Some(len)).expect("read_end");
-                            ok_reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                        // Freed, replaced (other length) or empty meanwhile.
-                        Err(Error::InvalidHandle(_) | Error::InvalidArgument(_)) => {
-                            refused.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => panic!("unexpected read error {e:?}"),
-                    }
-                }
-            }
-        });
-        for _ in 0..freers {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: `word` outlives the scope; only this pool writes it.
-                    unsafe {
-                        match pool.free_raw(&word) {
-                            Ok(()) => {
-                                let v = versions.fetch_add(1, Ordering::Relaxed) + 1;
-                                match pool.store_raw(&word, &object(v)) {
-                                    Ok(()) | Err(Error::HandleInUse) => {}
-                                    Err(e) => panic!("unexpected store error {e:?}"),
-                                }
-                            }
-                            Err(Error::Busy) => t.add(&t.busy_refusals, 1),
-                            Err(Error::InvalidHandle(_)) if freers > 1 => {}
-                            Err(e) => panic!("unexpected free error {e:?}"),
-                        }
-                    }
-                }
-            });
-        }
-        s.spawn(|| compactor(&pool, &stop, &t));
-        // Churn the neighbours so compaction keeps finding sparse zspages, until the reader
-        // and the freers have each got through often, among compactions.
-        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
-        let reached = || {
-            count(&ok_reads) >= MIN_CONTENDED
-                && count(&versions) >= MIN_CONTENDED
-                && count(&t.compactions) >= MIN_COMPACTIONS
-        };
-        let (began, least) = (Instant::now(), soak());
-        let mut k = 1_000_000u64;
-        while !(reached() && began.elapsed() >= least)
-            && count(&t.compactions) < GIVE_UP_COMPACTIONS
-        {
-            for _ in 0..200 {
-                let i = rng.gen_range(0..neighbours.len());
-                k += 1;
-                let len = 16 + (k as usize * 97) % 3000;
-                neighbours[i] = (pool.store(&pattern(k, len)).unwrap(), k);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    eprintln!(
-        "reads ok {}, refused {}, versions {}, busy {}, objs_moved {}",
-        ok_reads.load(Ordering::Relaxed),
-        refused.load(Ordering::Relaxed),
-        versions.load(Ordering::Relaxed),
-        t.busy_refusals.load(Ordering::Relaxed),
-        pool.stats().objs_moved
-    );
-    assert!(ok_reads.load(Ordering::Relaxed) >= MIN_CONTENDED, "the reader seldom got through");
-    assert!(versions.load(Ordering::Relaxed) >= MIN_CONTENDED, "the freers seldom got through");
-    for (h, k) in &neighbours {
-        assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*k, 16 + (*k as usize * 97) % 3000));
-    }
-    // Every read section has ended: the object must be freeable (a Busy here is a reader count
-    // left on its header by a read that did not end its registration).
-    // SAFETY: `word` holds an object of this pool, or is empty.
-    let freed = unsafe { pool.free_raw(&word) };
-    if freed.is_err() {
-        pool.compact();
-        // SAFETY: as above.
-        let again = unsafe { pool.free_raw(&word) };
-        panic!("free after all readers ended: {freed:?}; after a compaction: {again:?}");
-    }
-    assert_eq!(pool.stats().objs_inuse, neighbours.len() as u64, "a store was lost or leaked");
-    drop(neighbours);
-    assert_eq!(pool.total_pages(), 0);
 }
 
 #[test]
