@@ -208,19 +208,6 @@ static void test_config(void)
         CHECK(strstr(zs_last_error_message(), env[k][0]) != NULL, "message names %s", env[k][0]);
         unsetenv(env[k][0]);
     }
-    /* A value with a newline is quoted escaped: the message stays one line. */
-    static const char *const multiline[][2] = {
-        {"ZSMALLOC_PAGE_SIZE", "4096\nx"},  {"ZSMALLOC_READ_MODE", "co\npy"},
-        {"ZSMALLOC_CHAIN_POLICY", "heur\nistic"}, {"ZSMALLOC_BACKEND", "zs\nmalloc"},
-    };
-    for (size_t k = 0; k < sizeof(multiline) / sizeof(multiline[0]); k++) {
-        setenv(multiline[k][0], multiline[k][1], 1);
-        EXPECT_ERR(zs_pool_config_from_env(&cfg), EINVAL);
-        const char *msg = zs_last_error_message();
-        CHECK(strchr(msg, '\n') == NULL && strstr(msg, "\\n") != NULL,
-              "%s with a newline is escaped, one line: %s", multiline[k][0], msg);
-        unsetenv(multiline[k][0]);
-    }
     EXPECT_ERR(zs_pool_config_from_env(NULL), EINVAL);
     setenv("ZSMALLOC_PAGE_SIZE", "16384", 1);
     setenv("ZSMALLOC_CHAIN_POLICY", "heuristic", 1);

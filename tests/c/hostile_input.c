@@ -13,7 +13,8 @@
  *   refusal runs in a child process of its own that uses under 5 seconds of CPU (a bound the
  *   machine's other load does not move, as it would wall-clock time) with a peak RSS under
  *   300 MiB and, outside AddressSanitizer (whose shadow memory needs terabytes of address
- *   space), under a 4 GiB address-space limit.
+ *   space), under a 4 GiB address-space limit;
+ * - a ZSMALLOC_* value holding a newline or an escape sequence: quoted escaped, one line.
  *
  *   hostile_input     run the checks; prints "hostile_input: P passed, F failed"
  */
@@ -294,6 +295,28 @@ static void hostile_tables(const char *dir)
     unlink(path);
 }
 
+/* A ZSMALLOC_* value with a newline (or another control character) is quoted escaped in the
+ * message, which stays one line for the caller to print. */
+static void multiline_env_values(void)
+{
+    static const char *const env[][2] = {
+        {"ZSMALLOC_PAGE_SIZE", "4096\nx"},
+        {"ZSMALLOC_READ_MODE", "co\npy"},
+        {"ZSMALLOC_CHAIN_POLICY", "heur\nistic"},
+        {"ZSMALLOC_BACKEND", "zs\nmalloc\x1b[2J"},
+    };
+    for (size_t k = 0; k < sizeof(env) / sizeof(env[0]); k++) {
+        struct zs_pool_config cfg;
+        setenv(env[k][0], env[k][1], 1);
+        int err = zs_pool_config_from_env(&cfg);
+        const char *msg = zs_last_error_message();
+        CHECK(err == -EINVAL && !strchr(msg, '\n') && !strchr(msg, '\x1b') && strstr(msg, "\\n") &&
+                  strstr(msg, env[k][0]),
+              "%s with a newline: one line, escaped, naming the variable: %s", env[k][0], msg);
+        unsetenv(env[k][0]);
+    }
+}
+
 int main(void)
 {
     /* The FIFO writers end by SIGPIPE when the reader is gone; the parent only reads. */
@@ -304,6 +327,7 @@ int main(void)
         return 1;
     }
     struct_sizes();
+    multiline_env_values();
     hostile_tables(dir);
     rmdir(dir);
     printf("hostile_input: %d passed, %d failed\n", passed, failed);
