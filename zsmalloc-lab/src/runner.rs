@@ -250,9 +250,30 @@ pub fn check_memory(
         return Ok(());
     };
     workload.check(page)?;
-    let limit = Limit::new(opts.max_memory);
-    let plan = workload.memory_plan(page, !opts.placement_only, &limit)?.times(jobs);
-    limit.check(workload.name(), &plan)
+    check_runs(
+        workload,
+        page,
+        !opts.placement_only,
+        &Limit::new(opts.max_memory),
+        workload.name(),
+        jobs,
+    )
+}
+
+/// `jobs` runs of `workload` at once against `limit` ([`crate::memory::check_runs`]): what each
+/// touches, and what its pool reserves for the pages it may hold (those of a pool that keeps the
+/// bytes, whether or not this one does: placement-only pools have the same pages).
+pub fn check_runs(
+    workload: &Workload,
+    page: usize,
+    payload: bool,
+    limit: &Limit,
+    command: &str,
+    jobs: usize,
+) -> LabResult<()> {
+    let touched = workload.memory_plan(page, payload, limit)?;
+    let pages = workload.memory_plan(page, true, limit)?.bytes;
+    crate::memory::check_runs(limit, command, &touched, pages, jobs)
 }
 
 /// Runs every spec once, `jobs` at a time (for counts: nothing is timed).
