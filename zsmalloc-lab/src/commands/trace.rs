@@ -133,9 +133,13 @@ fn convert(a: &ConvertArgs) -> LabResult<()> {
         (TraceFormat::Binary, false) => "binary",
         (TraceFormat::Binary, true) => "binary (zstd)",
     };
-    let written = std::fs::metadata(&a.output).map(|m| m.len()).unwrap_or(0);
+    // A device or a FIFO written in place has no size to tell.
+    let written = match std::fs::metadata(&a.output) {
+        Ok(m) if m.is_file() => format!(", {} bytes", m.len()),
+        _ => String::new(),
+    };
     emit(&format!(
-        "wrote {}: {} trace, {ops} operations, {written} bytes, from the {} trace {name}\n",
+        "wrote {}: {} trace, {ops} operations{written}, from the {} trace {name}\n",
         escape(&a.output.display().to_string()),
         form(to, a.zstd),
         form(
