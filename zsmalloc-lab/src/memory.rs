@@ -71,33 +71,41 @@ const STACK_BYTES: u64 = (2 << 20) + 4096;
 /// as threads contend.
 const MALLOC_ARENA_BYTES: u64 = 64 << 20;
 
+/// The address space of one run beside its pool's pages: `heap` bytes of records (its plan
+/// with a pool that keeps no bytes), and `pages` bytes of pages at most, which its pool reserves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpace {
+    pub heap: u64,
+    pub pages: u64,
+}
+
 /// What `jobs` runs at once take: `touched`, each run's memory plan, and under an address-space
-/// limit (`ulimit -v`) what they reserve as well: a pool's range for its pages (`pages_bytes`
-/// of them at most), a stack and a malloc arena per run. Refused when it does not fit (exit 2,
-/// one line naming the flag to lower); else each pool is given an equal share of the address
-/// space left ([`zsmalloc_core::set_max_pool_reservation`]), so that the first do not take the
-/// room of the others.
+/// limit (`ulimit -v`) what they reserve as well: `space`, a stack and a malloc arena per run.
+/// Refused when it does not fit (exit 2, one line naming the flag to lower); else each pool is
+/// given an equal share of the address space left
+/// ([`zsmalloc_core::set_max_pool_reservation`]), so that the first do not take the room of the
+/// others.
 pub fn check_runs(
     limit: &Limit,
     command: &str,
     touched: &Plan,
-    pages_bytes: u64,
+    space: RunSpace,
     jobs: usize,
 ) -> LabResult<()> {
     limit.check(command, &touched.clone().times(jobs))?;
     let Some(address_space) = address_space_limit() else { return Ok(()) };
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
     let room = address_space.saturating_sub(proc_status_bytes("VmSize").unwrap_or(0));
-    check_reservations(command, touched, pages_bytes, jobs as u64, cores, room)
+    check_reservations(command, &touched.from, space, jobs as u64, cores, room)
         .map(|share| zsmalloc_core::set_max_pool_reservation(share as usize))
 }
 
-/// Each pool's share of `room` bytes of address space when `jobs` runs of `touched` go at once
-/// on `cores` cores, or the refusal when a share cannot hold `pages_bytes` of pages.
+/// Each pool's share of `room` bytes of address space when `jobs` runs of `space` go at once on
+/// `cores` cores, or the refusal (naming `from`) when a share cannot hold a run's pages.
 fn check_reservations(
     command: &str,
-    touched: &Plan,
-    pages_bytes: u64,
+    from: &str,
+    space: RunSpace,
     jobs: u64,
     cores: u64,
     room: u64,
@@ -105,12 +113,12 @@ fn check_reservations(
     let jobs = jobs.max(1);
     let arenas = (jobs + 1).min(8 * cores.max(1));
     let beside = jobs
-        .saturating_mul(touched.bytes.saturating_add(STACK_BYTES))
+        .saturating_mul(space.heap.saturating_add(STACK_BYTES))
         .saturating_add(arenas * MALLOC_ARENA_BYTES)
         .saturating_add(SLACK_BYTES);
     // A pool's range is whole steps of 256 MiB (the least a pool reserves).
     let step = zsmalloc_core::MIN_RESERVE_BYTES as u64;
-    let pool = pages_bytes.max(1).div_ceil(step).saturating_mul(step);
+    let pool = space.pages.max(1).div_ceil(step).saturating_mul(step);
     let share = room.saturating_sub(beside) / jobs / step * step;
     if share >= pool {
         return Ok(share);
@@ -122,7 +130,7 @@ fn check_reservations(
          reserves {} for its pages), more than the address-space limit (ulimit -v) leaves ({}, \
          {room} B): lower it{}",
         human(need),
-        touched.from,
+        from,
         human(pool),
         human(room),
         if jobs > 1 { " or --jobs" } else { "" },
@@ -286,9 +294,10 @@ mod tests {
 
     #[test]
     fn runs_under_an_address_space_limit_count_their_pools_stacks_and_arenas() {
-        let plan = Plan::new(100 << 20, "--objects 300000");
+        let from = "--objects 300000";
+        let small = RunSpace { heap: 100 << 20, pages: 10 << 20 };
         // 64 runs on 2 cores in 4 GiB: 64 pools of at least 256 MiB cannot fit.
-        let e = check_reservations("optimize dist", &plan, 10 << 20, 64, 2, 4 << 30).unwrap_err();
+        let e = check_reservations("optimize dist", from, small, 64, 2, 4 << 30).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         let msg = e.to_string();
         assert!(!msg.contains('\n') && msg.contains("64 runs at once"), "{msg}");
@@ -297,12 +306,13 @@ mod tests {
             "{msg}"
         );
         // Two runs whose pages need 3 GiB each: over 4 GiB.
-        let e = check_reservations("optimize dist", &plan, 3 << 30, 2, 2, 4 << 30).unwrap_err();
+        let big = RunSpace { heap: 100 << 20, pages: 3 << 30 };
+        let e = check_reservations("optimize dist", from, big, 2, 2, 4 << 30).unwrap_err();
         assert!(e.to_string().contains("reserves 3 GiB"), "{e}");
         // Two small runs fit: each pool gets an equal share of what is left, in 256 MiB steps.
-        let share = check_reservations("run", &plan, 10 << 20, 2, 2, 4 << 30).unwrap();
+        let share = check_reservations("run", from, small, 2, 2, 4 << 30).unwrap();
         assert_eq!(share, 7 << 28, "(4 GiB - 2 x 102 MiB - 3 arenas - slack) / 2, rounded down");
-        let alone = check_reservations("run", &plan, 3 << 30, 1, 2, 4 << 30).unwrap();
+        let alone = check_reservations("run", from, big, 1, 2, 4 << 30).unwrap();
         assert_eq!(alone, 14 << 28, "4 GiB less one run's heap, 2 arenas and slack");
     }
 

@@ -261,8 +261,8 @@ pub fn check_memory(
 }
 
 /// `jobs` runs of `workload` at once against `limit` ([`crate::memory::check_runs`]): what each
-/// touches, and what its pool reserves for the pages it may hold (those of a pool that keeps the
-/// bytes, whether or not this one does: placement-only pools have the same pages).
+/// touches; its records; and the pages its pool may hold, which it reserves (those of a pool
+/// that keeps the bytes, whether or not this one does: placement-only pools have the same pages).
 pub fn check_runs(
     workload: &Workload,
     page: usize,
@@ -272,8 +272,11 @@ pub fn check_runs(
     jobs: usize,
 ) -> LabResult<()> {
     let touched = workload.memory_plan(page, payload, limit)?;
-    let pages = workload.memory_plan(page, true, limit)?.bytes;
-    crate::memory::check_runs(limit, command, &touched, pages, jobs)
+    let space = crate::memory::RunSpace {
+        heap: workload.memory_plan(page, false, limit)?.bytes,
+        pages: workload.memory_plan(page, true, limit)?.bytes,
+    };
+    crate::memory::check_runs(limit, command, &touched, space, jobs)
 }
 
 /// Runs every spec once, `jobs` at a time (for counts: nothing is timed).

@@ -23,6 +23,7 @@ pub fn set_max_pool_reservation(bytes: usize) {
     let steps = bytes.clamp(MIN_RESERVE_BYTES, RESERVE_BYTES) / COMMIT_BYTES;
     MAX_RESERVE.store(steps * COMMIT_BYTES, Ordering::Relaxed);
 }
+
 /// Reserved space is made accessible in steps of this many bytes.
 pub(super) const COMMIT_BYTES: usize = 1 << 28;
 /// The reserved range, unmapped on drop.
