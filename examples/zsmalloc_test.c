@@ -2,7 +2,7 @@
 /*
  * zsmalloc_test: the kernel's zsmalloc_test module pattern on libzsmalloc's C ABI.
  *
- *   zsmalloc_test [LO HI STEP N]        (default: 32 4080 16 1337)
+ *   zsmalloc_test [LO HI STEP N]        (default: 32 4080 16 1337; HI at most a page)
  *
  * For each size LO..=HI by STEP, N objects of that size are stored; then every object is read
  * back in store order and verified byte by byte. The pool comes from zs_create_pool(), so
@@ -40,38 +40,66 @@ static unsigned char pattern(size_t i, size_t j)
     return (unsigned char)(i * 31 + j);
 }
 
+#define USAGE "usage: zsmalloc_test [LO HI STEP N] (whole numbers, 0 < LO <= HI, STEP > 0, N > 0)"
+
+/* A whole number, all of `arg`: strtoul alone takes "abc" as 0 and "-5" as a huge count. */
+static size_t number(const char *name, const char *arg)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 10);
+    if (arg[0] < '0' || arg[0] > '9' || *end != '\0' || errno == ERANGE || v > SIZE_MAX) {
+        fprintf(stderr, "zsmalloc_test: %s '%s' is not a whole number; " USAGE "\n", name, arg);
+        exit(2);
+    }
+    return (size_t)v;
+}
+
 int main(int argc, char **argv)
 {
     size_t lo = 32, hi = 4080, step = 16, n = 1337;
     if (argc == 5) {
-        lo = strtoul(argv[1], NULL, 0);
-        hi = strtoul(argv[2], NULL, 0);
-        step = strtoul(argv[3], NULL, 0);
-        n = strtoul(argv[4], NULL, 0);
+        lo = number("LO", argv[1]);
+        hi = number("HI", argv[2]);
+        step = number("STEP", argv[3]);
+        n = number("N", argv[4]);
     } else if (argc != 1) {
-        fprintf(stderr, "usage: %s [LO HI STEP N]\n", argv[0]);
+        fprintf(stderr, USAGE "\n");
         return 2;
     }
-    if (lo == 0 || step == 0 || hi < lo) {
-        fprintf(stderr, "zsmalloc_test: need 0 < LO <= HI and STEP > 0\n");
+    const char *wrong = lo == 0 ? "LO is 0" : hi < lo ? "HI is below LO" : step == 0 ? "STEP is 0"
+                        : n == 0 ? "N is 0" : NULL;
+    if (wrong) {
+        fprintf(stderr, "zsmalloc_test: %s; " USAGE "\n", wrong);
         return 2;
     }
 
     struct zs_pool_config cfg;
     if (zs_pool_config_from_env(&cfg) != 0)
         die("configuration", zs_last_error());
+    const size_t page = cfg.page_size;
+    /* Objects are written from a buffer of one page, the largest the pool stores. */
+    if (hi > page) {
+        fprintf(stderr, "zsmalloc_test: HI %zu is above the pool's page size %zu\n", hi, page);
+        return 2;
+    }
+    size_t sizes = (hi - lo) / step + 1;
+    if (n > SIZE_MAX / sizeof(struct zs_handle) / sizes) {
+        fprintf(stderr, "zsmalloc_test: N %zu objects of each of %zu sizes are more than this "
+                        "machine addresses\n", n, sizes);
+        return 2;
+    }
     struct zs_pool *pool = zs_create_pool("zsmalloc_test");
     if (!pool)
         die("zs_create_pool", zs_last_error());
-    const size_t page = cfg.page_size;
 
-    size_t count = ((hi - lo) / step + 1) * n;
+    size_t count = sizes * n;
     struct zs_handle *handles = calloc(count, sizeof(*handles));
     size_t *lens = calloc(count, sizeof(*lens));
     unsigned char *buf = malloc(page);
     unsigned char *local_copy = malloc(page);
     if (!handles || !lens || !buf || !local_copy) {
-        fprintf(stderr, "zsmalloc_test: out of memory\n");
+        fprintf(stderr, "zsmalloc_test: out of memory for the table of %zu objects\n", count);
         return 1;
     }
 

@@ -24,7 +24,7 @@
 #      multi_pages under ZSMALLOC_MULTI_PAGE_SIZE=16K in every read mode (objects up to 16K,
 #      pages as a model of the RFC's class table gives); hostile_input (struct sizes that end
 #      inside a field refused; /dev/zero, /dev/urandom, endless FIFOs, a 2 MB line and a 5 MB
-#      file as ZSMALLOC_CLASS_TABLE refused by file and line, each within 5 s and 300 MiB, the
+#      file as ZSMALLOC_CLASS_TABLE refused by file and line, each within 5 s of CPU and 300 MiB, the
 #      plain build under a 4 GiB address-space limit);
 #   6. every program once under valgrind memcheck.
 set -euo pipefail
@@ -270,6 +270,16 @@ if ZSMALLOC_CHAIN_SIZE=17 "$san/zsmalloc_test" 32 64 16 1 >/dev/null 2>"$tmp/env
 fi
 grep -q ZSMALLOC_CHAIN_SIZE "$tmp/env.err" || fail "bad variable not named: $(cat "$tmp/env.err")"
 ok "ZSMALLOC_CHAIN_SIZE=17: no pool, message names the variable"
+# Arguments that are not whole numbers, or out of range: one line naming them, exit 2.
+for args in "32 64 16 abc" "32 64 16 -5" "32 64 0x10 1" "32 64 16 0" "64 32 16 1" "32 5000 16 1" \
+  "1 4096 1 99999999999999999"; do
+  rc=0
+  # shellcheck disable=SC2086 # the arguments are split on purpose
+  "$san/zsmalloc_test" $args >"$tmp/args.out" 2>"$tmp/args.err" || rc=$?
+  [ "$rc" = 2 ] && [ "$(wc -l <"$tmp/args.err")" = 1 ] && [ ! -s "$tmp/args.out" ] \
+    || fail "zsmalloc_test $args: exit $rc, $(cat "$tmp/args.err" "$tmp/args.out")"
+done
+ok "zsmalloc_test with a bad argument (abc, -5, 0x10, 0, LO > HI, HI > page, N overflowing): one line, exit 2"
 ZSMALLOC_CHAIN_SIZE=17 "$tsan/reliability" env >"$tmp/env.out" 2>"$tmp/env.err"
 grep -q 'pools 0' "$tmp/env.out" || fail "ZSMALLOC_CHAIN_SIZE=17: $(cat "$tmp/env.out")"
 [ "$(grep -c ZSMALLOC_CHAIN_SIZE "$tmp/env.err")" = 1 ] || fail "not said once: $(cat "$tmp/env.err")"

@@ -11,6 +11,7 @@
 # What does not run exactly as written, and why (each is checked to still be in README.md, so
 # this list cannot go stale):
 #   make test                       this script is part of it
+#   jupyter lab ...                 a server that runs until stopped (`jupyter execute` runs one)
 #   $HOME/.local                    a temporary prefix (install, pkg-config and PATH lines)
 #   FILES...                        some of the repository's files: text, C sources, a binary
 #   zsmalloc cost --page-size 16K   the quick variant README.md gives for it (minutes otherwise)
@@ -58,7 +59,7 @@ readme_path, out_path, prefix = sys.argv[1:]
 readme = open(readme_path).read()
 
 # (README text, what runs instead); each must occur in README.md.
-SKIPPED = ["make test"]
+SKIPPED = ["make test", "jupyter lab examples/notebooks/"]
 REPLACED = [
     ("$HOME/.local", '"$README_PREFIX"'),
     ("FILES...", "$README_FILES"),

@@ -10,6 +10,7 @@ use std::cell::{Cell, RefCell};
 use std::ffi::{c_char, c_int, CStr, CString};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use zsmalloc_core::text_input::escape;
 use zsmalloc_core::Error;
 
 /// Errno reported when a Rust panic was caught at the boundary (an internal bug).
@@ -40,7 +41,9 @@ pub(crate) fn clear() {
 pub(crate) fn record(func: &str, errno: c_int, message: &str) {
     ANY_RECORDED.store(true, Ordering::Relaxed);
     let _ = LAST_ERRNO.try_with(|e| e.set(errno));
-    let text = format!("{func}: {message}").replace('\0', " ");
+    // C callers print the message as one line: a control character quoted from an input (an
+    // environment value, a path) is written as its escape, and a NUL cannot end it early.
+    let text = escape(&format!("{func}: {message}")).into_owned();
     let _ = LAST_MESSAGE.try_with(|m| {
         if let Ok(mut m) = m.try_borrow_mut() {
             *m = CString::new(text).unwrap_or_default();

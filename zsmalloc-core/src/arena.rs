@@ -40,6 +40,7 @@ mod reservation;
 mod runs;
 
 use memfd::Memfd;
+pub use reservation::{set_max_pool_reservation, MIN_RESERVE_BYTES};
 use reservation::{Reservation, COMMIT_BYTES};
 
 /// Page number within one arena.

@@ -367,7 +367,10 @@ mod tests {
     /// `PoolConfig::from_lookup` over a map, with `ZSMALLOC_CLASS_TABLE` naming a file holding
     /// `text`.
     fn from_env_with_table(text: &str, vars: &[(&str, &str)]) -> Result<PoolConfig> {
-        let dir = std::env::temp_dir().join(format!("zs-table-{}", std::process::id()));
+        // A directory per call: tests run at once, and each removes its own.
+        static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("zs-table-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join(format!("t{:x}.table", text.len() * 31 + vars.len()));
         std::fs::write(&path, text).unwrap();
@@ -379,7 +382,7 @@ mod tests {
             vars.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
         };
         let cfg = PoolConfig::from_lookup(lookup);
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
         cfg
     }
 

@@ -3,6 +3,7 @@
 use crate::chain_policy::PolicyRef;
 use crate::class_spec::ClassTableSpec;
 use crate::error::{Error, Result};
+use crate::text_input::escape;
 
 pub use crate::limits::{MAX_CHAIN_SIZE, MAX_PAGE_SIZE, MIN_PAGE_SIZE};
 /// Mainline's default `CONFIG_ZSMALLOC_CHAIN_SIZE`.
@@ -24,6 +25,11 @@ pub enum ReadMode {
 /// The read modes' names, as `ReadMode::parse` accepts them.
 pub const READ_MODES: &str = "copy, map, contiguous";
 
+/// An unknown name refused, quoted escaped (an environment value may hold a newline).
+fn unknown(setting: &'static str, name: &str, accepted: &str) -> Error {
+    Error::config(setting, format!("'{}' is unknown; accepted: {accepted}", escape(name)))
+}
+
 impl ReadMode {
     pub fn name(self) -> &'static str {
         match self {
@@ -39,10 +45,7 @@ impl ReadMode {
             "copy" => Ok(ReadMode::Copy),
             "map" => Ok(ReadMode::Map),
             "contiguous" => Ok(ReadMode::Contiguous),
-            _ => Err(Error::config(
-                "read_mode",
-                format!("'{name}' is unknown; accepted: {READ_MODES}"),
-            )),
+            _ => Err(unknown("read_mode", name, READ_MODES)),
         }
     }
 }
@@ -75,9 +78,7 @@ impl Backing {
         match name {
             "anonymous" => Ok(Backing::Anonymous),
             "memfd" => Ok(Backing::Memfd),
-            _ => {
-                Err(Error::config("backing", format!("'{name}' is unknown; accepted: {BACKINGS}")))
-            }
+            _ => Err(unknown("backing", name, BACKINGS)),
         }
     }
 }
@@ -112,9 +113,7 @@ impl BackendKind {
             "zsmalloc" => Ok(BackendKind::Zsmalloc),
             "zblock" => Ok(BackendKind::Zblock),
             "malloc" => Ok(BackendKind::Malloc),
-            _ => {
-                Err(Error::config("backend", format!("'{name}' is unknown; accepted: {BACKENDS}")))
-            }
+            _ => Err(unknown("backend", name, BACKENDS)),
         }
     }
 }
@@ -348,7 +347,7 @@ impl PoolConfig {
         let mut cfg = PoolConfig::default();
         let env_err = |var: &'static str, value: &str, accepted: &str| Error::Config {
             setting: var,
-            message: format!("'{value}' is not accepted; expected {accepted}"),
+            message: format!("'{}' is not accepted; expected {accepted}", escape(value)),
         };
         let number = |var: &'static str, accepted: &str| -> Result<Option<u64>> {
             match lookup(var) {

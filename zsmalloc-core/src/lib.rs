@@ -90,6 +90,7 @@ pub mod zblock;
 mod zspage;
 
 pub use any_pool::AnyPool;
+pub use arena::{set_max_pool_reservation, MIN_RESERVE_BYTES};
 pub use backend::{Backend, PrefetchStage, ReadKind, ReadPlacement};
 pub use chain_policy::{ChainPolicy, Classic, Fixed, FnPolicy, Heuristic, PolicyRef};
 pub use class_spec::{ClassSpec, ClassTableSpec};

@@ -153,6 +153,17 @@ fn bad_configurations_name_the_setting() {
 }
 
 #[test]
+fn a_value_with_a_newline_is_quoted_on_one_line() {
+    let vars = ["ZSMALLOC_PAGE_SIZE", "ZSMALLOC_CHAIN_POLICY", "ZSMALLOC_READ_MODE"];
+    let more = ["ZSMALLOC_BACKING", "ZSMALLOC_BACKEND", "ZSMALLOC_PLACEMENT_ONLY"];
+    for var in vars.into_iter().chain(more) {
+        let lookup = |k: &str| (k == var).then(|| "4 K\nmore".to_string());
+        let err = PoolConfig::from_lookup(lookup).unwrap_err().to_string();
+        assert!(!err.contains('\n') && err.contains("4 K\\nmore"), "{var}: {err}");
+    }
+}
+
+#[test]
 fn out_of_range_policy_answers_are_clamped() {
     // A user callback answering nonsense cannot break the table: chains stay in 1..=chain.
     for answer in [0u32, 1, 3, 16, 1000] {

@@ -7,9 +7,11 @@
 //! change between two reads of it); an object never moves during its own read section; frees of
 //! an object being read are refused with `Busy`; counters add up and pages return to 0.
 //!
-//! Bounded for CI (about 3 seconds per test); `STRESS_SECS=n` runs each test for n seconds. A
-//! soak (off in CI) runs for hours with bounded memory (each worker keeps at most 400 objects)
-//! and prints its progress every minute:
+//! Each test ends on counts, not on a clock (reads checked, compactions, moves seen), so a
+//! loaded machine makes it longer, never weaker; a run that cannot reach them (nothing ever
+//! moves) gives up after a bounded number of compactions and fails. `STRESS_SECS=n` also runs
+//! each test for at least n seconds. A soak (off in CI) runs for hours with bounded memory
+//! (each worker keeps at most 400 objects) and prints its progress every minute:
 //!
 //! ```text
 //! STRESS_SECS=14400 cargo test --release -p zsmalloc-core --test stress -- --test-threads=1 --nocapture
@@ -21,17 +23,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
+use common::counted::{run_until, soak, GIVE_UP_COMPACTIONS};
 use common::pattern;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use zsmalloc_core::{Error, Handle, Pool, PoolConfig, HANDLE_SIZE};
-
-fn duration(default_ms: u64) -> Duration {
-    match std::env::var("STRESS_SECS").ok().and_then(|v| v.parse::<f64>().ok()) {
-        Some(s) => Duration::from_secs_f64(s),
-        None => Duration::from_millis(default_ms),
-    }
-}
 
 /// Lengths: mostly zram-like (normal around 700), some large, some tiny, some a full page.
 fn length(rng: &mut SmallRng, page: usize) -> usize {
@@ -283,13 +279,19 @@ fn shared_objects(pool: &Pool) -> Vec<(Handle<&Pool>, u64, usize)> {
     shared
 }
 
-fn run(cfg: PoolConfig, secs: Duration) {
+/// Reads checked before a stress run may end.
+const MIN_READS: u64 = 20_000;
+/// Compactions before a stress run may end.
+const MIN_COMPACTIONS: u64 = 100;
+
+fn run(cfg: PoolConfig) {
     let pool = Pool::new(cfg).unwrap();
     let shared = shared_objects(&pool);
     let t = Tally::default();
     let stop = AtomicBool::new(false);
     let start = Barrier::new(6);
     let began = Instant::now();
+    let soak_secs = soak();
     let mut next_report = Duration::from_secs(60);
     std::thread::scope(|s| {
         for id in 1..=3u64 {
@@ -311,20 +313,23 @@ fn run(cfg: PoolConfig, secs: Duration) {
             });
         }
         start.wait();
-        // Run until the time is up, but at least until compaction has visibly moved objects
-        // under the readers (bounded: 30 s more at most).
-        while began.elapsed() < secs
-            || (t.moves_seen.load(Ordering::Relaxed) == 0
-                && began.elapsed() < secs + Duration::from_secs(30))
-        {
-            std::thread::sleep(Duration::from_millis(20));
-            if secs >= Duration::from_secs(120) && began.elapsed() >= next_report {
+        // Until compaction has visibly moved objects under the readers, and enough was read
+        // and compacted that the run means something.
+        let count = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let reached = || {
+            count(&t.reads) >= MIN_READS
+                && count(&t.compactions) >= MIN_COMPACTIONS
+                && count(&t.moves_seen) > 0
+                && pool.stats().objs_moved > 0
+        };
+        let give_up = || count(&t.compactions) >= GIVE_UP_COMPACTIONS;
+        run_until(reached, give_up, |elapsed| {
+            if soak_secs >= Duration::from_secs(120) && elapsed >= next_report {
                 next_report += Duration::from_secs(60);
                 let st = pool.stats();
                 eprintln!(
-                    "soak {:?}/{secs:?}: reads {}, moves seen {}, objs_moved {}, compactions {}, \
-                     objects {}, pages {}",
-                    began.elapsed(),
+                    "soak {elapsed:?}/{soak_secs:?}: reads {}, moves seen {}, objs_moved {}, \
+                     compactions {}, objects {}, pages {}",
                     t.reads.load(Ordering::Relaxed),
                     t.moves_seen.load(Ordering::Relaxed),
                     st.objs_moved,
@@ -333,7 +338,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
                     pool.total_pages(),
                 );
             }
-        }
+        });
         stop.store(true, Ordering::Relaxed);
     });
     let st = pool.stats();
@@ -350,6 +355,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
     );
     assert!(st.objs_moved > 0, "compaction moved nothing");
     assert!(moves_seen > 0, "no reader saw a handle word change between two reads");
+    assert!(t.reads.load(Ordering::Relaxed) >= MIN_READS);
     assert_eq!(st.pages_compacted, t.pages_freed.load(Ordering::Relaxed));
     assert!(st.reads >= t.reads.load(Ordering::Relaxed));
     // Shared objects survived everything; then the pool empties completely.
@@ -366,7 +372,7 @@ fn run(cfg: PoolConfig, secs: Duration) {
 
 #[test]
 fn stress_4k_classic_with_concurrent_compaction() {
-    run(PoolConfig::default(), duration(3000));
+    run(PoolConfig::default());
 }
 
 #[test]
@@ -377,7 +383,7 @@ fn stress_16k_heuristic_with_concurrent_compaction() {
         chain_policy: zsmalloc_core::PolicyRef::new(zsmalloc_core::Heuristic),
         ..Default::default()
     };
-    run(cfg, duration(2000));
+    run(cfg);
 }
 
 /// More reader threads alive at once than there are announce slots (64): the threads past the
@@ -390,9 +396,11 @@ fn more_reader_threads_than_reader_slots() {
     let pool = Pool::new(PoolConfig::default()).unwrap();
     let shared = shared_objects(&pool);
     let (stop, t) = (AtomicBool::new(false), Tally::default());
+    // Whole passes over its share of the objects, per reader.
+    let passes: Vec<AtomicU64> = (0..READERS).map(|_| AtomicU64::new(0)).collect();
     let start = Barrier::new(READERS + 1);
     std::thread::scope(|s| {
-        for id in 0..READERS {
+        for (id, passes) in passes.iter().enumerate() {
             let (pool, shared, stop, t, start) = (&pool, &shared[..], &stop, &t, &start);
             s.spawn(move || {
                 start.wait();
@@ -403,22 +411,32 @@ fn more_reader_threads_than_reader_slots() {
                         assert_eq!(&sec[..], &pattern(*seed, *len)[..]);
                         t.add(&t.reads, 1);
                     }
+                    passes.fetch_add(1, Ordering::Relaxed);
                 }
             });
         }
         s.spawn(|| compactor(&pool, &stop, &t));
         s.spawn(|| raw_worker(&pool, 5, &stop, &t));
         start.wait();
-        std::thread::sleep(duration(700));
+        // Until every reader has read its share twice, with compactions among the passes (a
+        // few: each scans the pool while 80 threads hold sections).
+        let reached = || {
+            passes.iter().all(|p| p.load(Ordering::Relaxed) >= 2)
+                && t.compactions.load(Ordering::Relaxed) >= 10
+        };
+        run_until(reached, || t.compactions.load(Ordering::Relaxed) >= GIVE_UP_COMPACTIONS, |_| {});
         stop.store(true, Ordering::Relaxed);
     });
     eprintln!(
-        "reads {}, objs_moved {}, busy refusals {}",
+        "reads {}, objs_moved {}, busy refusals {}, compactions {}, fewest passes {:?}",
         t.reads.load(Ordering::Relaxed),
         pool.stats().objs_moved,
-        t.busy_refusals.load(Ordering::Relaxed)
+        t.busy_refusals.load(Ordering::Relaxed),
+        t.compactions.load(Ordering::Relaxed),
+        passes.iter().map(|p| p.load(Ordering::Relaxed)).min()
     );
-    assert!(t.reads.load(Ordering::Relaxed) >= READERS as u64, "every reader read");
+    let idle = passes.iter().filter(|p| p.load(Ordering::Relaxed) < 2).count();
+    assert_eq!(idle, 0, "readers that did not read their share twice");
     for (h, seed, len) in &shared {
         assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*seed, *len));
     }
@@ -427,138 +445,10 @@ fn more_reader_threads_than_reader_slots() {
     assert_eq!(pool.total_pages(), 0, "no section was left behind: pages return to 0");
 }
 
-/// One raw handle word shared by a reader and a freer/re-storer, with compaction running: the
-/// reader sees either a whole, self-consistent object or a refusal, never torn or foreign bytes;
-/// frees during the reader's section are refused with Busy, and never refused otherwise (the
-/// word is live: compaction moving it must not make it look freed); nothing leaks.
-#[test]
-fn contended_handle_read_vs_free_vs_compaction() {
-    contended_handle(1, duration(1500));
-}
-
-/// As above with two freers/re-storers racing each other as well: a store into a word the other
-/// just filled is refused (HandleInUse), and a free racing the other thread's free of the same
-/// object may be refused as a double free (InvalidHandle) instead of being a no-op.
-#[test]
-fn contended_handle_two_freers() {
-    contended_handle(2, duration(1500));
-}
-
-fn contended_handle(freers: usize, secs: Duration) {
-    let pool = Pool::new(PoolConfig::default()).unwrap();
-    let word = Box::new(AtomicUsize::new(0));
-    // Object version v: 8 bytes of v, then pattern(v, len - 8), len depends on v.
-    let object = |v: u64| {
-        let len = 16 + (v as usize * 97) % 3000;
-        let mut d = v.to_le_bytes().to_vec();
-        d.extend(pattern(v, len - 8));
-        d
-    };
-    // Neighbours in the same classes so that zspages are shared and compaction has work.
-    let mut rng = SmallRng::seed_from_u64(5);
-    let mut neighbours: Vec<_> = (0..2000u64)
-        .map(|k| (pool.store(&pattern(k, 16 + (k as usize * 97) % 3000)).unwrap(), k))
-        .collect();
-    // SAFETY: `word` is boxed and outlives every use; it is freed at the end.
-    unsafe { pool.store_raw(&word, &object(1)) }.unwrap();
-    let stop = AtomicBool::new(false);
-    let t = Tally::default();
-    let (ok_reads, refused, versions) = (AtomicU64::new(0), AtomicU64::new(0), AtomicU64::new(1));
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let mut local = vec![0u8; 4096 + HANDLE_SIZE];
-            while !stop.load(Ordering::Relaxed) {
-                // SAFETY: `word` outlives the scope; sections are ended right away.
-                unsafe {
-                    let Ok(len) = pool.object_len_raw(&word) else {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                        continue;
-                    };
-                    match pool.read_begin_raw(&word, len, local.as_mut_ptr()) {
-                        Ok(p) => {
-                            let got = std::slice::from_raw_parts(p, len);
-                            let v = u64::from_le_bytes(got[..8].try_into().unwrap());
-                            assert_eq!(got, &object(v)[..], "version {v}: torn or foreign bytes");
-                            pool.read_end_raw(&word, Some(len)).expect("read_end");
-                            ok_reads.fetch_add(1, Ordering::Relaxed);
-                        }
-                        // Freed, replaced (other length) or empty meanwhile.
-                        Err(Error::InvalidHandle(_) | Error::InvalidArgument(_)) => {
-                            refused.fetch_add(1, Ordering::Relaxed);
-                        }
-                        Err(e) => panic!("unexpected read error {e:?}"),
-                    }
-                }
-            }
-        });
-        for _ in 0..freers {
-            s.spawn(|| {
-                while !stop.load(Ordering::Relaxed) {
-                    // SAFETY: `word` outlives the scope; only this pool writes it.
-                    unsafe {
-                        match pool.free_raw(&word) {
-                            Ok(()) => {
-                                let v = versions.fetch_add(1, Ordering::Relaxed) + 1;
-                                match pool.store_raw(&word, &object(v)) {
-                                    Ok(()) | Err(Error::HandleInUse) => {}
-                                    Err(e) => panic!("unexpected store error {e:?}"),
-                                }
-                            }
-                            Err(Error::Busy) => t.add(&t.busy_refusals, 1),
-                            Err(Error::InvalidHandle(_)) if freers > 1 => {}
-                            Err(e) => panic!("unexpected free error {e:?}"),
-                        }
-                    }
-                }
-            });
-        }
-        s.spawn(|| compactor(&pool, &stop, &t));
-        // Churn the neighbours so compaction keeps finding sparse zspages.
-        let began = Instant::now();
-        let mut k = 1_000_000u64;
-        while began.elapsed() < secs {
-            for _ in 0..200 {
-                let i = rng.gen_range(0..neighbours.len());
-                k += 1;
-                let len = 16 + (k as usize * 97) % 3000;
-                neighbours[i] = (pool.store(&pattern(k, len)).unwrap(), k);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        stop.store(true, Ordering::Relaxed);
-    });
-    eprintln!(
-        "reads ok {}, refused {}, versions {}, busy {}, objs_moved {}",
-        ok_reads.load(Ordering::Relaxed),
-        refused.load(Ordering::Relaxed),
-        versions.load(Ordering::Relaxed),
-        t.busy_refusals.load(Ordering::Relaxed),
-        pool.stats().objs_moved
-    );
-    assert!(ok_reads.load(Ordering::Relaxed) > 0);
-    assert!(versions.load(Ordering::Relaxed) > 1, "the freer never got through");
-    for (h, k) in &neighbours {
-        assert_eq!(pool.read_to_vec(h).unwrap(), pattern(*k, 16 + (*k as usize * 97) % 3000));
-    }
-    // Every read section has ended: the object must be freeable (a Busy here is a reader count
-    // left on its header by a read that did not end its registration).
-    // SAFETY: `word` holds an object of this pool, or is empty.
-    let freed = unsafe { pool.free_raw(&word) };
-    if freed.is_err() {
-        pool.compact();
-        // SAFETY: as above.
-        let again = unsafe { pool.free_raw(&word) };
-        panic!("free after all readers ended: {freed:?}; after a compaction: {again:?}");
-    }
-    assert_eq!(pool.stats().objs_inuse, neighbours.len() as u64, "a store was lost or leaked");
-    drop(neighbours);
-    assert_eq!(pool.total_pages(), 0);
-}
-
 #[test]
 fn stress_map_mode_with_concurrent_compaction() {
     let cfg = PoolConfig { read_mode: zsmalloc_core::ReadMode::Map, ..Default::default() };
-    run(cfg, duration(2000));
+    run(cfg);
 }
 
 #[test]
@@ -569,5 +459,5 @@ fn stress_contiguous_mode_with_concurrent_compaction() {
         backing: zsmalloc_core::Backing::Memfd,
         ..Default::default()
     };
-    run(cfg, duration(2000));
+    run(cfg);
 }

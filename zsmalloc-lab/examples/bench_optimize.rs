@@ -78,7 +78,7 @@ fn main() {
         .map(|&c| candidate_spec(&layout, &base, c).expect("a candidate's table"))
         .collect();
     let (t, c0) = (Instant::now(), cpu_s());
-    let runs = evaluate_all(&w, &specs, jobs, &sink).expect("the naive sample");
+    let runs = evaluate_all(&w, &specs, jobs, &sink, "naive").expect("the naive sample");
     let sample_s = t.elapsed().as_secs_f64();
     let sample_cpu = cpu_s() - c0;
     for ((c, run), k) in picked.iter().zip(&runs).zip(0..) {

@@ -255,11 +255,38 @@ mod tests {
 
     use super::*;
 
-    fn dir(name: &str) -> PathBuf {
+    /// A test's directory, removed with everything in it when the test ends, passed or failed
+    /// (the drop runs while a failing assertion unwinds).
+    struct Scratch(PathBuf);
+
+    impl std::ops::Deref for Scratch {
+        type Target = Path;
+        fn deref(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn dir(name: &str) -> Scratch {
         let d = std::env::temp_dir().join(format!("zsmalloc-atomic-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
-        d
+        Scratch(d)
+    }
+
+    #[test]
+    fn a_test_directory_goes_when_the_test_ends() {
+        let d = dir("scratch");
+        std::fs::create_dir_all(d.join("a/b")).unwrap();
+        std::fs::write(d.join("a/b/f"), "x").unwrap();
+        let path = d.to_path_buf();
+        drop(d);
+        assert!(!path.exists(), "{} left behind", path.display());
     }
 
     fn names(d: &Path) -> Vec<String> {

@@ -64,6 +64,79 @@ impl Limit {
     }
 }
 
+/// Address space a thread running pools takes beside them under glibc: its stack (Rust's 2 MiB
+/// and a guard page).
+const STACK_BYTES: u64 = (2 << 20) + 4096;
+/// A malloc arena: glibc reserves 64 MiB of address space for each, and makes up to 8 per core
+/// as threads contend.
+const MALLOC_ARENA_BYTES: u64 = 64 << 20;
+
+/// The address space of one run beside its pool's pages: `heap` bytes of records (its plan
+/// with a pool that keeps no bytes), and `pages` bytes of pages at most, which its pool reserves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunSpace {
+    pub heap: u64,
+    pub pages: u64,
+}
+
+/// What `jobs` runs at once take: `touched`, each run's memory plan, and under an address-space
+/// limit (`ulimit -v`) what they reserve as well: `space`, a stack and a malloc arena per run.
+/// Refused when it does not fit (exit 2, one line naming the flag to lower); else each pool is
+/// given an equal share of the address space left
+/// ([`zsmalloc_core::set_max_pool_reservation`]), so that the first do not take the room of the
+/// others.
+pub fn check_runs(
+    limit: &Limit,
+    command: &str,
+    touched: &Plan,
+    space: RunSpace,
+    jobs: usize,
+) -> LabResult<()> {
+    limit.check(command, &touched.clone().times(jobs))?;
+    let Some(address_space) = address_space_limit() else { return Ok(()) };
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u64;
+    let room = address_space.saturating_sub(proc_status_bytes("VmSize").unwrap_or(0));
+    check_reservations(command, &touched.from, space, jobs as u64, cores, room)
+        .map(|share| zsmalloc_core::set_max_pool_reservation(share as usize))
+}
+
+/// Each pool's share of `room` bytes of address space when `jobs` runs of `space` go at once on
+/// `cores` cores, or the refusal (naming `from`) when a share cannot hold a run's pages.
+fn check_reservations(
+    command: &str,
+    from: &str,
+    space: RunSpace,
+    jobs: u64,
+    cores: u64,
+    room: u64,
+) -> LabResult<u64> {
+    let jobs = jobs.max(1);
+    let arenas = (jobs + 1).min(8 * cores.max(1));
+    let beside = jobs
+        .saturating_mul(space.heap.saturating_add(STACK_BYTES))
+        .saturating_add(arenas * MALLOC_ARENA_BYTES)
+        .saturating_add(SLACK_BYTES);
+    // A pool's range is whole steps of 256 MiB (the least a pool reserves).
+    let step = zsmalloc_core::MIN_RESERVE_BYTES as u64;
+    let pool = space.pages.max(1).div_ceil(step).saturating_mul(step);
+    let share = room.saturating_sub(beside) / jobs / step * step;
+    if share >= pool {
+        return Ok(share);
+    }
+    let need = beside.saturating_add(jobs.saturating_mul(pool));
+    let runs = if jobs > 1 { format!(", {jobs} runs at once") } else { String::new() };
+    Err(LabError::usage(format!(
+        "{command} needs about {} ({need} B) of address space for {}{runs} (each run's pool \
+         reserves {} for its pages), more than the address-space limit (ulimit -v) leaves ({}, \
+         {room} B): lower it{}",
+        human(need),
+        from,
+        human(pool),
+        human(room),
+        if jobs > 1 { " or --jobs" } else { "" },
+    )))
+}
+
 /// `plan` against the user's limit and against `available` bytes.
 fn check_against(
     command: &str,
@@ -130,7 +203,7 @@ pub fn available_bytes() -> Option<u64> {
 }
 
 /// `RLIMIT_AS` in bytes, `None` when unlimited.
-fn address_space_limit() -> Option<u64> {
+pub fn address_space_limit() -> Option<u64> {
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit writes one rlimit through a pointer to a live local.
     let ok = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut lim) } == 0;
@@ -217,6 +290,30 @@ mod tests {
         assert!(e.unwrap_err().to_string().contains("--max-memory 2 GiB"));
         assert!(check_against("run", &plan, None, None).is_ok());
         assert_eq!(Plan::new(3, "x").times(4), Plan::new(12, "x (4 runs at once)"));
+    }
+
+    #[test]
+    fn runs_under_an_address_space_limit_count_their_pools_stacks_and_arenas() {
+        let from = "--objects 300000";
+        let small = RunSpace { heap: 100 << 20, pages: 10 << 20 };
+        // 64 runs on 2 cores in 4 GiB: 64 pools of at least 256 MiB cannot fit.
+        let e = check_reservations("optimize dist", from, small, 64, 2, 4 << 30).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        assert!(!msg.contains('\n') && msg.contains("64 runs at once"), "{msg}");
+        assert!(
+            msg.contains("each run's pool reserves 256 MiB") && msg.contains("--jobs"),
+            "{msg}"
+        );
+        // Two runs whose pages need 3 GiB each: over 4 GiB.
+        let big = RunSpace { heap: 100 << 20, pages: 3 << 30 };
+        let e = check_reservations("optimize dist", from, big, 2, 2, 4 << 30).unwrap_err();
+        assert!(e.to_string().contains("reserves 3 GiB"), "{e}");
+        // Two small runs fit: each pool gets an equal share of what is left, in 256 MiB steps.
+        let share = check_reservations("run", from, small, 2, 2, 4 << 30).unwrap();
+        assert_eq!(share, 7 << 28, "(4 GiB - 2 x 102 MiB - 3 arenas - slack) / 2, rounded down");
+        let alone = check_reservations("run", from, big, 1, 2, 4 << 30).unwrap();
+        assert_eq!(alone, 14 << 28, "4 GiB less one run's heap, 2 arenas and slack");
     }
 
     #[test]

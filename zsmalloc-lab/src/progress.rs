@@ -1,9 +1,12 @@
 //! The progress bar: on stderr, only when stderr is a terminal and a run lasts over a second.
 
 use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+pub mod runs;
 
 /// Whether progress bars may be drawn at all (stderr is a terminal).
 pub fn stderr_is_terminal() -> bool {
@@ -14,6 +17,9 @@ pub fn stderr_is_terminal() -> bool {
 #[derive(Clone, Default)]
 pub struct ProgressSink {
     multi: Option<MultiProgress>,
+    /// The wall time per run of the last batch of runs ([`RunsProgress`]): the next batch's
+    /// first estimate, before any of its own runs has ended.
+    pace: Arc<Mutex<Option<Duration>>>,
 }
 
 impl ProgressSink {
@@ -22,6 +28,7 @@ impl ProgressSink {
         if stderr_is_terminal() {
             ProgressSink {
                 multi: Some(MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+                pace: Arc::default(),
             }
         } else {
             ProgressSink::silent()
@@ -29,7 +36,7 @@ impl ProgressSink {
     }
 
     pub fn silent() -> Self {
-        ProgressSink { multi: None }
+        ProgressSink::default()
     }
 
     /// Clears whatever is still drawn (call before printing the report).
@@ -56,7 +63,7 @@ pub struct Progress {
 }
 
 const CHECK_EVERY: u64 = 4096;
-const SHOW_AFTER: Duration = Duration::from_secs(1);
+pub(crate) const SHOW_AFTER: Duration = Duration::from_secs(1);
 
 impl Progress {
     pub fn new(sink: &ProgressSink, label: &str) -> Self {

@@ -250,9 +250,33 @@ pub fn check_memory(
         return Ok(());
     };
     workload.check(page)?;
-    let limit = Limit::new(opts.max_memory);
-    let plan = workload.memory_plan(page, !opts.placement_only, &limit)?.times(jobs);
-    limit.check(workload.name(), &plan)
+    check_runs(
+        workload,
+        page,
+        !opts.placement_only,
+        &Limit::new(opts.max_memory),
+        workload.name(),
+        jobs,
+    )
+}
+
+/// `jobs` runs of `workload` at once against `limit` ([`crate::memory::check_runs`]): what each
+/// touches; its records; and the pages its pool may hold, which it reserves (those of a pool
+/// that keeps the bytes, whether or not this one does: placement-only pools have the same pages).
+pub fn check_runs(
+    workload: &Workload,
+    page: usize,
+    payload: bool,
+    limit: &Limit,
+    command: &str,
+    jobs: usize,
+) -> LabResult<()> {
+    let touched = workload.memory_plan(page, payload, limit)?;
+    let space = crate::memory::RunSpace {
+        heap: workload.memory_plan(page, false, limit)?.bytes,
+        pages: workload.memory_plan(page, true, limit)?.bytes,
+    };
+    crate::memory::check_runs(limit, command, &touched, space, jobs)
 }
 
 /// Runs every spec once, `jobs` at a time (for counts: nothing is timed).
@@ -262,6 +286,18 @@ pub fn run_parallel(
     opts: &RunOptions,
     jobs: usize,
     sink: &ProgressSink,
+) -> LabResult<Vec<RunResult>> {
+    run_parallel_observed(workload, specs, opts, jobs, sink, &|| {})
+}
+
+/// [`run_parallel`], calling `ended` as each run ends (from the run's thread).
+pub fn run_parallel_observed(
+    workload: &Workload,
+    specs: &[ConfigSpec],
+    opts: &RunOptions,
+    jobs: usize,
+    sink: &ProgressSink,
+    ended: &(dyn Fn() + Sync),
 ) -> LabResult<Vec<RunResult>> {
     check_memory(workload, specs, jobs.clamp(1, specs.len().max(1)), opts)?;
     let next = AtomicUsize::new(0);
@@ -276,6 +312,7 @@ pub fn run_parallel(
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(spec) = specs.get(i) else { break };
                 let r = run_one(workload, spec, opts, sink);
+                ended();
                 if r.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }

@@ -73,6 +73,43 @@ fn zblock_refuses_the_top_lengths_and_counts_them() {
 }
 
 #[test]
+fn compare_deltas_say_when_a_backend_stored_fewer_objects() {
+    // zblock refuses the 4080-byte objects: its page delta is over 35 objects, not 40.
+    let table = ok(&[
+        "compare",
+        "--backend",
+        "zsmalloc,zblock",
+        "--no-time",
+        "kernel-test",
+        "--lo",
+        "3968",
+        "--hi",
+        "4080",
+        "--step",
+        "16",
+        "-n",
+        "5",
+    ]);
+    let deltas = table.split("deltas vs zsmalloc").nth(1).expect("deltas section");
+    let head: Vec<&str> = deltas.lines().nth(1).unwrap().split_whitespace().collect();
+    assert_eq!(&head[..3], ["config", "objects", "pages"], "{table}");
+    let row = deltas.lines().find(|l| l.starts_with("zblock")).expect("zblock row");
+    assert_eq!(row.split_whitespace().nth(1), Some("-12.5%"), "{row}");
+    assert!(
+        deltas.contains(
+            "objects: zblock stored 5 fewer objects than zsmalloc (35 vs 40; 5 stores refused vs \
+             0): its deltas compare different contents"
+        ),
+        "{table}"
+    );
+    // The same objects everywhere: no objects column, no note.
+    let same =
+        ok(&["compare", "--backend", "zsmalloc,malloc", "--no-time", "dist", "--objects", "500"]);
+    let deltas = same.split("deltas vs zsmalloc").nth(1).expect("deltas section");
+    assert!(!deltas.contains("objects"), "{same}");
+}
+
+#[test]
 fn zsmalloc_only_settings_are_refused_naming_the_flag_and_the_backend() {
     for (flag, value) in [
         ("--chain-size", "10"),

@@ -46,7 +46,7 @@ fn rows_carry_the_figures_the_review_asked_for() {
             assert!(w[k].as_u64().is_some(), "{k}: {w}");
         }
         assert!(w["pages_used"].as_u64() <= w["max_pages_used"].as_u64(), "{w}");
-        assert!(w["pages_after_compact"].as_u64() <= w["max_pages_used"].as_u64(), "{w}");
+        assert!(w["pages_after_compaction"].as_u64() <= w["max_pages_used"].as_u64(), "{w}");
         assert!(w["compaction"]["objects_moved"].as_u64().is_some());
         assert!(w["compaction"]["bytes_moved"].as_u64().is_some());
         assert_eq!(w["churned"], 256 / (w["folio_size"].as_u64().unwrap() / 4096) / 2);
@@ -102,7 +102,7 @@ fn swap_ins_without_refill_leave_holes_for_compaction() {
     for w in r["rows"].as_array().unwrap() {
         assert_eq!(w["refilled"], 0, "{w}");
         assert!(w["churned"].as_u64().unwrap() > 0);
-        assert!(w["pages_after_compact"].as_u64() < w["pages_used"].as_u64(), "{w}");
+        assert!(w["pages_after_compaction"].as_u64() < w["pages_used"].as_u64(), "{w}");
         assert!(w["compaction"]["objects_moved"].as_u64().unwrap() > 0, "{w}");
     }
 }
@@ -151,12 +151,17 @@ fn table_csv_and_plot() {
     let t = small("table", &["--compressor", "lz4"]);
     assert!(t.contains("Store") && t.contains("batch fallback") && t.contains("16K"), "{t}");
     assert!(t.contains("pool: page 4096, chain 8; churn") && !t.contains("level"), "{t}");
+    // The pages left after compaction are named so: `compacted` elsewhere counts pages freed.
+    let store_head = t.lines().skip_while(|l| !l.starts_with("Store")).nth(1).unwrap();
+    assert!(store_head.contains("pages after compaction"), "{store_head}");
+    assert!(!store_head.replace("pages after compaction", "").contains("compact"), "{store_head}");
     let t = small("table", &["--compressor", "lz4,zstd", "--folio-sizes", "16K"]);
     assert!(t.contains("pool: page 4096, chain 8; zstd level 3; churn"), "{t}");
     let csv = small("csv", &["--compressor", "lz4"]);
     let mut lines = csv.lines();
     let head: Vec<&str> = lines.next().unwrap().split(',').collect();
     assert!(head.contains(&"max_pages_used") && head.contains(&"order0_fallback_ns_per_4k_median"));
+    assert!(head.contains(&"pages_after_compaction"), "{head:?}");
     let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.len() == head.len() && r.iter().all(|c| !c.is_empty())));
@@ -288,7 +293,7 @@ fn a_row_s_trace_replays_to_its_pages_and_band_tables_load_back() {
     };
     let band = replay(&["--multi-page", "16K"]);
     let row = row(&r, "lz4", 16384);
-    assert_eq!(band["pages"], row["pages_after_compact"], "{band}");
+    assert_eq!(band["pages"], row["pages_after_compaction"], "{band}");
     assert_eq!(band["pages_peak"], row["max_pages_used"], "{band}");
     assert_eq!(band["objects"], row["objects"]);
     assert_eq!(band["store_failures"], 0);

@@ -4,8 +4,10 @@
 //! `huge_pages <= huge_pages_since`, and `pages` compressing with liblz4 (the cost study's codec).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+mod common;
 
 use serde_json::Value;
 
@@ -19,26 +21,9 @@ fn zsmalloc(args: &[&str]) -> Output {
     bin().args(args).output().expect("run the zsmalloc binary")
 }
 
-/// Runs with a deadline: `None` if it had to be killed.
-fn zsmalloc_within(args: &[&str], limit: Duration) -> Option<Output> {
-    let mut child = bin()
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run the zsmalloc binary");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().expect("wait").is_some() {
-            return Some(child.wait_with_output().expect("output"));
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// Runs and measures (common::measured): what a command costs is bounded by its CPU time.
+fn zsmalloc_measured(args: &[&str]) -> common::Measured {
+    common::measured(bin().args(args), None)
 }
 
 fn ok_json(args: &[&str]) -> Value {
@@ -48,9 +33,7 @@ fn ok_json(args: &[&str]) -> Value {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-inputs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch(name)
 }
 
 fn s(p: &Path) -> &str {
@@ -82,16 +65,14 @@ fn pages_walks_symlink_loops_and_links_once() {
     // Two `..` loops: followed blindly, 2^depth paths (the /usr/lib `build/Release -> ..`).
     symlink("..", dir.join("sub/up")).unwrap();
     symlink("..", dir.join("sub/up2")).unwrap();
-    let start = Instant::now();
     let args = ["run", "--no-time", "--format", "json", "pages", s(&dir)];
-    let out = zsmalloc_within(&args, Duration::from_secs(10))
-        .expect("run pages on a tree with symlink loops did not finish in 10 s");
-    let took = start.elapsed();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = zsmalloc_measured(&args);
+    assert_eq!(out.code, 0, "{}", out.stderr);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["corpus"]["input_pages"], 3 + 5, "each file once");
     assert_eq!(v["reads"], v["objects"]);
-    assert!(took < Duration::from_secs(5), "took {took:?}");
+    // Eight pages: a walk that followed the loops blindly would spend its time in them.
+    assert!(out.cpu < Duration::from_secs(5), "{:?} of CPU", out.cpu);
     // The same file given twice and through a link: still once.
     let file = dir.join("sub/b.bin");
     let v = ok_json(&[
@@ -114,11 +95,11 @@ fn output_paths_are_checked_before_the_run() {
     let under_file = file.join("x.svg");
     for bad in ["/nonexistent-zsmalloc-dir/out", s(&under_file)] {
         for flag in ["--plot", "--timeline", "--record"] {
-            // A run of several seconds: the check must come before it.
+            // A run of several CPU seconds: the check must come before it.
             let args = ["run", "--no-time", flag, bad, "dist", "--objects", "2000000"];
-            let start = Instant::now();
             refused(&args, &format!("{flag}: cannot write '{bad}'"));
-            assert!(start.elapsed() < Duration::from_secs(2), "{args:?}: {:?}", start.elapsed());
+            let cpu = zsmalloc_measured(&args).cpu;
+            assert!(cpu < Duration::from_millis(500), "{args:?}: {cpu:?} of CPU");
         }
         let args = ["compare", "--no-time", "--timeline", bad, "dist", "--objects", "2000000"];
         refused(&args, "--timeline: cannot write");

@@ -10,7 +10,6 @@ mod kernel_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use kernel_support::*;
 use rand::seq::SliceRandom;
@@ -71,18 +70,25 @@ fn watch_prints_a_report_per_interval_and_ends_on_ctrl_c() {
     for l in lines {
         serde_json::from_str::<Value>(l).expect("one JSON report per line");
     }
-    let child = zsmalloc()
+    let mut child = zsmalloc()
         .args(["inspect", "--watch", "0.2"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(700));
+    // Interrupted once two reports are out, however long the machine takes to print them.
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while seen.matches("zswap:").count() < 2 {
+        let n = std::io::BufRead::read_line(&mut stdout, &mut seen).unwrap();
+        assert!(n > 0, "the watch ended before its second report: {seen}");
+    }
     // SAFETY: kill has no memory-safety preconditions; the pid is our own child's, not reaped.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    std::io::Read::read_to_string(&mut stdout, &mut seen).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(String::from_utf8_lossy(&out.stdout).matches("zswap:").count() >= 2);
+    assert!(seen.matches("zswap:").count() >= 2);
 }
 
 #[test]

@@ -16,9 +16,10 @@ use kernel_support::{assert_left_nothing, kernel_or_skip, made_by, Cleanup};
 const BIG_RUN: [&str; 4] = ["run", "dist", "--objects", "1000000"];
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A fresh, empty directory for one test.
+/// A fresh, empty directory for one test (in this process's scratch directory, removed when
+/// the process exits).
 fn fresh(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("zsmalloc-int-{}-{name}", std::process::id()));
+    let d = kernel_support::scratch(&format!("int-{name}"));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d

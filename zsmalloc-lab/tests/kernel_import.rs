@@ -2,6 +2,8 @@
 //! become a trace the lab replays — CPUs interleaved, lost events counted, truncated lines
 //! refused with their line number. No root needed.
 
+mod common;
+
 use std::io::Cursor;
 use std::path::{Path, PathBuf};
 
@@ -9,9 +11,7 @@ use zsmalloc_lab::kernel::import::{import, parse_line, Event};
 use zsmalloc_lab::trace_format::{TraceOp, TraceReader};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-import-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch(name)
 }
 
 fn ops(path: &Path) -> Vec<TraceOp> {

@@ -26,9 +26,7 @@ fn json(args: &[&str]) -> Value {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-measure-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::scratch(name)
 }
 
 fn s(p: &std::path::Path) -> &str {

@@ -187,7 +187,7 @@ fn the_naive_sweep_measures_the_same_options_as_the_chain_sweep() {
         .collect();
     let specs: Vec<ConfigSpec> =
         cands.iter().map(|&c| candidate_spec(&layout, &base, c).unwrap()).collect();
-    let runs = evaluate_all(&w, &specs, 2, &sink).unwrap();
+    let runs = evaluate_all(&w, &specs, 2, &sink, "naive").unwrap();
     let naive = naive_matrix(&layout, &cands, &runs).unwrap();
     for &i in &used {
         assert_eq!(naive[i], sweep.options[i], "class {}", layout.sizes()[i]);
@@ -305,4 +305,44 @@ fn the_band_s_chains_are_searched_and_every_point_reproduces() {
         r.references.classic.pages
     );
     assert_every_point_reproduces(&w, &r);
+}
+
+/// `zsmalloc ARGS` under a 4 GiB address-space limit, as a user's `ulimit -v` sets it.
+fn under_4g(args: &[&str]) -> std::process::Output {
+    std::process::Command::new("sh")
+        .args(["-c", "ulimit -v 4194304 && exec \"$@\"", "sh", env!("CARGO_BIN_EXE_zsmalloc")])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn runs_that_cannot_reserve_their_pools_under_ulimit_v_are_refused_at_once() {
+    // 64 pools of 256 MiB at least cannot fit in 4 GiB: refused before anything runs, where
+    // the runs used to take the address space in turn until a malloc aborted.
+    for args in [
+        &["optimize", "--jobs", "64", "dist", "--objects", "300000"][..],
+        &["optimize", "--jobs", "2", "dist", "--objects", "4000000"],
+        &[
+            "compare",
+            "--no-time",
+            "--sweep",
+            "chain-size=1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16",
+            "--jobs",
+            "16",
+            "dist",
+            "--objects",
+            "20000",
+        ],
+    ] {
+        let out = under_4g(args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("of address space") && err.contains("ulimit -v"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+    // What fits runs, its pools sharing the space.
+    let out = under_4g(&["optimize", "--jobs", "2", "--points", "2", "dist", "--objects", "20000"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }

@@ -5,7 +5,7 @@ mod common;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{s, scratch, usage_error};
 
@@ -21,45 +21,13 @@ fn recorded_trace(name: &str, objects: &str) -> std::path::PathBuf {
     trace
 }
 
-/// Runs the command to its end and returns its output and peak resident memory (the kernel's
-/// `ru_maxrss` of that one child, in bytes), killing it after `limit`.
-fn run_measured(cmd: &mut Command, stdin: Option<&[u8]>, limit: Duration) -> (i32, String, u64) {
-    if stdin.is_some() {
-        cmd.stdin(Stdio::piped());
-    }
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-    // Reaped by the wait4 below (which also gives its rusage), or waited for after a kill.
-    #[allow(clippy::zombie_processes)]
-    let mut child = cmd.spawn().expect("spawn");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        // The reader may refuse before reading everything: a broken pipe is expected then.
-        let _ = pipe.write_all(bytes);
-    }
-    let pid = child.id() as libc::pid_t;
-    let start = Instant::now();
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is valid; wait4 writes it and the status for the child this
-        // test spawned (WNOHANG: it returns 0 while the child runs).
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: `pid` is this test's own child, not yet reaped; the pointers are to live locals.
-        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if r == pid {
-            break (status, usage);
-        }
-        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{cmd:?} did not end within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    let code = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 };
-    (code, err, usage.ru_maxrss as u64 * 1024)
+/// Runs the command to its end and returns its exit code, stderr and peak resident memory (the
+/// kernel's `ru_maxrss` of that one child, in bytes); fails when it used more than `cpu` of
+/// CPU time (a bound other processes' load does not move) or hung.
+fn run_measured(cmd: &mut Command, stdin: Option<&[u8]>, cpu: Duration) -> (i32, String, u64) {
+    let m = common::measured(cmd, stdin);
+    assert!(m.cpu <= cpu, "{cmd:?} used {:?} of CPU, more than {cpu:?}", m.cpu);
+    (m.code, m.stderr, m.peak_bytes)
 }
 
 fn zsmalloc_cmd(args: &[&str]) -> Command {
@@ -150,6 +118,60 @@ fn endless_and_binary_inputs_are_refused_in_bounded_memory_and_time() {
     let empty = scratch("empty.trace");
     std::fs::write(&empty, b"# nothing\n").unwrap();
     assert!(usage_error(&["replay", s(&empty)]).contains("has no operation"));
+}
+
+#[test]
+fn a_trace_with_no_operation_is_refused_alike_by_every_command() {
+    let out = scratch("from-empty.bin");
+    for (name, bytes) in [("empty0.trace", &b""[..]), ("comments.trace", b"# nothing\n")] {
+        let path = scratch(name);
+        std::fs::write(&path, bytes).unwrap();
+        let want = format!("zsmalloc: trace: no input: {} has no operation\n", s(&path));
+        assert_eq!(usage_error(&["replay", s(&path), "--no-time"]), want);
+        assert_eq!(usage_error(&["trace", "info", s(&path)]), want);
+        assert_eq!(usage_error(&["trace", "info", s(&path), "--format", "json"]), want);
+        assert_eq!(usage_error(&["trace", "convert", s(&path), s(&out)]), want);
+        assert!(!out.exists(), "nothing written for {name}");
+    }
+}
+
+#[test]
+fn a_trace_is_not_converted_onto_itself() {
+    let trace = recorded_trace("self.trace", "200");
+    let before = std::fs::read(&trace).unwrap();
+    let link = scratch("self-link.trace");
+    let hard = scratch("self-hard.trace");
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_file(&hard);
+    std::os::unix::fs::symlink(&trace, &link).unwrap();
+    std::fs::hard_link(&trace, &hard).unwrap();
+    for out in [&trace, &link, &hard] {
+        let err = usage_error(&["trace", "convert", s(&trace), s(out)]);
+        assert!(err.contains("is the input") && err.contains(s(out)), "{err}");
+    }
+    // Standard input read from the very file named as OUT.
+    let piped = Command::new(env!("CARGO_BIN_EXE_zsmalloc"))
+        .args(["trace", "convert", "-", s(&trace)])
+        .stdin(std::fs::File::open(&trace).unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&piped.stderr);
+    assert_eq!(piped.status.code(), Some(2), "{err}");
+    assert!(err.contains("is the input standard input itself"), "{err}");
+    assert_eq!(std::fs::read(&trace).unwrap(), before, "the trace is untouched");
+    // Another name: converted, and the command says what it wrote.
+    let bin = scratch("self.bin");
+    let said = common::ok(&["trace", "convert", s(&trace), s(&bin)]);
+    let ops = String::from_utf8_lossy(&before).lines().filter(|l| !l.starts_with('#')).count();
+    let size = std::fs::metadata(&bin).unwrap().len();
+    assert_eq!(
+        said,
+        format!(
+            "wrote {}: binary trace, {ops} operations, {size} bytes, from the text trace {}\n",
+            s(&bin),
+            s(&trace)
+        )
+    );
 }
 
 /// `count` stores of 1000 bytes, never freed, as a file.

@@ -115,20 +115,21 @@ def test_a_table_file_with_control_characters_is_quoted_escaped(tmp_path):
 
 
 # Each hostile input refused in a fresh interpreter that limits its own address space to 4 GiB
-# before importing zsmalloc; the child reports how long the refusal took, os.wait4 its peak RSS.
+# before importing zsmalloc; the child reports the CPU time of the refusal (which other load on
+# the machine does not move, as it would wall-clock time), os.wait4 its peak RSS.
 CHILD = r"""
 import itertools, json, resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
 import zsmalloc
 kind, arg = sys.argv[1], sys.argv[2]
 table = ((32 + 8 * i, 1) for i in itertools.count()) if kind == "generator" else arg
-start = time.monotonic()
+start = time.process_time()
 try:
     zsmalloc.Pool(class_table=table)
     outcome = "accepted"
 except ValueError as e:
     outcome = str(e)
-print(json.dumps({"seconds": time.monotonic() - start, "outcome": outcome}))
+print(json.dumps({"cpu_seconds": time.process_time() - start, "outcome": outcome}))
 """
 
 MAX_RSS = 300 << 20
@@ -141,7 +142,7 @@ def refuse_in_child(kind: str, arg: str, folder: Path) -> tuple[dict, int]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZSMALLOC_")}
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         child = subprocess.Popen([sys.executable, "-c", CHILD, kind, arg], stdout=out, stderr=err, env=env)
-    killer = threading.Timer(60, child.kill)
+    killer = threading.Timer(300, child.kill)  # a hang, not a bound: the bound is on CPU time
     killer.start()
     try:
         _, status, usage = os.wait4(child.pid, 0)
@@ -159,5 +160,5 @@ def test_refusals_stay_within_time_and_memory_under_an_address_space_limit(kind,
         Path(arg).write_text("page_size 4096\n32 1\n" + "7" * (2 << 20) + "\n4096 1\n")
     report, peak = refuse_in_child(kind, arg, tmp_path)
     assert report["outcome"].startswith("invalid class_table: "), report
-    assert report["seconds"] < MAX_SECONDS, report
+    assert report["cpu_seconds"] < MAX_SECONDS, report
     assert peak < MAX_RSS, f"{kind}: peak RSS {peak >> 20} MiB"

@@ -3,13 +3,27 @@
 //! unmapped, with any read announced in it retracted, when the arena goes.
 
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::memfd::Memfd;
 
 /// Address space reserved per pool (PROT_NONE until used): 64 GiB of simulated pages at most.
 const RESERVE_BYTES: usize = 1 << 36;
 /// Smallest reservation accepted when the address space is limited (`ulimit -v`).
-const MIN_RESERVE_BYTES: usize = 1 << 28;
+pub const MIN_RESERVE_BYTES: usize = 1 << 28;
+/// The most one pool reserves ([`set_max_pool_reservation`]).
+static MAX_RESERVE: AtomicUsize = AtomicUsize::new(RESERVE_BYTES);
+
+/// Sets the most address space each pool created from now on reserves for its pages: `bytes`
+/// rounded down to a multiple of 256 MiB, between 256 MiB and 64 GiB (the default). A pool
+/// takes the largest range the system grants up to this; under an address-space limit
+/// (`ulimit -v`) a program that runs several pools at once gives each its share, so that the
+/// first pools do not take the space the others need.
+pub fn set_max_pool_reservation(bytes: usize) {
+    let steps = bytes.clamp(MIN_RESERVE_BYTES, RESERVE_BYTES) / COMMIT_BYTES;
+    MAX_RESERVE.store(steps * COMMIT_BYTES, Ordering::Relaxed);
+}
+
 /// Reserved space is made accessible in steps of this many bytes.
 pub(super) const COMMIT_BYTES: usize = 1 << 28;
 /// The reserved range, unmapped on drop.
@@ -27,12 +41,12 @@ unsafe impl Send for Reservation {}
 unsafe impl Sync for Reservation {}
 
 impl Reservation {
-    /// Reserves the largest power-of-two range from `RESERVE_BYTES` down that the system grants.
+    /// Reserves the largest range the system grants from `MAX_RESERVE` down, halving it.
     pub fn new(memfd: Option<Memfd>) -> Option<Reservation> {
         if crate::fault::fails(crate::fault::Point::Reserve) {
             return None;
         }
-        let mut len = RESERVE_BYTES;
+        let mut len = MAX_RESERVE.load(Ordering::Relaxed);
         while len >= MIN_RESERVE_BYTES {
             // SAFETY: an anonymous private PROT_NONE mapping at an address the kernel picks; the
             // result is checked against MAP_FAILED before use.
@@ -49,7 +63,8 @@ impl Reservation {
             if ptr != libc::MAP_FAILED {
                 return NonNull::new(ptr.cast()).map(|base| Reservation { base, len, memfd });
             }
-            len /= 2;
+            // Whole commit steps, so that every step made accessible lies inside the range.
+            len = len / 2 / COMMIT_BYTES * COMMIT_BYTES;
         }
         None
     }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod backend_calls;
+pub mod counted;
 pub mod kept;
 pub mod model_ops;
 pub mod reference_model;

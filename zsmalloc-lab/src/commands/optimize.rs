@@ -35,7 +35,8 @@ pub struct OptimizeArgs {
     /// cheapest read cost within classic's pages falls (a heuristic; 48 runs a round)
     #[arg(long, global = true)]
     pub boundaries: bool,
-    /// Frontier points to report, each run again to check it; 0 = every point [default: 12]
+    /// Frontier points to report, each run again to check it; 0 = every point (the frontier
+    /// can hold thousands: a bar on a terminal says the time left) [default: 12]
     #[arg(long, global = true, value_name = "N", value_parser = flag_values::any_whole::<usize>())]
     pub points: Option<usize>,
     /// Write a point's table in the class-table file format (load it with --class-table or

@@ -94,7 +94,7 @@ pub struct Filled<'p> {
     pub churned: u64,
     pub refilled: u64,
     pub max_pages_used: u64,
-    pub pages_after_compact: u64,
+    pub pages_after_compaction: u64,
     pub compaction: Compaction,
 }
 
@@ -176,7 +176,7 @@ pub fn fill_and_churn<'p>(
         churned: churned as u64,
         refilled: refilled as u64,
         max_pages_used: after.pages_peak,
-        pages_after_compact: after.pages_allocated,
+        pages_after_compaction: after.pages_allocated,
         compaction: Compaction {
             objects_moved: after.objs_moved - before.objs_moved,
             bytes_moved: after.bytes_moved - before.bytes_moved,

@@ -68,7 +68,7 @@ pub struct FolioRow {
     /// Most pages the pool held, fill and churn.
     pub max_pages_used: u64,
     /// Pages after the churn and `compact`.
-    pub pages_after_compact: u64,
+    pub pages_after_compaction: u64,
     pub compaction: Compaction,
     /// Class spacing waste after the fill: the sum over objects of class size less the
     /// object's length and its 8-byte header (huge classes hold no header).

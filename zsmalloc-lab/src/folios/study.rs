@@ -138,7 +138,7 @@ fn one_row(
         huge_class_size: huge as u32,
         pages_used: filled.pages_used,
         max_pages_used: filled.max_pages_used,
-        pages_after_compact: filled.pages_after_compact,
+        pages_after_compaction: filled.pages_after_compaction,
         compaction: filled.compaction,
         padding_bytes: filled.padding_bytes,
         unused_bytes: filled.unused_bytes,

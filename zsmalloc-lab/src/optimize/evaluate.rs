@@ -3,9 +3,10 @@
 
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
+use crate::progress::runs::RunsProgress;
 use crate::progress::ProgressSink;
 use crate::result::RunResult;
-use crate::runner::{run_parallel, RunOptions};
+use crate::runner::{run_parallel_observed, RunOptions};
 use crate::workload::Workload;
 use zsmalloc_core::class_spec::ClassTableSpec;
 use zsmalloc_core::{ClassTable, PoolConfig};
@@ -90,22 +91,27 @@ pub fn with_table(base: &PoolConfig, table: ClassTableSpec) -> PoolConfig {
 }
 
 /// Runs `workload` once on each configuration, `jobs` at a time (nothing is timed: the counts
-/// do not depend on the order or the parallelism).
+/// do not depend on the order or the parallelism); on a terminal, a bar named `label` counts
+/// the runs ended and the time left.
 pub fn evaluate_all(
     workload: &Workload,
     specs: &[ConfigSpec],
     jobs: usize,
     sink: &ProgressSink,
+    label: &str,
 ) -> LabResult<Vec<Evaluation>> {
     // Placement decides every figure the search compares: its pools keep no bytes.
     let opts = RunOptions { timing: false, placement_only: true, ..RunOptions::default() };
-    let runs = run_parallel(workload, specs, &opts, jobs, sink)?;
+    let bar = RunsProgress::new(sink, label, specs.len());
+    let runs = run_parallel_observed(workload, specs, &opts, jobs, sink, &|| bar.run_done())?;
+    drop(bar);
     runs.iter().zip(specs).map(|(run, spec)| Evaluation::from_run(run, &spec.config)).collect()
 }
 
 /// Runs `workload` on one configuration.
 pub fn evaluate(workload: &Workload, spec: &ConfigSpec) -> LabResult<Evaluation> {
-    let mut all = evaluate_all(workload, std::slice::from_ref(spec), 1, &ProgressSink::silent())?;
+    let silent = ProgressSink::silent();
+    let mut all = evaluate_all(workload, std::slice::from_ref(spec), 1, &silent, &spec.label)?;
     all.pop().ok_or_else(|| LabError::runtime("the evaluation did not run"))
 }
 

@@ -24,7 +24,7 @@ pub fn test_on(
         let config = with_table(&opts.base, p.table.clone());
         specs.push(ConfigSpec { label: p.kind.label(), config });
     }
-    let mut runs = evaluate_all(test, &specs, opts.jobs, sink)?;
+    let mut runs = evaluate_all(test, &specs, opts.jobs, sink, "optimize --test")?;
     let points = runs.split_off(refs.len());
     let references =
         refs.matched(runs).ok_or_else(|| LabError::runtime("the references did not all run"))?;

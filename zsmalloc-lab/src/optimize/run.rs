@@ -45,8 +45,8 @@ pub fn run(
         w.check(page)?;
         let limit = crate::memory::Limit::new(opts.max_memory);
         // The search's pools keep no bytes (its figures are placement's).
-        let plan = w.memory_plan(page, false, &limit)?.times(search_opts.jobs);
-        limit.check(&format!("optimize {}", w.name()), &plan)?;
+        let command = format!("optimize {}", w.name());
+        crate::runner::check_runs(w, page, false, &limit, &command, search_opts.jobs)?;
     }
     let mut report = search(workload, search_opts, sink)?;
     if let Some(t) = test {

@@ -144,7 +144,7 @@ pub fn search(
     let refs = opts.references();
     let mut specs = sweep_specs(&layout, &opts.base)?;
     specs.extend(refs.iter().map(|(_, r)| r.clone()));
-    let mut first = evaluate_all(workload, &specs, opts.jobs, sink)?;
+    let mut first = evaluate_all(workload, &specs, opts.jobs, sink, "optimize sweep")?;
     let references = refs
         .matched(first.split_off(MAX_CHAIN as usize))
         .ok_or_else(|| LabError::runtime("the references did not all run"))?;
@@ -184,7 +184,7 @@ pub fn search(
             })
         })
         .collect::<LabResult<Vec<_>>>()?;
-    let runs = evaluate_all(workload, &point_specs, opts.jobs, sink)?;
+    let runs = evaluate_all(workload, &point_specs, opts.jobs, sink, "optimize points")?;
     let mut points = Vec::with_capacity(runs.len());
     for (&i, run) in chosen.iter().zip(&runs) {
         let p = &all[i];

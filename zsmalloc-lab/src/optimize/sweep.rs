@@ -74,7 +74,7 @@ pub fn run_sweep(
     jobs: usize,
     sink: &ProgressSink,
 ) -> LabResult<ChainSweep> {
-    let runs = evaluate_all(workload, &sweep_specs(layout, base)?, jobs, sink)?;
+    let runs = evaluate_all(workload, &sweep_specs(layout, base)?, jobs, sink, "optimize round")?;
     let options = option_matrix(layout, &runs)?;
     Ok(ChainSweep { runs, options })
 }

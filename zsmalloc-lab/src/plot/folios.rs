@@ -49,7 +49,7 @@ pub fn figure(r: &FoliosReport) -> Figure {
     let panels = vec![
         panel("pool pages after the fill", "pages", true, &|w| w.pages_used as f64),
         panel("pool pages after churn and compact", "pages", true, &|w| {
-            w.pages_after_compact as f64
+            w.pages_after_compaction as f64
         }),
         panel("swap-in CPU, large folio (median)", "ns per 4K", false, &|w| {
             w.reads.large_folio.ns_per_4k.median

@@ -44,7 +44,7 @@ pub fn columns() -> Vec<Column> {
         "huge_class_size",
         "pages_used",
         "max_pages_used",
-        "pages_after_compact",
+        "pages_after_compaction",
     ]
     .iter()
     .map(|k| Column::at(&[k]))
@@ -126,7 +126,7 @@ fn table(r: &FoliosReport) -> String {
                 w.raw.to_string(),
                 w.pages_used.to_string(),
                 w.max_pages_used.to_string(),
-                w.pages_after_compact.to_string(),
+                w.pages_after_compaction.to_string(),
                 format!(
                     "{} / {:.1} MiB",
                     w.compaction.objects_moved,
@@ -149,7 +149,7 @@ fn table(r: &FoliosReport) -> String {
             "raw",
             "pages",
             "max pages",
-            "compacted",
+            "pages after compaction",
             "moved (objs / bytes)",
             "padding",
             "unused",

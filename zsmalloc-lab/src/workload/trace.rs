@@ -60,13 +60,16 @@ impl Trace {
         let input = self.input()?;
         let plan = input.plan(limit.budget(), zsmalloc_core::band::MAX_OBJECT as u64, payload)?;
         if plan.ops == 0 {
-            return Err(LabError::usage(format!(
-                "trace: no input: {} has no operation",
-                input.name()
-            )));
+            return Err(no_operation(input.name()));
         }
         Ok(plan)
     }
+}
+
+/// The refusal of a trace with no operation (empty, or comments only), the same from every
+/// command that reads one.
+pub fn no_operation(name: &str) -> LabError {
+    LabError::usage(format!("trace: no input: {name} has no operation"))
 }
 
 /// A trace input shared by clones of its [`Trace`] (equal whatever it holds: the file names

@@ -36,9 +36,23 @@ pub fn json(args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("bad JSON from {args:?}: {e}\n{text}"))
 }
 
-/// A fresh scratch path for this test process.
+/// This test process's scratch directory (removed when the process exits).
+pub fn scratch_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("zsmalloc-cli-{}", std::process::id()))
+}
+
+/// A fresh scratch path for this test process. Its directory goes when the process exits,
+/// whether the tests passed or not (the harness exits through `exit`, which runs `atexit`).
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-cli-{}", std::process::id()));
+    static REMOVE_AT_EXIT: std::sync::Once = std::sync::Once::new();
+    extern "C" fn remove_scratch() {
+        let _ = std::fs::remove_dir_all(scratch_dir());
+    }
+    REMOVE_AT_EXIT.call_once(|| {
+        // SAFETY: registers a function that takes nothing and unwinds nothing (errors ignored).
+        unsafe { libc::atexit(remove_scratch) };
+    });
+    let dir = scratch_dir();
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }
@@ -72,4 +86,78 @@ pub fn svg_texts(svg: &str) -> Vec<String> {
             Some(text.replace("&amp;", "&"))
         })
         .collect()
+}
+
+/// What a child cost: its exit code (-1: a signal), output, peak resident memory and CPU time
+/// (user and system), from the kernel's accounting of that one process.
+pub struct Measured {
+    pub code: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+    pub peak_bytes: u64,
+    pub cpu: std::time::Duration,
+}
+
+/// How long a measured child may run before it is taken as hung. Bounds on what a command costs
+/// are asserted on its CPU time, which other processes' load does not change; wall time only
+/// catches a hang, so this is generous.
+pub const HANG: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// Runs `cmd` to its end (`stdin` written to it through a pipe) and measures it; panics when it
+/// runs past [`HANG`].
+pub fn measured(cmd: &mut Command, stdin: Option<&[u8]>) -> Measured {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Reaped by the wait4 below (which also gives its rusage), or waited for after a kill.
+    #[allow(clippy::zombie_processes)]
+    let mut child = cmd.spawn().expect("spawn");
+    // Drained as the child writes, so that a full pipe never stops it.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    if let Some(bytes) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        // The reader may refuse before reading everything: a broken pipe is expected then.
+        let _ = pipe.write_all(bytes);
+    }
+    let pid = child.id() as libc::pid_t;
+    let start = std::time::Instant::now();
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to overwrite.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `pid` is this test's own child, not yet reaped; the pointers are to live locals.
+        let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if r == pid {
+            break (status, usage);
+        }
+        assert!(r == 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > HANG {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd:?} still running after {HANG:?}: hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    Measured {
+        code: if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { -1 },
+        stdout: out.join().unwrap(),
+        stderr: String::from_utf8_lossy(&err.join().unwrap()).into_owned(),
+        peak_bytes: usage.ru_maxrss as u64 * 1024,
+        cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
+    }
 }

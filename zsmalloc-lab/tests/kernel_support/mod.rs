@@ -172,9 +172,22 @@ pub fn json(args: &[&str]) -> serde_json::Value {
 /// Real pages: system files, at least tens of thousands of pages on any distribution.
 pub const REAL: [&str; 2] = ["/usr/lib", "/usr/share"];
 
-/// A scratch path for this test process.
+fn scratch_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("zsmalloc-kernel-{}", std::process::id()))
+}
+
+/// A scratch path for this test process; its directory goes when the process exits, whether
+/// the tests passed or not (the harness exits through `exit`, which runs `atexit`).
 pub fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("zsmalloc-kernel-{}", std::process::id()));
+    static REMOVE_AT_EXIT: std::sync::Once = std::sync::Once::new();
+    extern "C" fn remove_scratch() {
+        let _ = std::fs::remove_dir_all(scratch_dir());
+    }
+    REMOVE_AT_EXIT.call_once(|| {
+        // SAFETY: registers a function that takes nothing and unwinds nothing (errors ignored).
+        unsafe { libc::atexit(remove_scratch) };
+    });
+    let dir = scratch_dir();
     std::fs::create_dir_all(&dir).unwrap();
     dir.join(name)
 }

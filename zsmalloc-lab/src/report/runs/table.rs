@@ -163,6 +163,44 @@ pub fn run(r: &RunResult) -> String {
     out
 }
 
+/// One line per config whose objects differ from the base's: how many, and how many of its
+/// stores were refused, so that its page deltas are read as over other objects.
+fn objects_note(base: &RunResult, runs: &[RunResult]) -> String {
+    let mut out = String::new();
+    for r in runs.iter().filter(|r| r.objects != base.objects) {
+        let (more_or_fewer, n) = if r.objects < base.objects {
+            ("fewer", base.objects - r.objects)
+        } else {
+            ("more", r.objects - base.objects)
+        };
+        out += &format!(
+            "objects: {} stored {} {more_or_fewer} objects than {} ({} vs {}; {} stores refused \
+             vs {}): its deltas compare different contents\n",
+            r.label,
+            thousands(n),
+            base.label,
+            thousands(r.objects),
+            thousands(base.objects),
+            thousands(r.store_failures),
+            thousands(base.store_failures),
+        );
+    }
+    out
+}
+
+/// `8449` as `8,449`: counts in a sentence.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 pub fn comparison(c: &Comparison) -> String {
     let mut out = format!("workload  {}\n", c.workload.summary);
     if c.runs.iter().any(|r| !r.payload) {
@@ -255,14 +293,15 @@ pub fn comparison(c: &Comparison) -> String {
     if let Some(base) = c.runs.first() {
         if c.runs.len() > 1 {
             out += &format!("\ndeltas vs {} (percent, rounded to one decimal):\n", base.label);
-            let mut dhead = vec![
-                "config",
-                "pages",
-                "pages_peak",
-                "reads_spanning",
-                "read_copy_bytes",
-                "density",
-            ];
+            // A page delta between configs that stored different objects is not a like-for-like
+            // saving: the objects' own delta stands first then, and a note says why they differ.
+            let objects_differ = c.runs[1..].iter().any(|r| r.objects != base.objects);
+            let mut dhead = vec!["config"];
+            if objects_differ {
+                dhead.push("objects");
+            }
+            dhead.extend(["pages", "pages_peak", "reads_spanning", "read_copy_bytes", "density"]);
+            let counted = dhead.len();
             let spread = timed && repeats > 1;
             if spread {
                 dhead.push("cpu_time [spread]");
@@ -272,7 +311,7 @@ pub fn comparison(c: &Comparison) -> String {
                 .map(|r| {
                     let d = r.deltas(base);
                     let mut row = vec![r.label.clone()];
-                    for name in &dhead[1..6] {
+                    for name in &dhead[1..counted] {
                         let t = d.iter().find(|(n, _)| n == name).and_then(|(_, t)| *t);
                         row.push(delta_str(t));
                     }
@@ -283,6 +322,9 @@ pub fn comparison(c: &Comparison) -> String {
                 })
                 .collect();
             out += &grid(&dhead, &drows, 1);
+            if objects_differ {
+                out += &objects_note(base, &c.runs[1..]);
+            }
             if spread {
                 out += "cpu_time: change of the median; [spread]: the smallest and largest change \
                         the runs allow; within noise: the two ranges overlap\n";
