@@ -1,7 +1,8 @@
 //! `zsmalloc tier --vs-kernel`: the program run a second time under the kernel's zram swap, side
 //! by side with the tier's run, and nothing of it left afterwards — no swap of its device in
 //! /proc/swaps, no zram device it made, no memory cgroup — whether the run ends, or is sent
-//! SIGTERM in the middle of the kernel run (its process group, or the command alone).
+//! SIGTERM or SIGINT in the middle of the kernel run (its process group, or the command alone);
+//! what a SIGKILL leaves is removed by the next start.
 //!
 //! These swap on a zram device, which is machine-wide while they run: they run only with
 //! `ZSMALLOC_TEST_SWAPON=1` (never set by `make test`), as root, with zram and userfaultfd, and
@@ -112,7 +113,9 @@ fn both_runs_side_by_side_and_nothing_left() {
     let row = stderr.lines().find(|l| l.trim_start().starts_with("pool at the peak"));
     let row = row.unwrap_or_else(|| panic!("no side-by-side rows: {stderr}"));
     assert!(row.contains("mem_used_max"), "{row}");
-    for heading in ["wall", "cpu (user+sys)", "faults / swap-ins", "evictions / swap-outs", "killed"] {
+    for heading in
+        ["wall", "cpu (user+sys)", "faults / swap-ins", "evictions / swap-outs", "killed"]
+    {
         assert!(stderr.lines().any(|l| l.trim_start().starts_with(heading)), "{heading}: {stderr}");
     }
     let v: serde_json::Value =
@@ -131,9 +134,11 @@ fn both_runs_side_by_side_and_nothing_left() {
     let _ = std::fs::remove_file(&report);
 }
 
-/// SIGTERM once the kernel run's swap is on: to the command's process group, or to the
-/// command alone (whose handler then ends the program itself).
-fn terminated_mid_run(test: &str, group: bool) {
+/// `sig` once the kernel run's swap is on: to the command's process group, or to the command
+/// alone (whose handler then ends the program itself). A SIGKILL leaves the swap, the device
+/// and the cgroup; the next `--vs-kernel` start removes them, first of all (`--yes`: the
+/// pressure the killed run caused may still show in /proc/pressure/memory).
+fn terminated_mid_run(test: &str, group: bool, sig: libc::c_int) {
     if let Some(why) = unavailable() {
         return skip(test, &why);
     }
@@ -158,7 +163,7 @@ fn terminated_mid_run(test: &str, group: bool) {
             std::thread::sleep(Duration::from_millis(500));
             // SAFETY: kill(2) of the command (or its group, which it leads), a child of this
             // test, not yet reaped.
-            unsafe { libc::kill(if group { -pid } else { pid }, libc::SIGTERM) };
+            unsafe { libc::kill(if group { -pid } else { pid }, sig) };
             sent = true;
         }
         if t0.elapsed() > DEADLINE {
@@ -171,19 +176,37 @@ fn terminated_mid_run(test: &str, group: bool) {
     };
     let stderr = std::io::read_to_string(child.stderr.take().unwrap()).unwrap_or_default();
     assert!(sent, "the kernel run's swap never appeared: {status:?} {stderr}");
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status:?}: {stderr}");
-    assert_eq!(machine(), before, "left behind after SIGTERM; stderr: {stderr}");
+    assert_eq!(status.signal(), Some(sig), "{status:?}: {stderr}");
     assert!(!report.exists(), "an interrupted run writes no report");
+    if sig == libc::SIGKILL {
+        assert_ne!(machine(), before, "a SIGKILL leaves the swap: nothing to check");
+        let args = ["tier", "--budget", "16M", "--vs-kernel", "--yes", "--", "/bin/true"];
+        let (code, _, err) = zsmalloc(&args.map(AsRef::as_ref));
+        assert_eq!(code, 0, "{err}");
+        assert!(err.contains("took off the swap on /dev/zram"), "{err}");
+        assert!(err.contains("left by an ended run"), "{err}");
+    }
+    assert_eq!(machine(), before, "left behind after signal {sig}; stderr: {stderr}");
 }
 
 #[test]
 fn sigterm_to_the_group_mid_run_leaves_nothing() {
-    terminated_mid_run("sigterm_to_the_group_mid_run_leaves_nothing", true);
+    terminated_mid_run("sigterm_to_the_group_mid_run_leaves_nothing", true, libc::SIGTERM);
+}
+
+#[test]
+fn sigkill_leftovers_removed_by_the_next_run() {
+    terminated_mid_run("sigkill_leftovers_removed_by_the_next_run", true, libc::SIGKILL);
+}
+
+#[test]
+fn sigint_to_the_command_mid_run_leaves_nothing() {
+    terminated_mid_run("sigint_to_the_command_mid_run_leaves_nothing", false, libc::SIGINT);
 }
 
 #[test]
 fn sigterm_to_the_command_mid_run_leaves_nothing() {
-    terminated_mid_run("sigterm_to_the_command_mid_run_leaves_nothing", false);
+    terminated_mid_run("sigterm_to_the_command_mid_run_leaves_nothing", false, libc::SIGTERM);
 }
 
 /// Without root: one line, exit 2, before anything runs.

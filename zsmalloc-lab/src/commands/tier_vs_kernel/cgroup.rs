@@ -54,10 +54,6 @@ impl Cgroup {
         };
         let path = dir.join(knob);
         std::fs::write(&path, limit.to_string()).map_err(|e| LabError::io("write", &path, &e))?;
-        if version == Version::V2 {
-            // No swap limit of its own: the parent's holds (the default, written to be sure).
-            let _ = std::fs::write(dir.join("memory.swap.max"), "max");
-        }
         Ok(Cgroup { version, dir, limit })
     }
 

@@ -7,10 +7,12 @@
 //! - [`cgroup`], [`swap`]: the memory cgroup and the swap on the private device;
 //! - [`kernel_run`]: the kernel run, from the device's creation to its removal;
 //! - [`teardown`]: what the kernel run made, taken down on every exit, signals included;
+//!   [`leftovers`]: what a killed run left, removed at the next start;
 //! - [`side_by_side`]: the figures beside each other, text and JSON.
 
 pub mod cgroup;
 pub mod kernel_run;
+pub mod leftovers;
 pub mod preflight;
 pub mod side_by_side;
 pub mod swap;

@@ -8,7 +8,7 @@ use super::swap;
 use crate::kernel::host;
 
 /// `some avg10` of /proc/pressure/memory above which the machine counts as under pressure (%).
-pub const PRESSURE_AVG10: f64 = 1.0;
+pub const PRESSURE_AVG10: f64 = 5.0;
 
 /// The machine-wide counters of /proc/vmstat the run reads.
 pub fn vmstat() -> std::collections::BTreeMap<String, u64> {
@@ -37,6 +37,7 @@ pub fn check(yes: bool) -> Result<(), String> {
         ));
     }
     cgroup::hierarchy().map_err(|e| format!("--vs-kernel: {e}"))?;
+    super::leftovers::remove();
     if yes {
         return Ok(());
     }
