@@ -59,6 +59,7 @@ Examples:
   zsmalloc tier --budget 32M --readahead 3 -- ./my-program
   zsmalloc tier --budget 16M --follow-children -- sh -c './prepare && ./my-program'
   zsmalloc tier --budget 32M --user-faults-only -- ./my-program    # without root
+  zsmalloc tier --budget 32M --vs-kernel -- ./my-program    # root: again under zram swap, side by side
 
 See docs/TIER.md.";
 
