@@ -18,13 +18,25 @@ pub enum Version {
 /// Where a memory cgroup can be made here, or why not.
 pub fn hierarchy() -> Result<(Version, PathBuf), String> {
     let v2 = Path::new("/sys/fs/cgroup");
-    let controllers = std::fs::read_to_string(v2.join("cgroup.controllers")).unwrap_or_default();
-    if controllers.split_whitespace().any(|c| c == "memory") {
+    let has = |file: &str| {
+        std::fs::read_to_string(v2.join(file))
+            .unwrap_or_default()
+            .split_whitespace()
+            .any(|c| c == "memory")
+    };
+    // The root's children get the memory controller only where the root hands it down
+    // (`cgroup.subtree_control`), which this command does not change.
+    if has("cgroup.controllers") && has("cgroup.subtree_control") {
         return Ok((Version::V2, v2.to_path_buf()));
     }
     let v1 = v2.join("memory");
     if v1.join("memory.limit_in_bytes").exists() {
         return Ok((Version::V1, v1));
+    }
+    if has("cgroup.controllers") {
+        return Err("cgroup v2's root does not hand the memory controller to its children \
+                    (memory is not in /sys/fs/cgroup/cgroup.subtree_control)"
+            .into());
     }
     Err("no memory cgroup controller (neither cgroup v2 with memory at /sys/fs/cgroup nor v1 \
          at /sys/fs/cgroup/memory)"
