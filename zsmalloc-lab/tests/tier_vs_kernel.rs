@@ -137,7 +137,8 @@ fn both_runs_side_by_side_and_nothing_left() {
 /// `sig` once the kernel run's swap is on: to the command's process group, or to the command
 /// alone (whose handler then ends the program itself). A SIGKILL leaves the swap, the device
 /// and the cgroup; the next `--vs-kernel` start removes them, first of all (`--yes`: the
-/// pressure the killed run caused may still show in /proc/pressure/memory).
+/// pressure the killed run caused may still show in /proc/pressure/memory). With SIGTERM to the
+/// group, a second run started first, while the swap is on, refuses without `--yes`.
 fn terminated_mid_run(test: &str, group: bool, sig: libc::c_int) {
     if let Some(why) = unavailable() {
         return skip(test, &why);
@@ -160,6 +161,17 @@ fn terminated_mid_run(test: &str, group: bool, sig: libc::c_int) {
             break s;
         }
         if !sent && swaps().difference(&before.swaps).next().is_some() {
+            if sig == libc::SIGTERM && group {
+                // A second run, without --yes, refuses a machine that swaps, and leaves the
+                // running one's swap, device and cgroup alone.
+                let during = machine();
+                let args = ["tier", "--budget", "16M", "--vs-kernel", "--", "/bin/true"];
+                let (code, _, err) = zsmalloc(&args.map(AsRef::as_ref));
+                assert_eq!(code, 2, "{err}");
+                assert_eq!(err.lines().count(), 1, "{err}");
+                assert!(err.contains("the machine already swaps (/dev/zram"), "{err}");
+                assert_eq!(machine(), during, "{err}");
+            }
             std::thread::sleep(Duration::from_millis(500));
             // SAFETY: kill(2) of the command (or its group, which it leads), a child of this
             // test, not yet reaped.
