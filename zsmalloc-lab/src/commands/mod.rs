@@ -25,5 +25,6 @@ pub mod output;
 pub mod replay;
 pub mod run;
 pub mod tier;
+pub mod tier_vs_kernel;
 pub mod trace;
 pub mod trace_info;

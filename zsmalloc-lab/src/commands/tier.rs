@@ -59,6 +59,7 @@ Examples:
   zsmalloc tier --budget 32M --readahead 3 -- ./my-program
   zsmalloc tier --budget 16M --follow-children -- sh -c './prepare && ./my-program'
   zsmalloc tier --budget 32M --user-faults-only -- ./my-program    # without root
+  zsmalloc tier --budget 32M --vs-kernel -- ./my-program    # root: again under zram swap, side by side
 
 See docs/TIER.md.";
 
@@ -136,6 +137,19 @@ pub struct TierArgs {
     /// The pool's limit in pages (0: none); when it is reached, eviction pauses
     #[arg(long, value_name = "PAGES", help_heading = "Pool")]
     pub pool_limit: Option<String>,
+    /// Root only: run the program a second time under the kernel's own zram swap (a private
+    /// device swapped on at the highest priority, machine-wide while it runs, and a memory
+    /// cgroup limited to the budget plus the program's untiered memory), and print both runs
+    /// side by side; everything is taken down after (docs/TIER.md, Beside the kernel)
+    #[arg(long)]
+    pub vs_kernel: bool,
+    /// With --vs-kernel: run even on a machine under memory pressure, already swapping, or
+    /// with less than twice the program's peak available
+    #[arg(long, requires = "vs_kernel")]
+    pub yes: bool,
+    /// With --vs-kernel: the zram device's size (default 4x the program's peak, at least 64M)
+    #[arg(long, value_name = "BYTES", requires = "vs_kernel", value_parser = budget)]
+    pub kernel_disksize: Option<u64>,
     /// The program to run and its arguments (after --)
     #[arg(required = true, last = true, value_name = "COMMAND")]
     pub command: Vec<OsString>,
@@ -174,6 +188,11 @@ pub fn run(a: TierArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return refused(&format!("--policy: {e}"), 2),
     };
+    if a.vs_kernel {
+        if let Err(msg) = super::tier_vs_kernel::preflight::check(a.yes) {
+            return refused(&msg, 2);
+        }
+    }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {
         Ok(l) => l,
@@ -226,12 +245,35 @@ pub fn run(a: TierArgs) -> i32 {
         }
     }
     eprint!("{}", report.to_text());
-    if let Some(path) = &a.report {
-        let text = serde_json::to_string_pretty(&report.to_json()).expect("JSON of plain values");
-        if let Err(e) = atomic_file::write(path, format!("{text}\n").as_bytes()) {
-            eprintln!("zsmalloc tier: {e}");
-            return if report.exit_status == 0 { 2 } else { report.exit_status };
+    let mut json = report.to_json();
+    let mut status = report.exit_status;
+    if a.vs_kernel {
+        let req = super::tier_vs_kernel::Request {
+            command: &a.command,
+            budget: a.budget,
+            compressor: compressor.name(),
+            disksize: a.kernel_disksize,
+            yes: a.yes,
+        };
+        match super::tier_vs_kernel::run(&req, &json) {
+            Ok(k) => {
+                eprint!("{}", k.to_text(&json));
+                json["kernel"] = k.to_json();
+            }
+            Err(f) => {
+                eprintln!("zsmalloc tier: {}", escape(&f.message));
+                if status == 0 {
+                    status = f.exit_code;
+                }
+            }
         }
     }
-    report.exit_status
+    if let Some(path) = &a.report {
+        let text = serde_json::to_string_pretty(&json).expect("JSON of plain values");
+        if let Err(e) = atomic_file::write(path, format!("{text}\n").as_bytes()) {
+            eprintln!("zsmalloc tier: {e}");
+            return if status == 0 { 2 } else { status };
+        }
+    }
+    status
 }
