@@ -319,6 +319,21 @@ impl Heap {
         apply(first, end, c)
     }
 
+    /// The program's own mapping (a file, or shared) made by `kernel` with `MAP_FIXED` over its
+    /// mapped pages `[addr, addr + len)`: its answer, the pages foreign to the tier until given
+    /// back (`protection.rs`).
+    pub fn map_foreign(
+        &mut self,
+        addr: usize,
+        len: usize,
+        kernel: impl FnOnce() -> usize,
+    ) -> usize {
+        let first = (addr - base()) / PAGE;
+        let end = first + len.div_ceil(PAGE);
+        unlock_for_drop(first, end);
+        tier::map_foreign(first, end, kernel)
+    }
+
     /// Pages `[addr, addr + len)`, the program's, take protection `prot` (its access and
     /// lock): a mapping moved by `mremap` keeps what it had.
     pub fn take_protection(&mut self, addr: usize, len: usize, prot: Prot) {
@@ -428,6 +443,21 @@ fn apply(first: usize, end: usize, c: Change) -> c_int {
             r
         }
         Change::Reset => {
+            // Runs the program had mapped over with its own: the reserve's mapping back first.
+            let mut p = first;
+            while p < end {
+                if !protection::of(p).foreign() {
+                    p += 1;
+                    continue;
+                }
+                let run = p;
+                while p < end && protection::of(p).foreign() {
+                    p += 1;
+                }
+                if tier::give_back_foreign(run, p) != 0 {
+                    return -1;
+                }
+            }
             let locked = (first..end).any(|p| protection::of(p).locked());
             tier::reprotect(
                 first,

@@ -271,6 +271,14 @@ pub unsafe extern "C" fn mmap(
                 Some(_) => return libc::MAP_FAILED,
                 None => {}
             }
+        } else if a.is_multiple_of(PAGE) && len > 0 && HEAP.with(|h| h.is_mapped(a, len)) {
+            // A mapping of the program's own over its pages (a file over a reservation): made,
+            // and those pages left to it (`protection.rs`).
+            let kernel = || {
+                // SAFETY: forwarded to the kernel: MAP_FIXED over the program's own pages.
+                unsafe { sys::mmap(a, len, prot, flags, fd, off) as usize }
+            };
+            return HEAP.with(|h| h.map_foreign(a, len, kernel)) as *mut c_void;
         }
     }
     if tiered_mapping(len, prot, flags, fd) {

@@ -11,6 +11,10 @@
 //!   write can land on it meanwhile (a write faults with `SIGSEGV`, and the program's own
 //!   `mprotect` waits for the tier's lock); a page that is locked, unreadable, writable and
 //!   executable, or under a protection key stays resident (pinned).
+//! - **A mapping of the program's own over its pages** (`mmap(MAP_FIXED)` of a file, or shared,
+//!   over a reservation): the pages are foreign, never filled nor evicted, until the program
+//!   unmaps them or maps fresh anonymous memory there, when the reserve's own mapping is put
+//!   back and registered again (`tier::give_back_foreign`).
 //! - **How a page comes back.** `UFFDIO_COPY` fills a hole whatever the area's protection
 //!   (read-only and `PROT_NONE` included, as probed on Linux 6.18), and never across two
 //!   areas (`ENOENT`), so a first touch's run stops where the protection changes and a copy
@@ -40,6 +44,10 @@ const EXEC: u8 = 4;
 const LOCKED: u8 = 8;
 /// Under a protection key other than the default: what it allows is the program's to say.
 const KEYED: u8 = 16;
+/// Replaced by a mapping of the program's that is not the reserve's (a file mapped with
+/// `MAP_FIXED` over a reservation, as a JVM maps its class-data archive): not the tier's to
+/// fill or evict until the program gives it back.
+const FOREIGN: u8 = 32;
 const ACCESS: u8 = NO_READ | NO_WRITE | EXEC;
 
 /// How an evicted page leaves the program's memory.
@@ -89,6 +97,14 @@ impl Prot {
         self.0 & LOCKED != 0
     }
 
+    pub fn with_foreign(self, foreign: bool) -> Prot {
+        Prot(if foreign { self.0 | FOREIGN } else { self.0 & !FOREIGN })
+    }
+
+    pub fn foreign(self) -> bool {
+        self.0 & FOREIGN != 0
+    }
+
     /// The `PROT_*` bits.
     pub fn prot(self) -> c_int {
         let mut p = 0;
@@ -106,7 +122,7 @@ impl Prot {
 
     /// How a page of this protection leaves (the rules on top).
     pub fn leave(self) -> Leave {
-        if self.0 & (LOCKED | KEYED) != 0 || self.0 & NO_READ != 0 {
+        if self.0 & (LOCKED | KEYED | FOREIGN) != 0 || self.0 & NO_READ != 0 {
             return Leave::Stay;
         }
         match self.0 & ACCESS {

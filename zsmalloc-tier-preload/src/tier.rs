@@ -212,6 +212,70 @@ pub fn reprotect(
     r
 }
 
+/// The program maps something of its own with `MAP_FIXED` over its pages `[first, end)` of the
+/// reserve (`kernel` makes the mapping, and answers as `mmap` does): under the tier's lock the
+/// pages are forgotten (their objects freed; the kernel drops what was there), the mapping
+/// made, and the pages marked foreign, so the handler never fills nor moves them.
+pub fn map_foreign(first: usize, end: usize, kernel: impl FnOnce() -> usize) -> usize {
+    let foreign = |p: Prot| p.with_foreign(true).with_lock(false);
+    let Some(t) = TIER.get().filter(|_| !IN_CHILD.load(Ordering::Relaxed)) else {
+        let r = kernel();
+        if r != libc::MAP_FAILED as usize {
+            protection::update(first, end, foreign);
+        }
+        return r;
+    };
+    t.with_state(|st| {
+        if t.active.load(Ordering::Acquire) {
+            for page in first..end {
+                t.forget(st, page);
+            }
+        }
+        let r = kernel();
+        if r != libc::MAP_FAILED as usize {
+            protection::update(first, end, foreign);
+        }
+        r
+    })
+}
+
+/// Pages `[first, end)`, foreign (`map_foreign`), given back by the program: the reserve's own
+/// mapping put back over them (fresh, plain) and registered again, under the tier's lock. 0,
+/// or -1 with `errno` set.
+pub fn give_back_foreign(first: usize, end: usize) -> libc::c_int {
+    let (addr, len) = (reserve::base() + first * PAGE, (end - first) * PAGE);
+    let remap = || {
+        let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED;
+        // SAFETY: the program's own mapping over part of the reserve, which it gave back; the
+        // reserve's mapping is put back in its place.
+        let p = unsafe { sys::mmap(addr, len, libc::PROT_READ | libc::PROT_WRITE, flags, -1, 0) };
+        if p == libc::MAP_FAILED {
+            return -1;
+        }
+        // SAFETY: the mapping just made, of the reserve's.
+        unsafe { sys::madvise(addr, len, libc::MADV_NOHUGEPAGE) };
+        protection::update(first, end, |_| Prot::PLAIN);
+        0
+    };
+    let Some(t) = TIER.get().filter(|_| !IN_CHILD.load(Ordering::Relaxed)) else { return remap() };
+    t.with_state(|_| {
+        if remap() != 0 {
+            return -1;
+        }
+        if t.active.load(Ordering::Acquire) {
+            let modes = if t.protect {
+                zsmalloc_tier::uffd::Modes::MISSING_AND_WP
+            } else {
+                zsmalloc_tier::uffd::Modes::MISSING
+            };
+            if let Err(e) = t.uffd.register(addr, len, modes) {
+                fatal(&format!("part of the reserve given back could not be registered: {e}"));
+            }
+        }
+        0
+    })
+}
+
 /// Records why the tier stops and ends the program: it cannot give the program its data.
 pub fn fatal(why: &str) -> ! {
     stats().set_state(TierState::Failed, why);

@@ -13,6 +13,10 @@
  *                  mmap(MAP_FIXED, PROT_NONE), checked to fault, and committed again: zeros
  *   lock MIB       1 MiB locked (mlock) and MIB MiB more filled: the locked pages stay
  *                  resident (mincore), and every page reads back
+ *   filemap MIB    MIB MiB reserved and committed, filled; a file mapped with MAP_FIXED over
+ *                  its second quarter (as a JVM maps its class-data archive into a
+ *                  reservation) reads the file; the rest read back; then fresh anonymous
+ *                  memory mapped over the file's place reads zeros and takes new words
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -226,10 +230,57 @@ static int lock(size_t mib) {
     return 0;
 }
 
+static int filemap(size_t mib) {
+    size_t pages = mib * 256, quarter = pages / 4;
+    char *r = map(pages * PAGE, PROT_NONE);
+    must(mprotect(r, pages * PAGE, PROT_READ | PROT_WRITE), "mprotect commit");
+    fill(r, pages, 21);
+    FILE *f = tmpfile();
+    char *file = malloc(quarter * PAGE);
+    fill(file, quarter, 22);
+    if (!f || fwrite(file, PAGE, quarter, f) != quarter || fflush(f)) {
+        perror("tmpfile");
+        return 1;
+    }
+    char *over = mmap(r + quarter * PAGE, quarter * PAGE, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_FIXED, fileno(f), 0);
+    if (over != r + quarter * PAGE) {
+        perror("mmap MAP_FIXED file");
+        return 1;
+    }
+    char *more = map(pages * PAGE, PROT_READ | PROT_WRITE);
+    fill(more, pages, 23);
+    for (int pass = 0; pass < 2; pass++) {
+        if (check("filemap before", r, quarter, 21) || check("filemap file", over, quarter, 22) ||
+            check("filemap more", more, pages, 23))
+            return 1;
+        for (size_t p = 2 * quarter; p < pages; p++) {
+            const uint64_t *q = (const uint64_t *)(r + p * PAGE);
+            if (q[5] != word_of(21, p, 5)) {
+                printf("filemap after: page %zu changed\n", p);
+                return 1;
+            }
+        }
+    }
+    char *fresh = mmap(over, quarter * PAGE, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (fresh != over || zeros("filemap fresh", fresh, quarter * PAGE)) return 1;
+    fill(fresh, quarter, 24);
+    fill(more, pages, 25);
+    if (check("filemap fresh", fresh, quarter, 24) || check("filemap before", r, quarter, 21) ||
+        check("filemap more", more, pages, 25))
+        return 1;
+    must(munmap(r, pages * PAGE), "munmap");
+    fclose(f);
+    free(file);
+    printf("ok filemap %zu pages\n", pages);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc != 3) {
-        fprintf(stderr, "usage: tier_protect guards|rowrite|reserve|lock MIB\n");
+        fprintf(stderr, "usage: tier_protect guards|rowrite|reserve|lock|filemap MIB\n");
         return 2;
     }
     size_t mib = strtoul(argv[2], NULL, 10);
@@ -237,6 +288,7 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "rowrite")) return rowrite(mib);
     if (!strcmp(argv[1], "reserve")) return reserve(mib);
     if (!strcmp(argv[1], "lock")) return lock(mib);
+    if (!strcmp(argv[1], "filemap")) return filemap(mib);
     fprintf(stderr, "tier_protect: unknown command %s\n", argv[1]);
     return 2;
 }
