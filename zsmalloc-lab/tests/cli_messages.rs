@@ -50,6 +50,18 @@ fn a_misspelled_flag_gets_clap_s_suggestion_on_the_same_line() {
 }
 
 #[test]
+fn a_tier_budget_that_is_not_a_size_is_refused_in_one_line_naming_the_minimum() {
+    let err = usage_error(&["tier", "--budget", "32Q", "--", "true"]);
+    assert!(err.contains("'32Q' for '--budget <BYTES>'"), "{err}");
+    assert!(err.contains("a size of at least 64K (64K, 32M, 1G) is accepted"), "{err}");
+    assert!(!err.contains("18446744073709551615"), "no range that contradicts 64K: {err}");
+    // A negative budget is a value of the flag, not the program after `--`.
+    let err = usage_error(&["tier", "--budget", "-5M", "--", "true"]);
+    assert!(err.contains("'-5M' for '--budget <BYTES>': a budget is not negative"), "{err}");
+    assert!(!err.contains("-- -5"), "no advice to make -5 the program: {err}");
+}
+
+#[test]
 fn a_sweep_s_values_are_refused_naming_the_syntax() {
     let err = usage_error(&["compare", "--sweep", "chain-size=4-16"]);
     assert!(err.contains("'4-16' is not a whole number"), "{err}");

@@ -9,10 +9,8 @@
 
 mod tier_support;
 
-use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
 use tier_support::*;
 
 #[test]
@@ -189,6 +187,16 @@ fn exit_statuses_are_the_programs() {
     assert_eq!(r.code, 127, "{}", r.stderr);
     assert_eq!(r.stderr.trim(), "zsmalloc tier: no-such-command-anywhere: command not found");
     assert!(r.report.is_none(), "no report without a run");
+    // What a shell answers 126 for: a directory, a file without the execute bit.
+    let r = tier(&["--", "/tmp"]);
+    assert_eq!((r.code, r.stderr.trim()), (126, "zsmalloc tier: /tmp: is a directory"));
+    let plain = tempfile("not-executable");
+    std::fs::write(&plain, "#!/bin/sh\necho never\n").expect("a file");
+    let r = tier(&["--", plain.to_str().unwrap()]);
+    let _ = std::fs::remove_file(&plain);
+    assert_eq!(r.code, 126, "{}", r.stderr);
+    assert_eq!(r.stderr.trim(), format!("zsmalloc tier: {}: permission denied", plain.display()));
+    assert!(r.stdout.is_empty() && r.report.is_none(), "{}", r.stdout);
 }
 
 #[test]
@@ -229,15 +237,7 @@ fn refusals_are_one_line_and_exit_2() {
 #[test]
 fn a_static_program_is_named_and_refused() {
     let test = "a_static_program_is_named_and_refused";
-    if let Err(why) = userfaultfd() {
-        return skip(test, &why);
-    }
-    let p = match compile("tier_check_static", &["-static"]) {
-        Ok(Ok(p)) => p,
-        Ok(Err(why)) => return skip(test, &why),
-        // Debian's libc6-dev has the static library; a system without it cannot link one.
-        Err(why) => return skip(test, &format!("no static build here: {why}")),
-    };
+    let Some(p) = static_program(test) else { return };
     let r = tier(&["--", p.to_str().unwrap(), "exit", "0"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("is statically linked"), "{}", r.stderr);
@@ -272,11 +272,7 @@ fn python_under(test: &str, policy: &str) {
     if policy != "fifo" && program_under(test, policy).is_none() {
         return;
     }
-    // An ELF python: a launcher script (pyenv's) would be tiered, the python it runs not.
-    let Some(python) = ["/usr/bin/python3", "/usr/local/bin/python3"]
-        .into_iter()
-        .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x7fELF")))
-    else {
+    let Some(python) = elf_python() else {
         return skip(test, "no python3 executable in /usr/bin or /usr/local/bin");
     };
     let script =
@@ -287,33 +283,6 @@ fn python_under(test: &str, policy: &str) {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, String::from_utf8_lossy(&plain.stdout));
     assert!(figure(&r, "evictions") > 0 && figure(&r, "faults") > 0, "{:?}", r.report);
-}
-
-/// The trace `r` recorded holds its operations, and replays to the pool pages it had.
-fn assert_replays(r: &Run, trace: &Path) {
-    let report = r.report.as_ref().unwrap();
-    let text = std::fs::read_to_string(trace).expect("the trace");
-    assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
-    let ops: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
-    assert_eq!(ops.len() as u64, figure(r, "recorded_operations"));
-    let stores = ops.iter().filter(|l| l.starts_with("store ")).count() as u64;
-    let reads = ops.iter().filter(|l| l.starts_with("read ")).count() as u64;
-    // Every store an eviction; the evictions of same-filled pages are not in the pool.
-    assert!(stores > 0 && stores <= figure(r, "evictions"), "{stores} stores: {report}");
-    assert!(reads > 0 && reads <= figure(r, "faults"), "{reads} reads: {report}");
-
-    let (code, out, err) = zsmalloc(&[
-        "replay".as_ref(),
-        trace.as_os_str(),
-        "--no-time".as_ref(),
-        "--format".as_ref(),
-        "json".as_ref(),
-    ]);
-    assert_eq!(code, 0, "{err}");
-    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
-    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(r, "max_pool_pages")), "{replay}");
-    assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
-    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
 }
 
 #[test]
@@ -387,7 +356,7 @@ fn an_unwritable_record_is_refused_before_the_program_runs() {
 /// while it runs: the run, the largest sample and the samples taken with pages resident.
 fn tier_sampled(args: &[&str]) -> (Run, u64, usize) {
     let (mut most, mut samples) = (0u64, 0usize);
-    let r = tier_watched(None, args, |pid| {
+    let r = tier_watched(args, |pid| {
         let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok();
         if let Some(rss) = children
             .as_deref()
@@ -524,10 +493,12 @@ fn an_unknown_policy_is_refused_and_children_do_not_inherit_the_choice() {
     if program_under(test, "clock").is_none() {
         return;
     }
-    // The shell is tiered; the env it executes is not, and sees none of the tier's variables.
-    let r = tier(&["--budget", "4M", "--policy", "clock", "--", "/bin/sh", "-c", "env"]);
+    // The shell is tiered; the env it runs in a child process is not, and sees none of the
+    // tier's variables (the shell's `true` after it keeps the shell from executing env itself).
+    let r = tier(&["--budget", "4M", "--policy", "clock", "--", "/bin/sh", "-c", "env; true"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stdout.contains("PATH="), "{}", r.stdout);
     assert!(!r.stdout.contains("ZSMALLOC_TIER_"), "{}", r.stdout);
+    assert!(!r.stdout.contains("libzsmalloc_tier_preload"), "{}", r.stdout);
     assert_eq!(r.report.as_ref().unwrap()["policy"], "clock");
 }

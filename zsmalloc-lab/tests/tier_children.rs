@@ -9,9 +9,8 @@
 
 mod tier_support;
 
-use std::path::Path;
-
 use serde_json::Value;
+use tier_support::reachable::Reachable;
 use tier_support::*;
 
 /// The process lines of a `--follow-children` report.
@@ -99,28 +98,40 @@ fn processes_beyond_the_slots_run_untiered_and_are_counted() {
     assert!(r.stderr.contains("ran untiered: every one of the report's 256 slots"), "{}", r.stderr);
 }
 
-/// Whether the tests may run the tier as `nobody` (root drops to it), else why not.
-fn as_nobody(test: &str) -> Option<&'static Path> {
+/// The uid the unprivileged runs drop to.
+const NOBODY_UID: u32 = 65534;
+
+/// The command, its library and the test program copied where `nobody` can reach them (a
+/// checkout under a 0700 directory is out of its reach), or `None` and why, printed.
+fn as_nobody(test: &str) -> Option<Reachable> {
     // SAFETY: getuid has no preconditions.
     if unsafe { libc::getuid() } != 0 {
         skip(test, "needs root, to run the tier as nobody");
         return None;
     }
-    program(test)
+    let p = program(test)?;
+    match Reachable::copy_for(NOBODY_UID, p) {
+        Ok(kit) => Some(kit),
+        Err(why) => {
+            skip(test, &format!("no copy nobody can run: {why}"));
+            None
+        }
+    }
 }
 
 #[test]
 fn user_faults_only_as_nobody_reads_every_byte_back() {
-    let Some(p) = as_nobody("user_faults_only_as_nobody_reads_every_byte_back") else { return };
-    let r = tier_as(NOBODY, &["--budget", "4M", "--", p.to_str().unwrap(), "fill", "16"]);
+    let Some(kit) = as_nobody("user_faults_only_as_nobody_reads_every_byte_back") else { return };
+    let p = kit.program.to_str().unwrap();
+    let r = kit.tier(NOBODY_UID, &["--budget", "4M", "--", p, "fill", "16"]);
     assert_eq!((r.code, r.stderr.lines().count()), (2, 1), "{}", r.stderr);
     assert!(
         r.stderr.contains("needs root or access to /dev/userfaultfd, or --user-faults-only"),
         "{}",
         r.stderr
     );
-    let args = ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "fill", "16"];
-    let r = tier_as(NOBODY, &args);
+    let args = ["--budget", "4M", "--user-faults-only", "--", p, "fill", "16"];
+    let r = kit.tier(NOBODY_UID, &args);
     assert_tiered(&r, 4 << 20, &["first pass", "second pass"]);
     assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], true);
     assert!(r.stderr.contains("fails with EFAULT"), "{}", r.stderr);
@@ -129,10 +140,10 @@ fn user_faults_only_as_nobody_reads_every_byte_back() {
 #[test]
 fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
     let test = "a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only";
-    let Some(p) = as_nobody(test) else { return };
-    let args =
-        ["--budget", "4M", "--user-faults-only", "--", p.to_str().unwrap(), "syscalls", "16"];
-    let r = tier_as(NOBODY, &args);
+    let Some(kit) = as_nobody(test) else { return };
+    let p = kit.program.to_str().unwrap();
+    let args = ["--budget", "4M", "--user-faults-only", "--", p, "syscalls", "16"];
+    let r = kit.tier(NOBODY_UID, &args);
     // The documented caveat: the kernel's read of an evicted page fails; fresh memory (lent
     // as zero pages) and pages the program brought back take system calls as ever.
     assert_tiered(&r, 4 << 20, &["syscalls"]);
@@ -140,7 +151,7 @@ fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
         assert!(r.stdout.contains(line), "{line}: {}", r.stdout);
     }
     // With every fault taken (root) the same write waits for the page and succeeds.
-    let r = tier(&["--budget", "4M", "--", p.to_str().unwrap(), "syscalls", "16"]);
+    let r = tier(&["--budget", "4M", "--", p, "syscalls", "16"]);
     assert_tiered(&r, 4 << 20, &["syscalls"]);
     assert!(r.stdout.contains("evicted write: ok"), "{}", r.stdout);
     assert_eq!(r.report.as_ref().unwrap()["user_faults_only"], false);
@@ -149,16 +160,17 @@ fn a_system_call_on_an_evicted_page_fails_with_efault_under_user_faults_only() {
 #[test]
 fn under_user_faults_only_executed_programs_follow_and_forked_children_do_not() {
     let test = "under_user_faults_only_executed_programs_follow_and_forked_children_do_not";
-    let Some(p) = as_nobody(test) else { return };
+    let Some(kit) = as_nobody(test) else { return };
+    let p = kit.program.to_str().unwrap();
     let flags = ["--budget", "4M", "--user-faults-only", "--follow-children", "--"];
-    let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "fork", "8"]].concat());
+    let r = kit.tier(NOBODY_UID, &[&flags[..], &[p, "fork", "8"]].concat());
     assert_ran(&r, 4 << 20, &["child", "child again", "parent", "parent again"]);
     assert_eq!(processes(&r).len(), 1, "the forked child untiered: {:?}", processes(&r));
     // A fork by a thread: the pages come back through the doorbell as for eviction.
-    let r = tier_as(NOBODY, &[&flags[..], &[p.to_str().unwrap(), "threadfork", "16"]].concat());
+    let r = kit.tier(NOBODY_UID, &[&flags[..], &[p, "threadfork", "16"]].concat());
     assert_ran(&r, 4 << 20, &["child", "parent"]);
-    let script = format!("{} fill 8; echo shell done", p.display());
-    let r = tier_as(NOBODY, &[&flags[..], &["sh", "-c", &script]].concat());
+    let script = format!("{p} fill 8; echo shell done");
+    let r = kit.tier(NOBODY_UID, &[&flags[..], &["sh", "-c", &script]].concat());
     assert_ran(&r, 4 << 20, &["first pass", "second pass"]);
     let child = line_of(&processes(&r), "tier_check").clone();
     assert!(child["evictions"].as_u64() > Some(0), "{child}");

@@ -50,7 +50,7 @@ pub fn new_staging(uffd: &Uffd, at: Option<usize>) -> Result<usize, String> {
 
 /// Whether a move from `src` into the staging slot `slot` (empty before it) took place: a
 /// page in the slot, none at the source.
-fn moved_all_the_same(slot: usize, src: usize) -> bool {
+pub(crate) fn moved_all_the_same(slot: usize, src: usize) -> bool {
     let (mut at_slot, mut at_src) = (0u8, 0u8);
     // SAFETY: mincore of one page of the staging area and one of the reserve into a byte each;
     // it reads the page tables only (no fault, no byte of the pages).
@@ -97,6 +97,10 @@ impl Tier {
                 break;
             };
             let t0 = Instant::now();
+            let remaining = st.pages.evictable() - target;
+            if self.evict_run(st, page as usize, seq, remaining, t0) {
+                continue;
+            }
             match self.evict(st, page as usize) {
                 Outcome::Evicted => {
                     let w = tier::stats();
@@ -208,7 +212,6 @@ impl Tier {
         if st.folio.pages > 1 {
             return self.evict_group(st, page);
         }
-        let addr = self.addr(page);
         let slot = self.slot(st);
         match self.move_out(slot, page) {
             Moved::Out => {}
@@ -222,6 +225,13 @@ impl Tier {
                 return Outcome::Stale;
             }
         }
+        self.keep(st, page, slot)
+    }
+
+    /// Keeps page `page`, just moved out into `slot`, as a same-filled value or a pool object;
+    /// a page the pool refuses is put back in place.
+    pub(crate) fn keep(&self, st: &mut State, page: usize, slot: usize) -> Outcome {
+        let addr = self.addr(page);
         // SAFETY: the slot holds the page just moved there; the tier alone maps it.
         let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };
         let w = tier::stats();

@@ -34,11 +34,36 @@ pub fn stats() -> Words<'static> {
 /// Maps the stats file at `path` (made by the command, `FILE_BYTES` long) and claims this
 /// process's block of it ([`claim_block`]): false when every block is taken.
 pub fn map_stats(path: &str) -> bool {
-    let Ok(c) = std::ffi::CString::new(path) else { return true };
+    let Some((p, blocks)) = map_file(path) else { return true };
+    set_file(p, blocks);
+    match claim_block() {
+        Some(block) => {
+            STATS.store(block, Ordering::Release);
+            true
+        }
+        None => false,
+    }
+}
+
+/// Counts, in the started program's block of the stats file at `path`, a program executed in
+/// a child process that runs untiered: the report names what the tier did not see.
+pub fn count_child_program(path: &str) {
+    let Some((p, blocks)) = map_file(path) else { return };
+    // SAFETY: the first block of the mapping just made, WORDS atomics long; unmapped below.
+    let first = Words(unsafe { &*(p as *const [AtomicU64; WORDS]) });
+    first.add(Field::ChildPrograms, 1);
+    // SAFETY: the mapping made by map_file, of that length, no longer used.
+    unsafe { sys::munmap(p, blocks * BYTES) };
+}
+
+/// The stats file at `path` mapped shared: its address and whole blocks (`None` for a file
+/// missing or shorter than a block).
+fn map_file(path: &str) -> Option<(usize, usize)> {
+    let c = std::ffi::CString::new(path).ok()?;
     // SAFETY: open of a NUL-terminated path; the descriptor is closed below.
     let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC) };
     if fd < 0 {
-        return true;
+        return None;
     }
     // A file shorter than the layout (one set by hand) would fault on its missing pages: it is
     // left alone, as a missing one is, and the figures are kept in the process only.
@@ -51,28 +76,24 @@ pub fn map_stats(path: &str) -> bool {
         (unsafe { st.assume_init() }.st_size as usize).min(FILE_BYTES)
     };
     let blocks = size / BYTES;
-    if blocks == 0 {
-        // SAFETY: the descriptor opened above.
-        unsafe { libc::close(fd) };
-        return true;
-    }
-    // SAFETY: a shared mapping of the file's first blocks; it aliases nothing of ours.
-    let p = unsafe {
-        sys::mmap(0, blocks * BYTES, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
-    };
-    // SAFETY: the descriptor opened above; the mapping keeps the file.
-    unsafe { libc::close(fd) };
-    if p == libc::MAP_FAILED {
-        return true;
-    }
-    set_file(p as usize, blocks);
-    match claim_block() {
-        Some(block) => {
-            STATS.store(block, Ordering::Release);
-            true
+    let p = if blocks == 0 {
+        libc::MAP_FAILED
+    } else {
+        // SAFETY: a shared mapping of the file's first blocks; it aliases nothing of ours.
+        unsafe {
+            sys::mmap(
+                0,
+                blocks * BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
         }
-        None => false,
-    }
+    };
+    // SAFETY: the descriptor opened above; a mapping keeps the file.
+    unsafe { libc::close(fd) };
+    (p != libc::MAP_FAILED).then_some((p as usize, blocks))
 }
 
 /// Makes the words at `block` (a block of the stats file this process claimed) its figures.
@@ -97,7 +118,8 @@ fn block(i: usize) -> Words<'static> {
 }
 
 /// This process's block: the one its pid holds already (it was another program before an
-/// exec: the new one takes the block over, its figures of what it holds reset), else the first
+/// exec: the new one takes the block over, its figures of what it holds reset, its counts
+/// kept, the trace's figures reset as the new program begins the trace anew), else the first
 /// free one, claimed. `None` when every block is taken: the first block counts it.
 pub fn claim_block() -> Option<usize> {
     let blocks = BLOCKS.load(Ordering::Relaxed);
@@ -107,9 +129,11 @@ pub fn claim_block() -> Option<usize> {
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() } as u64;
     // Blocks are claimed in order and never given back, so the taken ones come first.
+    let mut executed = false;
     let i = (0..blocks).find(|&i| {
         let w = block(i);
-        w.get(Field::Pid) == pid || w.claim(pid)
+        executed = w.get(Field::Pid) == pid;
+        executed || w.claim(pid)
     });
     let Some(i) = i else {
         block(0).add(Field::SlotsFull, 1);
@@ -122,15 +146,38 @@ pub fn claim_block() -> Option<usize> {
         Field::CompressedBytes,
         Field::SameFilledPages,
         Field::PoolPages,
+        Field::RecordedOps,
+        Field::RecordErrno,
     ] {
         w.set(f, 0);
     }
-    let comm = std::fs::read("/proc/self/comm").unwrap_or_default();
-    let [lo, hi] = name_words(comm.strip_suffix(b"\n").unwrap_or(&comm));
-    w.set(Field::Comm, lo);
-    w.set(Field::CommEnd, hi);
+    if executed {
+        // The handler of the program before the exec is gone: its time as last stored.
+        w.add(Field::HandlerCpuEarlierNs, w.get(Field::HandlerCpuNs));
+        w.set(Field::HandlerCpuNs, 0);
+        w.add(Field::Execs, 1);
+    }
+    write_comm(&w);
     w.set(Field::UserFaultsOnly, u64::from(USER_FAULTS_ONLY.load(Ordering::Relaxed)));
     w.set_state(TierState::NotStarted, "");
     w.set(Field::Magic, zsmalloc_tier::stats::MAGIC);
     Some(FILE.load(Ordering::Acquire) + i * BYTES)
+}
+
+/// The process's command name (`/proc/self/comm`) into its block: the command compares it with
+/// the name the process ended under, and a program executed that never loaded the library (a
+/// static or setuid one, or one run with the environment cleared) shows so.
+fn write_comm(w: &Words<'_>) {
+    let comm = std::fs::read("/proc/self/comm").unwrap_or_default();
+    let [lo, hi] = name_words(comm.strip_suffix(b"\n").unwrap_or(&comm));
+    w.set(Field::Comm, lo);
+    w.set(Field::CommEnd, hi);
+}
+
+/// At the program's exit: its name again, as a program that renamed itself (`prctl`) ends
+/// under the new one.
+pub fn at_exit() {
+    if STATS.load(Ordering::Acquire) != 0 && !IN_CHILD.load(Ordering::Relaxed) {
+        write_comm(&stats());
+    }
 }

@@ -42,10 +42,12 @@ pub fn spawn() -> Result<(), String> {
 
 extern "C" fn main(_: *mut libc::c_void) -> *mut libc::c_void {
     sys::mark_handler();
+    crate::handler_cpu::begins();
     // SAFETY: names this thread (NUL-terminated, under 16 bytes) for ps and debuggers.
     unsafe { libc::pthread_setname_np(libc::pthread_self(), c"zsmalloc-tier".as_ptr()) };
     let t = TIER.get().expect("started after the tier was set");
     run(t);
+    crate::handler_cpu::store();
     crate::doorbell::HANDLER_STOPPED.store(true, Ordering::Release);
     std::ptr::null_mut()
 }
@@ -93,6 +95,7 @@ fn run(t: &Tier) {
                 }
                 let over = t.state.with(|st| st.pages.over_budget());
                 let wait = Duration::from_millis(if over { 50 } else { 3_600_000 });
+                crate::handler_cpu::store();
                 match t.uffd.poll_with(Some(t.wakeup.fd()), wait) {
                     Ok(false) if over => t.state.with(|st| t.evict_over_budget(st)),
                     Ok(_) => t.wakeup.drain(),

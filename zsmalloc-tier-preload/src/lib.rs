@@ -6,10 +6,10 @@
 //! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
-//! is an allocator and nothing more. `ZSMALLOC_TIER_FOLLOW_CHILDREN=1` keeps it in the
-//! environment of the programs it executes and tiers forked children (`children.rs`);
-//! `ZSMALLOC_TIER_USER_FAULTS_ONLY=1` opens the userfaultfd for user-mode faults only
-//! (`user_faults.rs`).
+//! is an allocator and nothing more. The process the command started stays tiered through
+//! the programs it executes (`lineage.rs`); `ZSMALLOC_TIER_FOLLOW_CHILDREN=1` tiers its
+//! forked children and their programs too (`children.rs`); `ZSMALLOC_TIER_USER_FAULTS_ONLY=1`
+//! opens the userfaultfd for user-mode faults only (`user_faults.rs`).
 //!
 //! The tier's own memory never comes from the reserve: Rust's allocations here go to glibc's
 //! allocator under its own names, and the handler thread's calls of the interposed functions
@@ -17,6 +17,7 @@
 
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod batch;
 mod children;
 mod defer;
 mod doorbell;
@@ -27,9 +28,11 @@ mod folio;
 mod fork;
 mod group_table;
 mod handler;
+mod handler_cpu;
 mod heap;
 mod interpose;
 mod interpose_protection;
+mod lineage;
 mod modes;
 mod own_fds;
 mod page_codec;
@@ -100,45 +103,6 @@ unsafe impl GlobalAlloc for GlibcAlloc {
 #[global_allocator]
 static GLOBAL: GlibcAlloc = GlibcAlloc;
 
-/// The tier's variables: without `--follow-children` only the program's own process reads
-/// them, and its children are not tiered.
-const OWN_VARS: [&str; 10] = [
-    BUDGET_VAR,
-    COMPRESSOR_VAR,
-    STATS_VAR,
-    RECORD_VAR,
-    FOLIO_VAR,
-    READAHEAD_VAR,
-    BREAKDOWN_VAR,
-    POLICY_VAR,
-    FOLLOW_VAR,
-    USER_FAULTS_VAR,
-];
-
-/// Takes this library out of `LD_PRELOAD` and the tier's variables out of the environment, so
-/// that the programs this one executes run untiered; with `--follow-children` all stays but
-/// the record, which is the started program's alone (two writers would mix their lines).
-fn strip_environment() {
-    if modes::following() {
-        std::env::remove_var(RECORD_VAR);
-        return;
-    }
-    if let Ok(list) = std::env::var("LD_PRELOAD") {
-        let kept: Vec<&str> = list
-            .split([':', ' '])
-            .filter(|s| !s.is_empty() && !s.contains("libzsmalloc_tier_preload"))
-            .collect();
-        if kept.is_empty() {
-            std::env::remove_var("LD_PRELOAD");
-        } else {
-            std::env::set_var("LD_PRELOAD", kept.join(":"));
-        }
-    }
-    for v in OWN_VARS {
-        std::env::remove_var(v);
-    }
-}
-
 extern "C" fn start() {
     let budget = std::env::var(BUDGET_VAR).ok();
     let compressor = std::env::var(COMPRESSOR_VAR).ok();
@@ -151,8 +115,24 @@ extern "C" fn start() {
     let set = |var| std::env::var(var).is_ok_and(|v| v == "1");
     modes::FOLLOW.store(set(FOLLOW_VAR), Ordering::Relaxed);
     modes::USER_FAULTS_ONLY.store(set(USER_FAULTS_VAR), Ordering::Relaxed);
-    strip_environment();
-    let Some(budget) = budget else { return };
+    let Some(budget) = budget else {
+        // Loaded by hand, without the command: an allocator, kept out of the programs below.
+        if !modes::following() {
+            lineage::strip_environment();
+        }
+        return;
+    };
+    // The started process (and the programs it executes) is tiered; another process only
+    // with --follow-children, and it records nothing.
+    let started = lineage::is_started_process();
+    if !started && !modes::following() {
+        if let Some(path) = &stats {
+            figures::count_child_program(path);
+        }
+        lineage::strip_environment();
+        return;
+    }
+    let record = record.filter(|_| started);
     // A process beyond the stats file's blocks runs untiered: the report names every tiered
     // one (and counts those).
     if stats.is_some_and(|path| !tier::map_stats(&path)) {
@@ -217,8 +197,11 @@ fn unit(folio: Option<&str>, readahead: Option<&str>) -> Option<start::Unit> {
 #[link_section = ".init_array"]
 static START: extern "C" fn() = start;
 
-/// At the program's exit (`exit`, or the end of `main`): the record's last lines written.
+/// At the program's exit (`exit`, or the end of `main`): the record's last lines written, the
+/// handler's time and the program's name stored.
 extern "C" fn finish() {
+    figures::at_exit();
+    handler_cpu::at_exit();
     if let Some(t) = tier::TIER.get().filter(|_| !tier::IN_CHILD.load(Ordering::Relaxed)) {
         t.with_state(|st| tier::record(&mut st.record, record::Recorder::at_exit));
     }

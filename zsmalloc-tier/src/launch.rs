@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 use std::fs::OpenOptions;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -41,6 +41,10 @@ pub const POLICY_VAR: &str = "ZSMALLOC_TIER_POLICY";
 pub const FOLLOW_VAR: &str = "ZSMALLOC_TIER_FOLLOW_CHILDREN";
 /// Set (to 1): the userfaultfd takes user-mode faults only (`--user-faults-only`).
 pub const USER_FAULTS_VAR: &str = "ZSMALLOC_TIER_USER_FAULTS_ONLY";
+/// The process the tier's variables are for (`<pid>:<start time>`), set by the library where
+/// it first starts: the started process and the programs it executes are tiered, another
+/// process only with `--follow-children`. The command never passes one on.
+pub const PROCESS_VAR: &str = "ZSMALLOC_TIER_PROCESS";
 /// The compressor when none is named: lz4, the fastest of the three (zram's own default,
 /// lzo-rle, exists only in the kernel).
 pub const DEFAULT_COMPRESSOR: Compressor = Compressor::Lz4;
@@ -100,8 +104,7 @@ fn refuse(message: impl Into<String>) -> Refusal {
 
 impl From<Unfit> for Refusal {
     fn from(u: Unfit) -> Refusal {
-        let exit_code = if matches!(u, Unfit::NotFound(_)) { 127 } else { 2 };
-        Refusal { exit_code, message: u.to_string() }
+        Refusal { exit_code: u.exit_code(), message: u.to_string() }
     }
 }
 
@@ -152,12 +155,7 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
         )));
     }
     crate::folio::check_readahead(launch.readahead, launch.folio_pages).map_err(refuse)?;
-    let env = pool_env(launch)?;
-    let lookup = |name: &str| {
-        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
-    };
-    PoolConfig::from_lookup(lookup)
-        .map_err(|e| refuse(format!("the pool's configuration: {e}")))?;
+    pool_config(launch)?;
     // Made once here so that a compressor the machine lacks (liblzo2) is refused before the
     // program runs rather than by the library inside it.
     Codec::new(launch.compressor, DEFAULT_ZSTD_LEVEL, PAGE as usize)
@@ -176,6 +174,16 @@ pub fn check(launch: &Launch) -> Result<(), Refusal> {
         )),
         Err(e) => Err(refuse(e.to_string())),
     }
+}
+
+/// The pool's configuration the program's library will make (from the flags, else the
+/// environment).
+fn pool_config(launch: &Launch) -> Result<PoolConfig, Refusal> {
+    let env = pool_env(launch)?;
+    let lookup = |name: &str| {
+        env.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or(std::env::var(name).ok())
+    };
+    PoolConfig::from_lookup(lookup).map_err(|e| refuse(format!("the pool's configuration: {e}")))
 }
 
 /// The pool's variables for the program: the given ones, with the multi-page band a folio
@@ -253,16 +261,12 @@ fn claimed_blocks(path: &Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The exit status a shell reports: the code, or 128 + the signal that ended it.
-fn shell_status(s: std::process::ExitStatus) -> i32 {
-    s.code().or(s.signal().map(|n| 128 + n)).unwrap_or(1)
-}
-
 /// Runs the program under the tier and waits for it: its exit status and the report. While
 /// it runs, the terminal's SIGINT and SIGQUIT are left to it (as `time` does), so the report
 /// is printed however it ends.
 pub fn run(launch: &Launch) -> Result<Report, Refusal> {
     check(launch)?;
+    let pool_page_bytes = u64::from(pool_config(launch)?.page_size);
     let name = launch.command.first().ok_or_else(|| refuse("no command to run"))?;
     let path = program::resolve(name)?;
     program::check_preloadable(&path)?;
@@ -276,6 +280,7 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
     cmd.arg0(name)
         .args(&launch.command[1..])
         .env("LD_PRELOAD", preload)
+        .env_remove(PROCESS_VAR)
         .env(BUDGET_VAR, (launch.budget_bytes / PAGE).to_string())
         .env(COMPRESSOR_VAR, launch.compressor.name())
         .env(STATS_VAR, &stats)
@@ -290,9 +295,11 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         // SAFETY: setting a signal's disposition to ignore or default touches no memory.
         unsafe { libc::signal(sig, libc::SIG_IGN) }
     };
+    let t0 = std::time::Instant::now();
     let spawned = cmd.spawn();
     let old = [ignore(libc::SIGINT), ignore(libc::SIGQUIT)];
-    let status = spawned.and_then(|mut child| child.wait());
+    let ended = spawned.and_then(|child| crate::ending::wait(child.id()));
+    let elapsed = t0.elapsed();
     for (sig, was) in [libc::SIGINT, libc::SIGQUIT].into_iter().zip(old) {
         // SAFETY: as above, restoring the disposition that was.
         unsafe { libc::signal(sig, was) };
@@ -300,8 +307,8 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
     let bytes = claimed_blocks(&stats);
     let _ = std::fs::remove_file(&stats);
     let shown = name.to_string_lossy().into_owned();
-    let status = match status {
-        Ok(s) => shell_status(s),
+    let ended = match ended {
+        Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Unfit::NotFound(shown).into())
         }
@@ -310,17 +317,29 @@ pub fn run(launch: &Launch) -> Result<Report, Refusal> {
         }
     };
     let processes = bytes.map(|b| Snapshot::processes(&b)).unwrap_or_default();
+    let untiered_program = processes
+        .first()
+        .map(Snapshot::command)
+        .filter(|tiered| !ended.command.is_empty() && *tiered != ended.command)
+        .map(|_| ended.command.clone());
     Ok(Report {
         command: shown,
         budget_bytes: launch.budget_bytes,
         compressor: launch.compressor,
         policy: launch.policy,
-        exit_status: status,
+        exit_status: ended.status,
         record: None,
         folio_pages: launch.folio_pages,
         readahead: launch.readahead,
         figures: Snapshot::total(&processes),
         processes: if launch.follow_children { processes } else { Vec::new() },
         user_faults_only: launch.user_faults_only,
+        run: crate::ending::Ran {
+            elapsed,
+            usage: ended.usage,
+            untiered_program,
+            follow_children: launch.follow_children,
+            pool_page_bytes,
+        },
     })
 }

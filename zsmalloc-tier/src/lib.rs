@@ -8,6 +8,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod cpu;
+pub mod ending;
 pub mod fd_number;
 pub mod floor;
 pub mod folio;
@@ -20,6 +21,7 @@ pub mod policy;
 pub mod program;
 pub mod region;
 pub mod report;
+mod run_report;
 pub mod slack;
 pub mod stats;
 pub mod uffd;

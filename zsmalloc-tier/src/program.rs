@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Unfit {
     NotFound(String),
+    /// A path that names a directory (a shell: 126, "is a directory").
+    IsDirectory(String),
+    /// A file found but not executable by this user (a shell: 126, "permission denied").
+    NotExecutable(String),
     Static(String),
     SetId(String),
 }
@@ -20,6 +24,8 @@ impl std::fmt::Display for Unfit {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Unfit::NotFound(p) => write!(f, "{p}: command not found"),
+            Unfit::IsDirectory(p) => write!(f, "{p}: {}", os_reason(libc::EISDIR)),
+            Unfit::NotExecutable(p) => write!(f, "{p}: {}", os_reason(libc::EACCES)),
             Unfit::Static(p) => write!(
                 f,
                 "{p} is statically linked: no loader runs in it to preload the tier; run a \
@@ -34,21 +40,61 @@ impl std::fmt::Display for Unfit {
     }
 }
 
-/// The file `name` runs: itself when it names a path, else the first executable of that
-/// name in `PATH`.
-pub fn resolve(name: &OsStr) -> Result<PathBuf, Unfit> {
-    let shown = || Unfit::NotFound(name.to_string_lossy().into_owned());
-    let executable =
-        |p: &Path| p.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
-    if name.is_empty() {
-        return Err(shown());
+/// The error's wording as everywhere in the lab ("permission denied").
+fn os_reason(errno: i32) -> String {
+    zsmalloc_core::text_input::io_reason(&std::io::Error::from_raw_os_error(errno))
+}
+
+impl Unfit {
+    /// The exit status a shell gives: 127 for a command not found, 126 for one found that
+    /// cannot be executed; 2 for the tier's own refusals.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Unfit::NotFound(_) => 127,
+            Unfit::IsDirectory(_) | Unfit::NotExecutable(_) => 126,
+            Unfit::Static(_) | Unfit::SetId(_) => 2,
+        }
     }
-    if Path::new(name).components().count() > 1 || name.to_string_lossy().contains('/') {
+}
+
+/// The file `name` runs, found as a shell finds it: itself when it names a path (a directory
+/// or a file this user may not execute is refused as a shell refuses it), else the first
+/// executable of that name in `PATH` (a file of that name found there that is not executable
+/// is refused so only when no executable one is).
+pub fn resolve(name: &OsStr) -> Result<PathBuf, Unfit> {
+    let shown = name.to_string_lossy().into_owned();
+    if name.is_empty() {
+        return Err(Unfit::NotFound(shown));
+    }
+    if name.to_string_lossy().contains('/') {
         let p = PathBuf::from(name);
-        return if executable(&p) { Ok(p) } else { Err(shown()) };
+        return match p.metadata() {
+            Err(_) => Err(Unfit::NotFound(shown)),
+            Ok(m) if m.is_dir() => Err(Unfit::IsDirectory(shown)),
+            Ok(_) if !may_execute(&p) => Err(Unfit::NotExecutable(shown)),
+            Ok(_) => Ok(p),
+        };
     }
     let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/bin:/bin"));
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| executable(p)).ok_or_else(shown)
+    let mut refused = None;
+    for p in std::env::split_paths(&path).map(|d| d.join(name)) {
+        if !p.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        if may_execute(&p) {
+            return Ok(p);
+        }
+        refused.get_or_insert(Unfit::NotExecutable(shown.clone()));
+    }
+    Err(refused.unwrap_or(Unfit::NotFound(shown)))
+}
+
+/// Whether this user may execute the file at `p` (access(2), as a shell asks: root needs an
+/// execute bit on some class).
+fn may_execute(p: &Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else { return false };
+    // SAFETY: access of a NUL-terminated path; it touches no memory of ours.
+    unsafe { libc::access(c.as_ptr(), libc::X_OK) == 0 }
 }
 
 /// Refuses a program the loader would not preload into: static, setuid or setgid, or a
@@ -119,5 +165,13 @@ mod tests {
         assert_eq!(missing.to_string(), "no-such-command-here: command not found");
         assert!(resolve(OsStr::new("./no/such")).is_err());
         assert!(resolve(OsStr::new("")).is_err());
+        let dir = resolve(OsStr::new("/")).unwrap_err();
+        assert_eq!((dir.to_string().as_str(), dir.exit_code()), ("/: is a directory", 126));
+        let plain = std::env::temp_dir().join(format!("tier-plain-{}", std::process::id()));
+        std::fs::write(&plain, "echo hi\n").expect("a file");
+        let refused = resolve(plain.as_os_str()).unwrap_err();
+        let _ = std::fs::remove_file(&plain);
+        assert_eq!(refused.exit_code(), 126, "{refused}");
+        assert!(refused.to_string().ends_with(": permission denied"), "{refused}");
     }
 }

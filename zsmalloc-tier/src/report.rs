@@ -32,6 +32,8 @@ pub struct Report {
     pub processes: Vec<Snapshot>,
     /// The userfaultfd took user-mode faults only (`--user-faults-only`).
     pub user_faults_only: bool,
+    /// What the command saw of the run: its time, usage and end.
+    pub run: crate::ending::Ran,
 }
 
 fn state_name(state: State) -> &'static str {
@@ -79,12 +81,19 @@ impl Report {
         self.figures.as_ref().map_or(State::NotStarted, Snapshot::state)
     }
 
-    /// Why the tier stepped aside or failed ("" otherwise).
+    /// Why the tier stepped aside or failed, or that the program ended untiered after an exec
+    /// ("" otherwise).
     pub fn message(&self) -> String {
+        if let Some(m) = self.untiered_message() {
+            return m;
+        }
         self.figures.as_ref().map(Snapshot::message).unwrap_or_default()
     }
 
     fn state_text(&self) -> &'static str {
+        if self.run.untiered_program.is_some() {
+            return "untiered after an exec";
+        }
         match self.state() {
             State::NotStarted => "the tier's library did not start in it",
             State::Tiering => "tiered to the end",
@@ -94,6 +103,9 @@ impl Report {
     }
 
     fn state_name(&self) -> &'static str {
+        if self.run.untiered_program.is_some() {
+            return "untiered after exec";
+        }
         state_name(self.state())
     }
 
@@ -141,41 +153,51 @@ impl Report {
     }
 
     pub fn to_json(&self) -> Value {
-        let mut v = json!({
-            "command": self.command,
-            "state": self.state_name(),
-            "message": self.message(),
-            "budget_bytes": self.budget_bytes,
-            "slack_bytes": crate::slack::slack_pages(self.budget_bytes / PAGE) * PAGE,
-            "compressor": self.compressor.name(),
-            "peak_resident_bytes": self.get(Field::PeakResidentPages) * PAGE,
-            "resident_bytes": self.get(Field::ResidentPages) * PAGE,
-            "evictions": self.get(Field::Evictions),
-            "faults": self.get(Field::Faults),
-            "first_touches": self.get(Field::FirstTouches),
-            "same_filled_pages": self.get(Field::SameFilledPages),
-            "stored_pages": self.get(Field::StoredPages),
-            "stored_bytes": self.get(Field::StoredPages) * PAGE,
-            "compressed_bytes": self.get(Field::CompressedBytes),
-            "pool_pages": self.get(Field::PoolPages),
-            "max_pool_pages": self.get(Field::MaxPoolPages),
-            "shared_skips": self.get(Field::SharedSkips),
-            "pool_full_stops": self.get(Field::PoolFullStops),
-            "untiered_bytes": self.get(Field::UntieredBytes),
-            "forks": self.get(Field::Forks),
-            "fault_ns": ns(self.fault_ns(), true),
-            "evict_ns": ns(self.evict_ns(), true),
-            "policy": self.policy.name(),
-            "policy_basis": self.policy.basis(),
-            "second_chances": self.get(Field::SecondChances),
-            "written_scans": self.get(Field::WrittenScans),
-            "written_seen": self.get(Field::WrittenSeen),
-            "written_scan_ns": self.get(Field::WrittenScanNs),
-            "scan_error": self.scan_error(),
-            "moves_despite_eexist": self.get(Field::MovesDespiteEexist),
-            "exit_status": self.exit_status,
-            "user_faults_only": self.user_faults_only,
-        });
+        let mut fields = vec![
+            ("command", json!(self.command)),
+            ("state", json!(self.state_name())),
+            ("message", json!(self.message())),
+            ("budget_bytes", json!(self.budget_bytes)),
+            ("slack_bytes", json!(crate::slack::slack_pages(self.budget_bytes / PAGE) * PAGE)),
+            ("compressor", json!(self.compressor.name())),
+        ];
+        fields.extend(self.time_json());
+        fields.extend([
+            ("peak_resident_bytes", json!(self.get(Field::PeakResidentPages) * PAGE)),
+            ("resident_bytes", json!(self.get(Field::ResidentPages) * PAGE)),
+            ("peak_pinned_bytes", json!(self.get(Field::PeakPinnedPages) * PAGE)),
+            ("pinned_bytes", json!(self.get(Field::PinnedPages) * PAGE)),
+            ("peak_held_bytes", json!(self.peak_held_bytes())),
+            ("evictions", json!(self.get(Field::Evictions))),
+            ("faults", json!(self.get(Field::Faults))),
+            ("first_touches", json!(self.get(Field::FirstTouches))),
+            ("same_filled_pages", json!(self.get(Field::SameFilledPages))),
+            ("stored_pages", json!(self.get(Field::StoredPages))),
+            ("stored_bytes", json!(self.get(Field::StoredPages) * PAGE)),
+            ("compressed_bytes", json!(self.get(Field::CompressedBytes))),
+            ("pool_pages", json!(self.get(Field::PoolPages))),
+            ("pool_bytes", json!(self.pool_bytes(Field::PoolPages))),
+            ("max_pool_pages", json!(self.get(Field::MaxPoolPages))),
+            ("max_pool_bytes", json!(self.pool_bytes(Field::MaxPoolPages))),
+            ("shared_skips", json!(self.get(Field::SharedSkips))),
+            ("pool_full_stops", json!(self.get(Field::PoolFullStops))),
+            ("untiered_bytes", json!(self.get(Field::UntieredBytes))),
+            ("forks", json!(self.get(Field::Forks))),
+            ("fault_ns", ns(self.fault_ns(), true)),
+            ("evict_ns", ns(self.evict_ns(), true)),
+            ("policy", json!(self.policy.name())),
+            ("policy_basis", json!(self.policy.basis())),
+            ("second_chances", json!(self.get(Field::SecondChances))),
+            ("written_scans", json!(self.get(Field::WrittenScans))),
+            ("written_seen", json!(self.get(Field::WrittenSeen))),
+            ("written_scan_ns", json!(self.get(Field::WrittenScanNs))),
+            ("scan_error", json!(self.scan_error())),
+            ("moves_despite_eexist", json!(self.get(Field::MovesDespiteEexist))),
+            ("exit_status", json!(self.exit_status)),
+            ("user_faults_only", json!(self.user_faults_only)),
+        ]);
+        fields.extend(self.lines_json());
+        let mut v = Value::Object(fields.into_iter().map(|(k, v)| (k.to_string(), v)).collect());
         if !self.processes.is_empty() {
             v["processes"] = self.processes.iter().map(process_json).collect();
             v["processes_without_slot"] = json!(self.get(Field::SlotsFull));
@@ -228,11 +250,22 @@ impl Report {
             self.policy.basis()
         );
         s += &format!("  compressor            {}\n", self.compressor_text());
+        s += &self.time_text();
         s += &format!(
-            "  resident              {} at the peak, {} at the end\n",
+            "  resident              {} at the peak, {} at the end; {} tiered at most \
+             (resident and evicted)\n",
             mib(self.get(Field::PeakResidentPages) * PAGE),
-            mib(self.get(Field::ResidentPages) * PAGE)
+            mib(self.get(Field::ResidentPages) * PAGE),
+            mib(self.peak_held_bytes())
         );
+        if self.get(Field::PeakPinnedPages) > 0 {
+            s += &format!(
+                "  pinned                {} at the peak, {} at the end (locked, PROT_NONE, or \
+                 writable and executable: kept resident, beside the budget)\n",
+                mib(self.get(Field::PeakPinnedPages) * PAGE),
+                mib(self.get(Field::PinnedPages) * PAGE)
+            );
+        }
         s += &format!(
             "  evictions             {} (µs: p50 {}, p99 {}, max {})\n",
             self.get(Field::Evictions),
@@ -263,9 +296,11 @@ impl Report {
             mib(self.get(Field::CompressedBytes))
         );
         s += &format!(
-            "  pool                  {} pages, {} at most\n",
+            "  pool                  {} pages ({}), {} at most ({})\n",
             self.get(Field::PoolPages),
-            self.get(Field::MaxPoolPages)
+            mib(self.pool_bytes(Field::PoolPages)),
+            self.get(Field::MaxPoolPages),
+            mib(self.pool_bytes(Field::MaxPoolPages))
         );
         if self.policy != PolicyName::Fifo {
             s += &format!(
@@ -338,6 +373,7 @@ impl Report {
                 s += &format!("  {:<21} {} {what}\n", "", self.get(field));
             }
         }
+        s += &self.lines_text();
         s
     }
 }

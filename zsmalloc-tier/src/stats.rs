@@ -93,9 +93,22 @@ pub enum Field {
     PeakPinnedPages,
     /// In the first block: processes that found every block taken, and ran untiered.
     SlotsFull,
+    /// The handler thread's CPU time, in nanoseconds (as it last stored it: at each sleep,
+    /// when it stopped, and at the program's exit).
+    HandlerCpuNs,
+    /// The handlers' CPU time of the programs this process ran before its last exec.
+    HandlerCpuEarlierNs,
+    /// The tiered pages held at once at most, resident or evicted: the budget at which nothing
+    /// would have been evicted (kept by [`Words`] as the three figures change).
+    PeakHeldPages,
+    /// Programs this process executed that took its block over (each loading the library).
+    Execs,
+    /// In the first block, without `--follow-children`: programs executed in child processes
+    /// (forked, vfork'd or spawned) that loaded the library and ran untiered.
+    ChildPrograms,
 }
 
-const FIELDS: usize = Field::SlotsFull as usize + 1;
+const FIELDS: usize = Field::ChildPrograms as usize + 1;
 
 /// The steps of serving a fault on an evicted page, each timed with its own histogram when the
 /// library is asked to (`ZSMALLOC_TIER_BREAKDOWN`): what the faulting thread waits for beyond
@@ -217,12 +230,31 @@ pub struct Words<'a>(pub &'a [AtomicU64; WORDS]);
 impl Words<'_> {
     pub fn add(&self, f: Field, n: u64) {
         self.0[f as usize].fetch_add(n, Ordering::Relaxed);
+        self.held_changed(f);
     }
     pub fn sub(&self, f: Field, n: u64) {
         self.0[f as usize].fetch_sub(n, Ordering::Relaxed);
+        self.held_changed(f);
     }
     pub fn set(&self, f: Field, v: u64) {
         self.0[f as usize].store(v, Ordering::Relaxed);
+        self.held_changed(f);
+    }
+    /// After a change of what the tier holds (resident, stored, same-filled pages), their sum's
+    /// largest kept. An eviction adds the stored page before the resident one leaves, so the
+    /// sum can run a unit (a page, or a folio's 16) over for a moment; a transient below zero
+    /// (a field taken down first) overflows the sum and is not kept.
+    fn held_changed(&self, f: Field) {
+        if !matches!(f, Field::ResidentPages | Field::StoredPages | Field::SameFilledPages) {
+            return;
+        }
+        let held = self
+            .get(Field::ResidentPages)
+            .checked_add(self.get(Field::StoredPages))
+            .and_then(|n| n.checked_add(self.get(Field::SameFilledPages)));
+        if let Some(n) = held.filter(|&n| n < 1 << 40) {
+            self.raise(Field::PeakHeldPages, n);
+        }
     }
     pub fn get(&self, f: Field) -> u64 {
         self.0[f as usize].load(Ordering::Relaxed)

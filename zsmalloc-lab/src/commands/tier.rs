@@ -28,13 +28,26 @@ fn folio_pages(s: &str) -> Result<u32, String> {
     }
 }
 
+/// `--budget`: a size, in one line whatever is wrong with it (clap's own range and its advice
+/// to write `-- -5` would contradict the 64K minimum and make the value the program).
+fn budget(s: &str) -> Result<u64, String> {
+    let accepted = "a size of at least 64K (64K, 32M, 1G) is accepted";
+    if s.starts_with('-') {
+        return Err(format!("a budget is not negative; {accepted}"));
+    }
+    zsmalloc_core::config::parse_bytes(s).ok_or_else(|| accepted.to_string())
+}
+
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
 arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
 lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
-or access to /dev/userfaultfd (else --user-faults-only). Programs it executes and children it \
-forks run untiered unless --follow-children. Exit status: the program's \
-(128+N after signal N, 127 when not found); 2 when the tier refuses.
+or access to /dev/userfaultfd (else --user-faults-only). The programs the started process \
+executes stay tiered (a launcher such as pyenv's shim, env, sh -c 'exec ...'); children it \
+forks or spawns, and what they execute, run untiered unless --follow-children. The report: \
+wall and CPU time, the share of the peak RSS tiered, a line when little was tiered or the run \
+thrashed. Exit status: the program's (128+N after signal N, 127 when not found, 126 when it \
+cannot be executed); 2 when the tier refuses.
 
 Examples:
   zsmalloc tier --budget 32M -- python3 -c 'print(len([str(i) for i in range(10**6)]))'
@@ -53,8 +66,8 @@ See docs/TIER.md.";
 pub struct TierArgs {
     /// Resident memory the program's tiered pages may take (64K, 32M, 1G): at least 64K, at
     /// most the machine's memory
-    #[arg(long, value_name = "BYTES", default_value = "64M",
-          value_parser = flag_values::bytes::<u64>(0, u64::MAX))]
+    #[arg(long, value_name = "BYTES", default_value = "64M", allow_hyphen_values = true,
+          value_parser = budget)]
     pub budget: u64,
     /// The compressor of evicted pages: lz4 (the fastest), lzo (liblzo2's LZO1X-1, needs
     /// liblzo2) or zstd (level 3)
@@ -82,10 +95,11 @@ pub struct TierArgs {
     #[arg(long, value_name = "N", default_value = "0",
           value_parser = flag_values::whole::<u32>(0, u64::from(MAX_READAHEAD)))]
     pub readahead: u32,
-    /// Tier the programs it executes (exec, posix_spawn, system, a shell's commands) and the
-    /// children it forks, down the generations: each process has its own handler, pool and
-    /// budget (the budget is per process, not shared); the report adds them up and gives a
-    /// line per process (at most 256)
+    /// Tier the children it forks (fork, vfork, posix_spawn, system, a shell's commands) and
+    /// the programs they execute, down the generations (the programs the started process
+    /// executes are tiered without it): each process has its own handler, pool and budget (the
+    /// budget is per process, not shared); the report adds them up and gives a line per process
+    /// (at most 256)
     #[arg(long)]
     pub follow_children: bool,
     /// Without root or access to /dev/userfaultfd: take only the faults of the program's own

@@ -19,10 +19,10 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
 
+pub mod reachable;
+
 pub const DEADLINE: Duration = Duration::from_secs(180);
 pub const PAGE: u64 = 4096;
-/// The user the unprivileged runs drop to (root drops to it).
-pub const NOBODY: Option<u32> = Some(65534);
 
 pub fn skip(test: &str, why: &str) {
     let _ = writeln!(std::io::stderr(), "{test}: skipped: {why}");
@@ -82,6 +82,27 @@ pub fn program(test: &str) -> Option<&'static Path> {
     }
 }
 
+/// The test program linked statically, where the tier can run here and a static libc is
+/// installed (`None`, and why printed, otherwise).
+pub fn static_program(test: &str) -> Option<PathBuf> {
+    if let Err(why) = userfaultfd() {
+        skip(test, &why);
+        return None;
+    }
+    match compile("tier_check_static", &["-static"]) {
+        Ok(Ok(p)) => Some(p),
+        Ok(Err(why)) => {
+            skip(test, &why);
+            None
+        }
+        // Debian's libc6-dev has the static library; a system without it cannot link one.
+        Err(why) => {
+            skip(test, &format!("no static build here: {why}"));
+            None
+        }
+    }
+}
+
 /// The test program where `policy` can run here (`clock` needs `UFFD_FEATURE_WP_ASYNC`), else
 /// `None` and why, printed.
 pub fn program_under(test: &str, policy: &str) -> Option<&'static Path> {
@@ -114,16 +135,26 @@ pub struct Run {
     pub report: Option<Value>,
 }
 
-/// `zsmalloc ARGS` as user and group `uid` (when given), killed with its group past the
-/// deadline, `watch` called with its pid every millisecond while it runs: its exit code,
-/// stdout, stderr.
-pub fn zsmalloc_watched(
+/// `zsmalloc ARGS`, killed with its group past the deadline, `watch` called with its pid every
+/// millisecond while it runs: its exit code, stdout, stderr.
+pub fn zsmalloc_watched(args: &[&OsStr], watch: impl FnMut(u32)) -> (i32, String, String) {
+    zsmalloc_from(Path::new(env!("CARGO_BIN_EXE_zsmalloc")), None, None, args, watch)
+}
+
+/// `zsmalloc ARGS` as `zsmalloc_watched` runs it, from the command at `exe` (its library beside
+/// it), in directory `dir` and as user and group `uid` when given.
+pub fn zsmalloc_from(
+    exe: &Path,
+    dir: Option<&Path>,
     uid: Option<u32>,
     args: &[&OsStr],
     mut watch: impl FnMut(u32),
 ) -> (i32, String, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    let mut cmd = Command::new(exe);
     cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    if let Some(dir) = dir {
+        cmd.current_dir(dir);
+    }
     if let Some(id) = uid {
         // Run as root, std drops the supplementary groups with the ids.
         cmd.uid(id).gid(id);
@@ -154,35 +185,21 @@ pub fn zsmalloc_watched(
 
 /// `zsmalloc ARGS`, killed with its group past the deadline: its exit code, stdout, stderr.
 pub fn zsmalloc(args: &[&OsStr]) -> (i32, String, String) {
-    zsmalloc_watched(None, args, |_| {})
+    zsmalloc_watched(args, |_| {})
 }
 
 /// `zsmalloc tier ARGS` (with `--report` added).
 pub fn tier(args: &[&str]) -> Run {
-    tier_watched(None, args, |_| {})
+    tier_watched(args, |_| {})
 }
 
-/// `zsmalloc tier ARGS` as user `uid` (when given).
-pub fn tier_as(uid: Option<u32>, args: &[&str]) -> Run {
-    tier_watched(uid, args, |_| {})
-}
-
-/// `zsmalloc tier ARGS` as user `uid` (when given), its report in a directory it may write,
-/// `watch` called with the command's pid while it runs.
-pub fn tier_watched(uid: Option<u32>, args: &[&str], watch: impl FnMut(u32)) -> Run {
-    let report = match uid {
-        None => tempfile("report.json"),
-        Some(_) => {
-            use std::os::unix::fs::PermissionsExt;
-            let dir = tempfile("anyone");
-            std::fs::create_dir_all(&dir).expect("a directory for the report");
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).expect("chmod");
-            dir.join("report.json")
-        }
-    };
+/// `zsmalloc tier ARGS`, `watch` called with the command's pid while it runs. (Another user
+/// runs it from a copy it can reach: [`reachable::Reachable`].)
+pub fn tier_watched(args: &[&str], watch: impl FnMut(u32)) -> Run {
+    let report = tempfile("report.json");
     let mut all: Vec<&OsStr> = vec!["tier".as_ref(), "--report".as_ref(), report.as_ref()];
     all.extend(args.iter().map(OsStr::new));
-    let (code, stdout, stderr) = zsmalloc_watched(uid, &all, watch);
+    let (code, stdout, stderr) = zsmalloc_watched(&all, watch);
     let report = std::fs::read_to_string(&report)
         .ok()
         .map(|t| serde_json::from_str(&t).expect("JSON report"));
@@ -242,4 +259,38 @@ pub fn registered_rss(pid: u32) -> Option<u64> {
         }
     }
     Some(total)
+}
+
+/// The trace `r` recorded holds its operations, and replays to the pool pages it had.
+pub fn assert_replays(r: &Run, trace: &Path) {
+    let report = r.report.as_ref().unwrap();
+    let text = std::fs::read_to_string(trace).expect("the trace");
+    assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
+    let ops: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(ops.len() as u64, figure(r, "recorded_operations"));
+    let stores = ops.iter().filter(|l| l.starts_with("store ")).count() as u64;
+    let reads = ops.iter().filter(|l| l.starts_with("read ")).count() as u64;
+    // Every store an eviction; the evictions of same-filled pages are not in the pool.
+    assert!(stores > 0 && stores <= figure(r, "evictions"), "{stores} stores: {report}");
+    assert!(reads > 0 && reads <= figure(r, "faults"), "{reads} reads: {report}");
+
+    let (code, out, err) = zsmalloc(&[
+        "replay".as_ref(),
+        trace.as_os_str(),
+        "--no-time".as_ref(),
+        "--format".as_ref(),
+        "json".as_ref(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
+    assert_eq!(replay["pages_peak"].as_u64(), Some(figure(r, "max_pool_pages")), "{replay}");
+    assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
+    assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
+}
+
+/// An ELF python3 (a launcher script such as pyenv's shim is not one), if there is one.
+pub fn elf_python() -> Option<&'static str> {
+    ["/usr/bin/python3", "/usr/local/bin/python3"]
+        .into_iter()
+        .find(|p| std::fs::read(p).is_ok_and(|b| b.starts_with(b"\x7fELF")))
 }

@@ -220,8 +220,9 @@ def run(
     (:func:`pool_flags`: ``page_size``, ``chain_size``, ``class_delta``, ``chain_policy``,
     ``class_table``, ``backend``, ``pool_limit``...); another keyword is a ``TypeError``. The
     command's switches are keywords given ``True`` or ``False``: ``follow_children=True``
-    tiers the programs it executes and the children it forks too (the report's ``processes``
-    then has a line per tiered process), ``user_faults_only=True`` runs without root at the
+    tiers the children it forks and the programs they execute too (the programs the started
+    process executes are tiered without it; the report's ``processes`` then has a line per
+    tiered process), ``user_faults_only=True`` runs without root at the
     cost docs/TIER.md describes ("Without root").
     ``report`` also keeps the JSON in that file.
 
@@ -234,7 +235,7 @@ def run(
 
     A refusal of the tier raises with its line: ``ValueError`` for a bad budget or pool
     setting or a program it cannot tier (static, setuid), ``PermissionError`` without access to
-    userfaultfd (root), ``FileNotFoundError`` for a program or the tier's library not found,
+    userfaultfd (root) or for a program that cannot be executed, ``FileNotFoundError`` for a program or the tier's library not found,
     ``OSError`` for another failure of userfaultfd.
     """
     if isinstance(argv, (str, bytes)) or not argv:

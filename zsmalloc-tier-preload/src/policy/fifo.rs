@@ -39,6 +39,10 @@ impl Policy for Fifo {
         self.queue.push_front((page, seq));
     }
 
+    fn by_arrival(&self) -> bool {
+        true
+    }
+
     fn compact(&mut self, resident: u64, live: &dyn Fn(u32, u32) -> bool) {
         if self.queue.len() > 2 * resident as usize + STALE_SLACK {
             self.queue.retain(|&(p, s)| live(p, s));

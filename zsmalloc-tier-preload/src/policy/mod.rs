@@ -33,6 +33,11 @@ pub trait Policy: Send {
     fn refused(&mut self, page: u32, seq: u32);
     /// Drops stale entries once they outnumber the live ones by far.
     fn compact(&mut self, resident: u64, live: &dyn Fn(u32, u32) -> bool);
+    /// Victims leave in the order of their arrival numbers (so the pages that arrived next
+    /// may leave with a victim: `batch.rs`).
+    fn by_arrival(&self) -> bool {
+        false
+    }
     /// Pages come in write-protected (`UFFDIO_COPY_MODE_WP`) and the reserve is registered
     /// for write-protect, so that this policy learns of writes.
     fn protects(&self) -> bool {
