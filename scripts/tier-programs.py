@@ -5,21 +5,23 @@ What it does: for each program of a fixed list (interpreters, compilers, compres
 database, version control, runtimes, text tools) found on this machine (`command -v`; a missing
 one is listed as skipped, with why), it generates a deterministic input into a temporary
 directory, runs the program untiered (stdout hash, exit status, wall and CPU time, peak RSS from
-`os.wait4`), then under `zsmalloc tier --budget B --report R.json -- CMD` at budgets of 1/4 and
+GNU time, else `os.wait4`), then under `zsmalloc tier --budget B --report R.json -- CMD` at budgets of 1/4 and
 1/16 (`--budgets`) of that peak RSS (rounded down to a page multiple, at least 64K), and records
 per run: same stdout hash and exit status, the slowdown, the report's peak resident memory
 against `budget_bytes + slack_bytes`, evictions, faults, first touches, untiered bytes, state and
 message, and whether anything was left behind (a `zsmalloc-tier-PID-*.stats` file of this run in
 the temporary directory, `$TMPDIR` or /tmp; a process of the run still alive, found by a marker
-variable in its environment or by its session). A run past `--timeout` is killed (its process
-group, then any process carrying the marker) and reported as timed out. The program is named as a
-new user would type it (pyenv's `python3` shim, rustup's `rustc`, `gcc` the driver), with no
+variable in its environment or by its session). A run past `--timeout` is stopped (SIGTERM to
+the program but not to the tier's command, so that its report is written; SIGKILL to its process
+group 10 s later) and reported as timed out, a finding rather than an error. The program is named
+as a new user would type it (pyenv's `python3` shim, rustup's `rustc`, `gcc` the driver), with no
 flag but the budget and the report. Each run starts in a fresh directory; steps before it
 (`javac`, a git repository's commit) and the checks after it (running the compiled program,
 `git fsck`) run untiered and their output joins the hash.
 
-Takes about 15-30 minutes on 2 CPUs for the whole list (each program 0.3-3 s untiered; the
-1/16 budgets are the slow part), plus about a minute generating inputs. Progress goes to stderr,
+Takes about 25 minutes on 2 busy CPUs for the whole list with `--timeout 150` (each program
+0.3-3 s untiered, but most thrash at 1/16 and five runs reach the timeout), up to about 40 with
+the default 300; generating the inputs takes under a minute. Progress goes to stderr,
 one line per run.
 
 Needs: Python 3 (standard library only), root (the tier's userfaultfd), the `zsmalloc` command
@@ -434,12 +436,24 @@ def marked_processes(token, sid):
     return found
 
 
-def run_one(argv, cwd, stdin_path, timeout, token, env_extra=None):
+def group_members(pgid):
+    found = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    st = f.read()
+            except OSError:
+                continue
+            if int(st[st.rfind(")") + 2:].split()[2]) == pgid:
+                found.append(int(d))
+    return found
+
+
+def run_one(argv, cwd, stdin_path, timeout, token, tiered=False):
     """Runs argv in its own session; returns status, times, rusage, stdout hash, stderr tail."""
     env = dict(os.environ)
     env[MARKER] = token
-    if env_extra:
-        env.update(env_extra)
     out_path = os.path.join(cwd, ".stdout")
     ru_path = os.path.join(cwd, ".rusage")
     # GNU time measures the peak RSS: os.wait4's would count this script's own pages, which a
@@ -453,18 +467,33 @@ def run_one(argv, cwd, stdin_path, timeout, token, env_extra=None):
         p = subprocess.Popen(argv, cwd=cwd, env=env, stdin=inp, stdout=out, stderr=err,
                              start_new_session=True)
         timed_out = threading.Event()
+        children = set()
+        later = []
 
         def kill():
-            timed_out.set()
             try:
                 os.killpg(p.pid, signal.SIGKILL)
             except OSError:
                 pass
 
-        timer = threading.Timer(timeout, kill)
+        def expire():
+            # SIGTERM to the program (not to GNU time, nor to the tier's command, which then
+            # reports how the run stood), SIGKILL to all of it 10 s later.
+            timed_out.set()
+            spare = {p.pid} | (children if tiered else set())
+            for q in group_members(p.pid):
+                if q not in spare:
+                    try:
+                        os.kill(q, signal.SIGTERM)
+                    except OSError:
+                        pass
+            later.append(threading.Timer(10, kill))
+            later[0].daemon = True
+            later[0].start()
+
+        timer = threading.Timer(timeout, expire)
         timer.start()
         # The command's pid under GNU time (the tier names its stats file after it).
-        children = set()
         done = threading.Event()
 
         def watch():
@@ -495,6 +524,8 @@ def run_one(argv, cwd, stdin_path, timeout, token, env_extra=None):
         wall = time.monotonic() - t0
         done.set()
         timer.cancel()
+        for t in later:
+            t.cancel()
         p.returncode = 0  # reaped by wait4
     code = os.waitstatus_to_exitcode(status)
     if code < 0:
@@ -635,7 +666,7 @@ def main():
                 run = fresh()
                 rep = os.path.join(run, ".report.json")
                 targv = [zs, "tier", "--budget", str(budget), "--report", rep, "--"] + argv
-                t = run_one(targv, run, stdin, a.timeout, "%d-%d" % (os.getpid(), n_run))
+                t = run_one(targv, run, stdin, a.timeout, "%d-%d" % (os.getpid(), n_run), tiered=True)
                 checks(prog, run, paths, t["hash"])
                 report = {}
                 try:
@@ -665,7 +696,8 @@ def main():
                           left_stats_files=left_files, left_processes=t["alive"],
                           left_behind=bool(left_files or t["alive"]))
                 for k in ("state", "message", "slack_bytes", "evictions", "faults", "first_touches",
-                          "untiered_bytes", "resident_bytes", "max_pool_pages", "forks", "shared_skips"):
+                          "untiered_bytes", "resident_bytes", "max_pool_pages", "forks", "shared_skips",
+                          "tiered_share", "note", "thrash", "elapsed_s", "handler_cpu_s"):
                     tr[k] = report.get(k)
                 tr["report"] = report
                 lines = [l for l in t["stderr"].splitlines() if l.strip()]
@@ -708,7 +740,7 @@ def main():
 def markdown(rows, fracs):
     head = ["program", "what it exercised", "untiered: time, RSS"]
     for f in fracs:
-        head += ["1/%d: budget" % f, "slowdown", "evictions / faults", "peak (bound)", "within", "same"]
+        head += ["1/%d: budget" % f, "slowdown", "evictions / faults", "tiered", "within", "same"]
     out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
         if "skipped" in r:
@@ -722,7 +754,8 @@ def markdown(rows, fracs):
             cells += [fmt_bytes(t["budget_bytes"]),
                       ("%.2f×" % t["slowdown"]) + (" (timed out)" if t["timed_out"] else ""),
                       "{:,} / {:,}".format(t["evictions"] or 0, t["faults"] or 0),
-                      "%s (%s)" % (fmt_bytes(t["peak_resident_bytes"] or 0), fmt_bytes(t["bound_bytes"])),
+                      ("%d%%" % round(100 * t["tiered_share"]) if t.get("tiered_share") is not None else "–")
+                      + (" ⚠" if t.get("thrash") else ""),
                       ("yes" if t["within"] else "no") + state,
                       ("yes" if t["same_output"] and t["same_status"] else "no")
                       + ("" if not t["left_behind"] else ", left behind")]
