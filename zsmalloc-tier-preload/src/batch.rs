@@ -77,7 +77,10 @@ impl Tier {
         for i in 0..moved {
             if st.pool_full {
                 // The pool refused a page before this one: back in place, eviction paused.
-                self.put_back(st, slots + i * PAGE, addr + i * PAGE);
+                // SAFETY: slot `i` holds the page moved there; the tier alone maps it.
+                let data =
+                    unsafe { std::slice::from_raw_parts((slots + i * PAGE) as *const u8, PAGE) };
+                self.put_back(addr + i * PAGE, data);
                 continue;
             }
             match self.keep(st, page + i, slots + i * PAGE) {
@@ -99,13 +102,5 @@ impl Tier {
             w.eviction(each);
         }
         true
-    }
-
-    fn put_back(&self, _st: &mut State, slot: usize, addr: usize) {
-        // SAFETY: the slot holds the page moved there; the tier alone maps it.
-        let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };
-        if let Err(err) = self.copy_in(addr, data, true) {
-            tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
-        }
     }
 }

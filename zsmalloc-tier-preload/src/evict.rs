@@ -249,9 +249,7 @@ impl Tier {
         // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
         // was resident).
         if unsafe { pool.store_raw(&pages.entry(page).handle, object) }.is_err() {
-            if let Err(err) = self.copy_in(addr, data, true) {
-                tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
-            }
+            self.put_back(addr, data);
             return Outcome::PoolFull;
         }
         pages.set(page, tier::info(STORED, n, 0));
@@ -264,6 +262,13 @@ impl Tier {
         w.set(Field::PoolPages, total);
         w.raise(Field::MaxPoolPages, total);
         Outcome::Evicted
+    }
+
+    /// Puts `data`, a page the pool refused, back in place at `addr` (a hole since it moved).
+    pub(crate) fn put_back(&self, addr: usize, data: &[u8]) {
+        if let Err(err) = self.copy_in(addr, data, true) {
+            tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
+        }
     }
 
     pub(crate) fn forget_gone(&self, st: &mut State, page: usize) {

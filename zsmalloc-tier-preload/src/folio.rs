@@ -87,10 +87,7 @@ impl Tier {
         let stored = self.store_group(st, group.start, data);
         if !stored {
             for i in (0..n).filter(|i| out & (1 << i) != 0) {
-                let back = &data[i * PAGE..(i + 1) * PAGE];
-                if let Err(err) = self.copy_in(self.addr(group.start + i), back, true) {
-                    tier::fatal(&format!("a page the pool refused could not be put back: {err}"));
-                }
+                self.put_back(self.addr(group.start + i), &data[i * PAGE..(i + 1) * PAGE]);
             }
         }
         st.folio.buf = buf;
