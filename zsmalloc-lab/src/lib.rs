@@ -25,6 +25,7 @@
 //! - [`inspect`]: the machine's own zram and zswap, and what another table would save
 //!   (`zsmalloc inspect`);
 //! - [`folios`]: large folios stored whole as the 2024 multi-page RFC does (`zsmalloc folios`);
+//! - [`corpus`]: real programs' traces recorded under the tier, and their manifest;
 //! - [`optimize`]: the class tables that are best for a workload (`zsmalloc optimize`);
 //! - [`atomic_file`]: every output file, whole or not at all; [`interrupt`]: the one
 //!   SIGINT/SIGTERM/SIGHUP handler, which removes partial outputs and live devices;
@@ -49,6 +50,7 @@ pub mod cli;
 pub mod commands;
 pub mod compare;
 pub mod config;
+pub mod corpus;
 pub mod cost;
 pub mod driver;
 pub mod error;

@@ -1,0 +1,4 @@
+//! A corpus of real programs' traces: each trace is a program's pool operations recorded under
+//! `zsmalloc tier --record`, and the directory's [`manifest`] says how to make it again.
+
+pub mod manifest;
