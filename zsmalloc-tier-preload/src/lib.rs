@@ -30,6 +30,7 @@ mod group_table;
 mod handler;
 mod handler_cpu;
 mod heap;
+mod inactive;
 mod interpose;
 mod interpose_protection;
 mod lineage;

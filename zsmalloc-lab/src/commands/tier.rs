@@ -1,4 +1,4 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--policy fifo|clock] [--folio-size
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--policy fifo|clock|lru] [--folio-size
 //! SIZE] [--readahead N] [--report FILE] [--record FILE] [--follow-children]
 //! [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
@@ -74,8 +74,10 @@ pub struct TierArgs {
     /// liblzo2) or zstd (level 3)
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
-    /// The eviction policy: fifo (oldest arrival first) or clock (second chance for pages
-    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN)
+    /// The eviction policy: fifo (oldest arrival first), clock (second chance for pages
+    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN) or lru
+    /// (the kernel's active and inactive lists: the oldest pages leave uncompressed first, and
+    /// a touch brings them back at once; 4K folios only)
     #[arg(long, value_name = "NAME", default_value = "fifo")]
     pub policy: String,
     /// Write the report as JSON to FILE as well
@@ -188,6 +190,12 @@ pub fn run(a: TierArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return refused(&format!("--policy: {e}"), 2),
     };
+    if policy == PolicyName::Lru && a.folio_size > 1 {
+        return refused(
+            "--policy lru moves single pages to its inactive list: it takes --folio-size 4K only",
+            2,
+        );
+    }
     if a.vs_kernel {
         if let Err(msg) = super::tier_vs_kernel::preflight::check(a.yes) {
             return refused(&msg, 2);
