@@ -7,9 +7,13 @@
 //! list's oldest page, untouched through the list's length, is the one compressed into the
 //! pool. A page on the list is memory the tier holds for the program: the budget counts it.
 //!
-//! The list takes a share of the budget ([`SHARE`], the kernel's ratio for anonymous memory
-//! under a gigabyte: as large as the active list), and is filled only when something must be
-//! evicted: a program whose pages fit the budget never sees it.
+//! The list takes an eighth of the budget ([`SHARE`]; under small budgets, twice the slack's batch
+//! of evictions, at most half the budget), and is filled only when something must be
+//! evicted: a program whose pages fit the budget never sees it. The kernel's list is as long as
+//! its active one for anonymous memory under a gigabyte, but a touch there costs it nothing
+//! (the accessed bit), where here it costs a fault and a move: with half the budget the list
+//! caught more (fewer pages compressed) and cost more in refaults than it saved (docs/TIER.md,
+//! "Policy").
 //!
 //! Invariants, under the tier's lock:
 //!
@@ -34,7 +38,7 @@ use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, INACTIVE};
 
 /// The list's share of the budget: one page in `SHARE`.
-pub const SHARE: u64 = 2;
+pub const SHARE: u64 = 8;
 /// A ring position without a page.
 const HOLE: u32 = u32::MAX;
 
@@ -56,12 +60,11 @@ pub struct Inactive {
 impl Inactive {
     /// A list for a budget of `budget` pages, its area registered with `uffd`.
     pub fn new(uffd: &Uffd, budget: u64) -> Result<Inactive, String> {
-        let share = std::env::var("ZSMALLOC_TIER_INACTIVE_SHARE")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(SHARE)
-            .max(1);
-        let target = (budget / share).max(1);
+        // Evictions come in batches of up to the slack while the program waits: a list shorter
+        // than a batch would see pages demoted and compressed in one, untouched for no fault of
+        // theirs.
+        let batch = 2 * zsmalloc_tier::slack::deferred_pages(budget);
+        let target = (budget / SHARE).max(batch.min(budget / 2)).max(1);
         // Room for the list, its holes and a run beyond: when holes fill the ring, its oldest
         // page leaves early, which is what it would have done next anyway.
         let slots = (2 * target as usize + 2 * crate::batch::RUN).min(u32::MAX as usize - 1);
