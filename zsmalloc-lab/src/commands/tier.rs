@@ -40,7 +40,8 @@ fn budget(s: &str) -> Result<u64, String> {
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
-arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
+arrival; with --policy clock, those not written lately; with lru, those not touched on the \
+inactive list they first leave for) are compressed (--compressor: lz4, \
 lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
 or access to /dev/userfaultfd (else --user-faults-only). The programs the started process \
 executes stay tiered (a launcher such as pyenv's shim, env, sh -c 'exec ...'); children it \
