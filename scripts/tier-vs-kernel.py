@@ -24,6 +24,9 @@ Before each run it waits, at most 120 s, for no swap to be on and for the memory
 10-second average to fall under 2% (the previous kernel run leaves its own stalls there, and
 `--vs-kernel` refuses a machine above 5% unless `--yes`).
 
+A program that reads its input on stdin (sqlite3) is run as `sh -c 'exec "$@" < "$0"' FILE
+PROGRAM ...`, so that the kernel run reads the file from its start as the tier run did.
+
 Each phase (the tier's run, then the kernel's) has `--timeout` seconds: past it the program
 gets SIGTERM and, 10 s later, SIGKILL; the `zsmalloc` command never does, so that it writes its
 report and takes its swap, device and cgroup down (a tier run ended so gets no kernel run). If
@@ -231,6 +234,12 @@ def measure(a, zs, tp, progs, shares, tmp):
             continue
         argv = prog["argv"](paths)
         stdin = paths[prog["stdin"]] if prog.get("stdin") else None
+        if stdin:
+            # Both runs of `--vs-kernel` share its stdin: a file the tier run read to its end
+            # would be at its end for the kernel's. A shell opens it anew for each and executes
+            # the program (the tier follows the exec).
+            argv = ["sh", "-c", 'exec "$@" < "$0"', stdin] + argv
+            stdin = None
 
         def fresh():
             nonlocal n

@@ -38,9 +38,11 @@ def bars(ax, rows, tier_key, kernel_key, floor, fmt, scale=lambda r, x: x):
                 continue
             v = scale(r, v)
             top = max(top, v)
+            # A run stopped before its end (OOM-killed, timed out) is pale: its figures are
+            # only as far as it got.
+            cut = timed_out or (key == kernel_key and bool(r["kernel_oom_kills"]))
             if v > floor:
-                ax.bar(x, v - floor, w, bottom=floor, color=color, hatch="//" if timed_out else None,
-                       edgecolor="white" if timed_out else color)
+                ax.bar(x, v - floor, w, bottom=floor, color=color, alpha=0.45 if cut else 1)
             text = fmt(v)
             if key == kernel_key and r["kernel_oom_kills"]:
                 text += " OOM"
@@ -55,6 +57,38 @@ def bars(ax, rows, tier_key, kernel_key, floor, fmt, scale=lambda r, x: x):
     ax.grid(axis="y", which="major", alpha=0.3)
 
 
+def ratios(ax, rows):
+    """The tier's figures over the kernel's against the goals, where the kernel completed."""
+    w = 0.38
+    top = 2
+    for i, r in enumerate(rows):
+        judged = r["goal"] in ("pass", "fail")
+        for dx, key, goal, color in ((-w / 2, "faults_ratio", 1.25, "#9467bd"),
+                                     (w / 2, "wall_ratio", 1.5, "#2ca02c")):
+            v = r.get(key)
+            if not judged or v is None:
+                continue
+            ax.plot([i + dx - w / 2, i + dx + w / 2], [goal, goal], color="black", lw=1)
+            if v == float("inf"):
+                label(ax, i + dx, 0.15, "∞: %s ÷ 0" % "{:,}".format(int(r["tier_faults"])), color)
+                continue
+            top = max(top, v)
+            ax.bar(i + dx, v, w, color=color)
+            label(ax, i + dx, v * 1.1, "%.2f×" % v, color)
+        if not judged:
+            why = "tier timed out" if r["tier_timed_out"] else "kernel did not complete"
+            label(ax, i, 0.15, why, "grey")
+    ax.set_xticks(list(range(len(rows))))
+    ax.set_xticklabels(["%s\n%s: %s" % (r["program"], r["share"], r["goal"]) for r in rows], fontsize=8)
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    ax.set_yscale("log")
+    ax.set_ylim(0.1, top * 30)
+    ax.set_ylabel("tier ÷ kernel")
+    ax.set_title("Against the goals (black marks): faults ÷ swap-ins ≤ 1.25 (purple), "
+                 "wall ÷ wall ≤ 1.5 (green); only where the kernel completed")
+    ax.grid(axis="y", which="major", alpha=0.3)
+
+
 def main():
     if len(sys.argv) != 3:
         print("usage: tier_vs_kernel_plot.py RESULTS.json OUT.svg", file=sys.stderr)
@@ -65,7 +99,8 @@ def main():
     if not rows:
         print("tier_vs_kernel_plot: no rows to draw in %s" % sys.argv[1], file=sys.stderr)
         return 2
-    fig, (a1, a2) = plt.subplots(2, 1, figsize=(max(8, 0.8 * len(rows) + 2), 8), constrained_layout=True)
+    fig, (a1, a2, a3) = plt.subplots(3, 1, figsize=(max(8, 0.8 * len(rows) + 2), 11),
+                                     constrained_layout=True, height_ratios=[3, 3, 2])
     slow = lambda r, x: x / r["untiered_wall_s"] if r["untiered_wall_s"] else None  # noqa: E731
     bars(a1, rows, "tier_wall_s", "kernel_wall_s", 0.5, lambda v: "%.1f×" % v, slow)
     a1.axhline(1, color="grey", lw=0.8)
@@ -74,10 +109,13 @@ def main():
     bars(a2, rows, "tier_faults", "kernel_swap_ins", 0.5, lambda v: "{:,}".format(int(v)))
     a2.set_ylabel("count")
     a2.set_title("Faults on evicted pages (tier) and swap-ins (kernel)")
+    ratios(a3, rows)
     from matplotlib.patches import Patch
     policy = sorted({r.get("policy") or "?" for r in rows})
     a1.legend(handles=[Patch(color=TIER, label="tier (--policy %s)" % ", ".join(policy)),
-                       Patch(color=KERNEL, label="kernel (zram swap, memory cgroup)")],
+                       Patch(color=KERNEL, label="kernel (zram swap, memory cgroup)"),
+                       Patch(color=KERNEL, alpha=0.45,
+                             label="pale: stopped before its end (OOM-killed, timed out)")],
               loc="upper left", fontsize=8)
     fig.suptitle("The tier beside the kernel at the same budget (a share of the untiered peak RSS)",
                  fontsize=10)
