@@ -24,8 +24,10 @@ Before each run it waits, at most 120 s, for no swap to be on and for the memory
 10-second average to fall under 2% (the previous kernel run leaves its own stalls there, and
 `--vs-kernel` refuses a machine above 5% unless `--yes`).
 
-A program that reads its input on stdin (sqlite3) is run as `sh -c 'exec "$@" < "$0"' FILE
-PROGRAM ...`, so that the kernel run reads the file from its start as the tier run did.
+Each run of a program (untiered, under the tier, under the kernel) starts in a copy of its
+prepared directory with its stdin opened anew: `sh -c 'd=$(mktemp -d ...) && cp -a seed/. "$d" &&
+cd "$d" && exec "$@" < "$0"' STDIN PROGRAM ...` (the tier follows the exec), so that the kernel
+run finds neither sqlite3's database as the tier run left it nor its input read to the end.
 
 Each phase (the tier's run, then the kernel's) has `--timeout` seconds: past it the program
 gets SIGTERM and, 10 s later, SIGKILL; the `zsmalloc` command never does, so that it writes its
@@ -72,6 +74,8 @@ DEFAULT_PROGRAMS = "python3,perl,tclsh,sqlite3,sort,mawk"
 PAGE = 4096
 MIN_BUDGET = 64 * 1024
 KERNEL_STARTS = "--vs-kernel: a swap on a new zram device"
+# Run in the run's directory as `sh -c EACH_RUN STDIN PROGRAM ARGS...`.
+EACH_RUN = 'd=$(mktemp -d "$PWD/each.XXXXXX") && cp -a seed/. "$d" && cd "$d" && exec "$@" < "$0"'
 
 
 def tier_programs():
@@ -234,20 +238,20 @@ def measure(a, zs, tp, progs, shares, tmp):
             continue
         argv = prog["argv"](paths)
         stdin = paths[prog["stdin"]] if prog.get("stdin") else None
-        if stdin:
-            # Both runs of `--vs-kernel` share its stdin: a file the tier run read to its end
-            # would be at its end for the kernel's. A shell opens it anew for each and executes
-            # the program (the tier follows the exec).
-            argv = ["sh", "-c", 'exec "$@" < "$0"', stdin] + argv
-            stdin = None
+        # Both runs of `--vs-kernel` share its working directory and stdin: what the tier run
+        # wrote (sqlite3's database) would be there for the kernel's, and a file read to its end
+        # at its end. A shell gives each run a copy of the prepared directory and the input
+        # opened anew, then executes the program (the tier follows the exec).
+        argv = ["sh", "-c", EACH_RUN, stdin or os.devnull] + argv
+        stdin = None
 
         def fresh():
             nonlocal n
             n += 1
             run = os.path.join(tmp, "run-%d" % n)
-            os.makedirs(run)
+            os.makedirs(os.path.join(run, "seed"))
             if prog.get("setup"):
-                prog["setup"](run, paths)
+                prog["setup"](os.path.join(run, "seed"), paths)
             return run
 
         run = fresh()
