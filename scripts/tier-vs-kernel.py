@@ -376,4 +376,9 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        # The run under way was stopped (its command takes its swap down); nothing written.
+        print("tier-vs-kernel: interrupted", file=sys.stderr)
+        sys.exit(130)
