@@ -349,6 +349,13 @@ def main():
     zs = tp.find_zsmalloc(a.zsmalloc)
     if not zs:
         refuse("no zsmalloc command (build it, or give --zsmalloc)")
+    if a.policy:
+        # Asked of the tier itself (`true` under it), so that a new policy needs nothing here.
+        r = subprocess.run([zs, "tier", "--policy", a.policy, "--", "true"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            first = (r.stderr.strip().splitlines() or ["exit status %d" % r.returncode])[0]
+            refuse("--policy %s: the tier refuses it: %s" % (a.policy, first))
     try:
         os.makedirs(a.out, exist_ok=True)
     except OSError as e:
