@@ -33,6 +33,8 @@ Each phase (the tier's run, then the kernel's) has `--timeout` seconds: past it 
 gets SIGTERM and, 10 s later, SIGKILL; the `zsmalloc` command never does, so that it writes its
 report and takes its swap, device and cgroup down (a tier run ended so gets no kernel run). If
 the command is still there 60 s later it gets SIGTERM, on which it takes them down too.
+SIGINT or SIGTERM to this script sends the command SIGTERM and ends it (exit status 130),
+having written nothing.
 
 Writes into `--out DIR`: `results.json` (every row, with both reports whole), `results.csv`
 (the table's figures), `table.md` (the table for docs/TIER.md) and `plot.svg` (slowdown and
