@@ -45,8 +45,8 @@ repository and installs matplotlib into it from PyPI (once), and draws with it.
 
 Needs: root (the tier's userfaultfd; the kernel side's zram, swap and cgroup), Python 3, the
 `zsmalloc` command (`--zsmalloc`; found as `tier-programs.py` finds it) with its library beside
-it, the programs. Progress on stderr, a line per run. About 10 minutes for the default six
-programs on 2 busy CPUs with `--timeout 120`.
+it, the programs. Progress on stderr, a line per run. About 15 minutes for the default six
+programs on 2 busy CPUs (load average 14-16) with `--timeout 120`, one run reaching it.
 
     scripts/tier-vs-kernel.py [--programs NAME,...] [--shares 1/3,1/8] [--policy NAME]
                               [--out DIR] [--timeout SECS] [--yes] [--zsmalloc PATH]
