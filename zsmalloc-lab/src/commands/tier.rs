@@ -201,6 +201,7 @@ pub fn run(a: TierArgs) -> i32 {
         if let Err(msg) = super::tier_vs_kernel::preflight::check(a.yes) {
             return refused(&msg, 2);
         }
+        super::tier_vs_kernel::kernel_run::remember_stdin();
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {
