@@ -20,7 +20,7 @@ use crate::error::{LabError, LabResult};
 use zsmalloc_core::{Handle, Pool, PoolConfig};
 
 /// Frees timed per measurement by default.
-pub const DEFAULT_OPS: usize = 200_000;
+pub const DEFAULT_OPS: usize = 50_000;
 /// Measurements of each kind; the median is reported.
 const ROUNDS: usize = 5;
 /// The object lengths: two classes of several objects per zspage.
