@@ -54,7 +54,7 @@ def peak_rss(argv, cwd, stdin):
     """The program's peak RSS untiered. GNU time measures it: os.wait4's would count this
     script's own pages, which a forked child keeps until its exec and the kernel adds to the
     child's high-water mark (an overcount, used only without GNU time, and said so)."""
-    gnu_time = shutil.which("time") or ("/usr/bin/time" if os.path.exists("/usr/bin/time") else None)
+    gnu_time = "/usr/bin/time" if os.path.exists("/usr/bin/time") else None
     out = os.path.join(cwd, ".rusage")
     if gnu_time:
         argv = [gnu_time, "-f", "%M", "-o", out] + argv

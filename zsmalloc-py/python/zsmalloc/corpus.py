@@ -92,6 +92,9 @@ def notes(r: dict[str, Any]) -> dict[str, str]:
         if r[name].get("note"):
             out[name] = r[name]["note"]
     cost = r["free_cost"]
-    parts = [f"release_ns={cost.get('release_ns')}", f"lock_contention_ns={cost.get('lock_contention_ns')}"]
+    parts = [
+        f"release_ns={cost.get('release_ns')}",
+        f"lock_contention_ns={cost.get('lock_contention_ns')}",
+    ]
     out["free_cost"] = "; ".join(parts + [f"cannot split: {c}" for c in cost["cannot_split"]])
     return out
