@@ -11,7 +11,7 @@ use clap::error::{ContextValue, ErrorKind};
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    classes, compare, cost, folios, inspect, kernel, optimize, replay, run, tier, trace,
+    classes, compare, corpus, cost, folios, inspect, kernel, optimize, replay, run, tier, trace,
 };
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::text_input::escape;
@@ -33,6 +33,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
   zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
   zsmalloc tier --budget 32M -- python3 script.py   # a program's memory under a budget, the rest in a pool
+  zsmalloc corpus study corpus/                      # chains, optimizer, folios, zblock, frees on every trace
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -78,6 +79,9 @@ pub enum Cmd {
     /// allocator's overhead (no root needed); --snapshot zramN (root): the fragmentation its
     /// history holds and what other class tables would save on its data.
     Inspect(inspect::InspectArgs),
+    /// A corpus of real programs' traces recorded under the tier: study (docs/STUDY.md §8)
+    #[command(subcommand)]
+    Corpus(corpus::CorpusCmd),
     /// Traces: convert between the text and the binary form, describe one (info)
     #[command(subcommand)]
     Trace(trace::TraceCmd),
@@ -185,6 +189,7 @@ pub fn dispatch(cmd: Cmd) -> LabResult<()> {
         Cmd::Optimize(a) => optimize::run(a),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Trace(t) => trace::run(t),
+        Cmd::Corpus(c) => corpus::run(c),
         Cmd::Tier(a) => match tier::run(a) {
             0 => Ok(()),
             code => Err(LabError::runtime(format!("the program exited with status {code}"))),
