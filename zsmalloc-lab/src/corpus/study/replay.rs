@@ -1,7 +1,7 @@
-//! Every replay of the study goes through here: a corpus trace on several configurations, in
-//! parallel, placement only (every figure the study compares is placement's, and a pool
-//! without payload keeps no bytes). One place, so that a runner that decodes a trace once for
-//! many pools can take over with one edit.
+//! Every replay of the study goes through here: a corpus trace on several configurations,
+//! placement only (every figure the study compares is placement's, and a pool without payload
+//! keeps no bytes), decoded once for all of them (`compare` hands an untimed trace to
+//! [`crate::replay_many`]).
 
 use std::path::Path;
 
