@@ -11,7 +11,7 @@ use clap::error::{ContextValue, ErrorKind};
 use clap::{Command, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use crate::commands::{
-    classes, compare, cost, folios, inspect, kernel, optimize, replay, run, tier, trace,
+    classes, compare, corpus, cost, folios, inspect, kernel, optimize, replay, run, tier, trace,
 };
 use crate::error::{LabError, LabResult};
 use zsmalloc_core::text_input::escape;
@@ -33,6 +33,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
   zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
   zsmalloc tier --budget 32M -- python3 script.py   # a program's memory under a budget, the rest in a pool
+  zsmalloc corpus record -o corpus                  # ordinary programs' traces under the tier, and a manifest
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
 
@@ -85,6 +86,10 @@ pub enum Cmd {
     /// pool and brought back on their next touch (userfaultfd; root)
     #[command(after_help = tier::HELP)]
     Tier(tier::TierArgs),
+    /// A corpus of real programs' traces: record one (programs run under the tier with
+    /// --record, and a manifest), or write one of its inputs
+    #[command(subcommand)]
+    Corpus(corpus::CorpusCmd),
 }
 
 /// Runs the command line `args` (the program's name first) and gives the exit code; a refusal
@@ -185,6 +190,7 @@ pub fn dispatch(cmd: Cmd) -> LabResult<()> {
         Cmd::Optimize(a) => optimize::run(a),
         Cmd::Inspect(a) => inspect::run(a),
         Cmd::Trace(t) => trace::run(t),
+        Cmd::Corpus(c) => corpus::run(c),
         Cmd::Tier(a) => match tier::run(a) {
             0 => Ok(()),
             code => Err(LabError::runtime(format!("the program exited with status {code}"))),

@@ -11,11 +11,13 @@
 //! - [`inspect`]: the machine's own zram devices and zswap;
 //! - [`optimize`]: the best class tables for a workload;
 //! - [`tier`]: a program run with its memory under a budget (crate `zsmalloc-tier`);
+//! - [`corpus`]: a corpus of real programs' traces recorded under the tier;
 //! - [`trace`]: traces converted between their forms, and described ([`trace_info`]).
 
 pub mod callgrind;
 pub mod classes;
 pub mod compare;
+pub mod corpus;
 pub mod cost;
 pub mod folios;
 pub mod inspect;

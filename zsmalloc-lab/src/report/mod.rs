@@ -6,6 +6,7 @@
 //! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`);
+//! - [`corpus`]: a corpus recorded (`zsmalloc corpus record`);
 //! - [`kernel`]: `zsmalloc kernel check`, `capture`, `cost` and `import`;
 //! - [`folios`]: large folios as one object (`zsmalloc folios`);
 //! - [`optimize`]: the best class tables for a workload (`zsmalloc optimize`).
@@ -21,6 +22,7 @@ pub mod cost;
 pub mod csv;
 pub mod folios;
 pub mod grid;
+pub mod corpus;
 pub mod kernel;
 pub mod optimize;
 pub mod runs;
