@@ -40,7 +40,8 @@ pub fn run(cmd: &mut Command, timeout: Duration, stop: &StopRequests) -> LabResu
     // async-signal-safe calls (open, write, close) on a path and a byte of static storage.
     unsafe {
         cmd.pre_exec(|| {
-            let fd = libc::open(c"/proc/self/clear_refs".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            let fd =
+                libc::open(c"/proc/self/clear_refs".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd >= 0 {
                 libc::write(fd, b"5".as_ptr().cast(), 1);
                 libc::close(fd);

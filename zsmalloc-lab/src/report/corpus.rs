@@ -34,8 +34,18 @@ impl Render for Recorded {
     const COMMAND: &'static str = "corpus record";
 
     fn table(&self) -> String {
-        let head =
-            ["file", "rss", "budget", "share", "folio", "operations", "trace bytes", "wall s", "faults", "status"];
+        let head = [
+            "file",
+            "rss",
+            "budget",
+            "share",
+            "folio",
+            "operations",
+            "trace bytes",
+            "wall s",
+            "faults",
+            "status",
+        ];
         let rows: Vec<Vec<String>> = self
             .manifest
             .traces

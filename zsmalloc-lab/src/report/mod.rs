@@ -18,11 +18,11 @@
 
 pub mod block_table;
 pub mod classes;
+pub mod corpus;
 pub mod cost;
 pub mod csv;
 pub mod folios;
 pub mod grid;
-pub mod corpus;
 pub mod kernel;
 pub mod optimize;
 pub mod runs;
