@@ -84,8 +84,11 @@ pub fn run(a: RecordArgs) -> LabResult<()> {
     }
     let command: Vec<String> =
         std::env::args_os().map(|s| s.to_string_lossy().into_owned()).collect();
+    // The runs happen in directories of their own: the corpus's path must not depend on the
+    // current one.
+    let out = std::path::absolute(&a.output).map_err(|e| LabError::io("find", &a.output, &e))?;
     let settings = Settings {
-        out: a.output,
+        out,
         shares: dedup(a.budgets),
         folio_sizes: dedup(a.folio_sizes),
         page_sizes: dedup(page_sizes),
