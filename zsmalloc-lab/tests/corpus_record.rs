@@ -41,15 +41,20 @@ fn a_small_corpus_matches_its_manifest() {
         {"name": "absent", "argv": ["zsmalloc-corpus-test-no-such-program"]},
     ]);
     std::fs::write(&list, programs.to_string()).unwrap();
+    // The corpus named relative to the current directory, as a user would (the runs happen
+    // in directories of their own).
     let dir = tempfile("corpus");
-    let (code, stdout, stderr) = run(&[
-        "corpus",
-        "record",
-        "--programs",
-        list.to_str().unwrap(),
-        "-o",
-        dir.to_str().unwrap(),
-    ]);
+    let (parent, name) = (dir.parent().unwrap(), dir.file_name().unwrap());
+    let args: [&OsStr; 6] = [
+        "corpus".as_ref(),
+        "record".as_ref(),
+        "--programs".as_ref(),
+        list.as_ref(),
+        "-o".as_ref(),
+        name,
+    ];
+    let exe = Path::new(env!("CARGO_BIN_EXE_zsmalloc"));
+    let (code, stdout, stderr) = zsmalloc_from(exe, Some(parent), None, &args, |_| {});
     assert_eq!(code, 0, "stdout: {stdout}\nstderr: {stderr}");
     // A line per program on stderr; the one missing is skipped, and said to be.
     assert_eq!(stderr.lines().filter(|l| l.starts_with("corpus record: [")).count(), 3, "{stderr}");
