@@ -1,5 +1,6 @@
 //! One workload on several configurations, with deltas against the first. Untimed runs go in
-//! parallel; timed runs go one at a time, repeats interleaved ([`crate::runner::run_all`]).
+//! parallel, an untimed trace decoded once for all of them ([`crate::replay_many`]); timed runs
+//! go one at a time, repeats interleaved ([`crate::runner::run_all`]).
 
 use crate::config::ConfigSpec;
 use crate::error::{LabError, LabResult};
@@ -38,6 +39,11 @@ pub fn compare(
         let cfg = s.pool_config()?;
         workload.check(cfg.page_size as usize)?;
     }
-    let runs = run_all(workload, specs, opts, jobs, sink)?;
+    let runs = match workload {
+        Workload::Trace(_) if !opts.timing => {
+            crate::replay_many::replay_many_jobs(workload, specs, opts, jobs, sink)?
+        }
+        _ => run_all(workload, specs, opts, jobs, sink)?,
+    };
     Ok(Comparison { workload: workload.desc(), runs, sweep_keys: Vec::new() })
 }

@@ -12,6 +12,7 @@
 //! - [`timing`]: the thread CPU clock, timed batches, `{min, median, max}`, interleaved repeats
 //!   and deltas with their spread;
 //! - [`compare`]: several configurations, deltas against the first;
+//! - [`replay_many`]: one trace decoded once, driving the pools of several configurations;
 //! - [`classes`]: class tables (`zsmalloc classes`); [`block_table`]: zblock's block table
 //!   (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`): CPU time of read sections, decompression and
@@ -64,6 +65,7 @@ pub mod optimize;
 pub mod page_compressors;
 pub mod plot;
 pub mod progress;
+pub mod replay_many;
 pub mod report;
 pub mod result;
 pub mod runner;

@@ -4,17 +4,17 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::{ConfigDesc, ConfigSpec};
-use crate::driver::Driver;
+use crate::driver::{Driver, RunOutcome};
 use crate::error::{LabError, LabResult};
 use crate::memory::Limit;
 use crate::progress::{Progress, ProgressSink};
 use crate::result::{density, utilization_permille, ClassRow, ClassRows, RunResult};
 use crate::timing::{interleave, Samples};
 use crate::trace_format::{TraceEncoding, TraceFormat, TraceWriter};
-use crate::workload::Workload;
+use crate::workload::{Extra, Workload};
 use zsmalloc_core::{AnyPool, Backend};
 
 /// How to run (the same for every configuration of a comparison).
@@ -70,17 +70,47 @@ fn run_labelled(
     sink: &ProgressSink,
     bar_label: &str,
 ) -> LabResult<RunResult> {
+    let pool = open_pool(workload, spec, opts)?;
+    let mut driver = new_driver(&pool, workload, spec, opts, sink, bar_label, true)?;
+    let start = Instant::now();
+    let extra = workload.run(&mut driver, opts.timing)?;
+    let outcome = driver.finish()?;
+    let wall = start.elapsed();
+    result_of(workload, spec, opts, &pool, outcome, extra, wall)
+}
+
+/// The pool of `spec` for a run of `workload` under `opts` (payload or placement only).
+pub(crate) fn open_pool(
+    workload: &Workload,
+    spec: &ConfigSpec,
+    opts: &RunOptions,
+) -> LabResult<AnyPool> {
     let mut cfg = spec.pool_config()?;
     cfg.payload = !opts.placement_only;
-    let page = u64::from(cfg.page_size);
     workload.check(cfg.page_size as usize)?;
-    let pool = AnyPool::with_name(&spec.label, cfg)?;
-    let desc = workload.desc();
-    let recorder = match &opts.record {
+    Ok(AnyPool::with_name(&spec.label, cfg)?)
+}
+
+/// The driver of one run on `pool`, its progress bar labelled `bar_label`; `record`: it writes
+/// `opts.record` (when given).
+pub(crate) fn new_driver<'p>(
+    pool: &'p AnyPool,
+    workload: &Workload,
+    spec: &ConfigSpec,
+    opts: &RunOptions,
+    sink: &ProgressSink,
+    bar_label: &str,
+    record: bool,
+) -> LabResult<Driver<'p>> {
+    let page = pool.config().page_size;
+    let recorder = match opts.record.as_ref().filter(|_| record) {
         Some(path) => Some(TraceWriter::create_as(
             path,
-            &[format!("workload: {}", desc.summary), format!("config: {}", spec.describe())],
-            TraceEncoding { format: opts.record_format, zstd: false, page_size: page as u32 },
+            &[
+                format!("workload: {}", workload.desc().summary),
+                format!("config: {}", spec.describe()),
+            ],
+            TraceEncoding { format: opts.record_format, zstd: false, page_size: page },
         )?),
         None => None,
     };
@@ -88,19 +118,29 @@ fn run_labelled(
     if sink.is_active() {
         progress.set_total(workload.estimated_ops());
     }
-    let mut driver = Driver::new(
-        &pool,
+    Ok(Driver::new(
+        pool,
         workload.seed(),
         workload.strict(),
         recorder,
         opts.timeline_every,
         progress,
-    );
-    let start = Instant::now();
-    let extra = workload.run(&mut driver, opts.timing)?;
-    let outcome = driver.finish()?;
-    let wall = start.elapsed();
+    ))
+}
 
+/// The result of a finished run of `workload` on `pool` (configured by `spec`); `wall`: the
+/// run's wall time, reported when `opts.timing`.
+pub(crate) fn result_of(
+    workload: &Workload,
+    spec: &ConfigSpec,
+    opts: &RunOptions,
+    pool: &AnyPool,
+    outcome: RunOutcome,
+    extra: Extra,
+    wall: Duration,
+) -> LabResult<RunResult> {
+    let page = u64::from(pool.config().page_size);
+    let desc = workload.desc();
     let stats = pool.stats();
     let classes = class_rows(pool.class_stats(), &outcome.merge_waste, opts.per_class)?;
     let c = &outcome.counters;

@@ -483,11 +483,18 @@ fn the_clock_keeps_pages_written_while_a_stream_goes_through() {
 
 #[test]
 fn an_unknown_policy_is_refused_and_children_do_not_inherit_the_choice() {
-    let r = tier(&["--policy", "lru", "--", "true"]);
+    let r = tier(&["--policy", "arc", "--", "true"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert_eq!(
         r.stderr.trim(),
-        "zsmalloc tier: --policy: unknown policy 'lru' (one of: fifo, clock)"
+        "zsmalloc tier: --policy: unknown policy 'arc' (one of: fifo, clock, lru)"
+    );
+    let r = tier(&["--policy", "lru", "--folio-size", "16K", "--", "true"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert_eq!(
+        r.stderr.trim(),
+        "zsmalloc tier: --policy lru moves single pages to its inactive list: it takes \
+         --folio-size 4K only"
     );
     let test = "an_unknown_policy_is_refused_and_children_do_not_inherit_the_choice";
     if program_under(test, "clock").is_none() {
@@ -501,4 +508,55 @@ fn an_unknown_policy_is_refused_and_children_do_not_inherit_the_choice() {
     assert!(!r.stdout.contains("ZSMALLOC_TIER_"), "{}", r.stdout);
     assert!(!r.stdout.contains("libzsmalloc_tier_preload"), "{}", r.stdout);
     assert_eq!(r.report.as_ref().unwrap()["policy"], "clock");
+}
+
+#[test]
+fn sixty_four_mib_read_back_under_four_with_lru() {
+    let test = "sixty_four_mib_read_back_under_four_with_lru";
+    read_back_under_four(test, "lru");
+}
+
+#[test]
+fn writers_racing_the_evictor_lose_no_write_with_lru() {
+    race_under("writers_racing_the_evictor_lose_no_write_with_lru", "lru");
+}
+
+#[test]
+fn a_forked_child_sees_every_word_with_lru() {
+    fork_under("a_forked_child_sees_every_word_with_lru", "lru");
+}
+
+#[test]
+fn python_prints_the_same_under_a_small_budget_with_lru() {
+    python_under("python_prints_the_same_under_a_small_budget_with_lru", "lru");
+}
+
+#[test]
+fn unmapped_memory_comes_back_as_zeros_and_remapped_keeps_its_bytes_with_lru() {
+    remap_under("unmapped_memory_comes_back_as_zeros_with_lru", "lru");
+}
+
+/// The stream of `the_clock_keeps_pages_written_while_a_stream_goes_through` under the two
+/// lists: each hot page, touched every 16 pages of the stream, is touched while on the inactive
+/// list (128 pages long under a budget of 1,024) and moved back, so it is almost never
+/// compressed; the stream's pages go through the list untouched and leave for the pool.
+#[test]
+fn the_inactive_list_keeps_pages_touched_while_a_stream_goes_through() {
+    let test = "the_inactive_list_keeps_pages_touched_while_a_stream_goes_through";
+    let Some(p) = program_under(test, "lru") else { return };
+    let run = |policy: &str| {
+        let args = ["--budget", "4M", "--policy", policy, "--", p.to_str().unwrap()];
+        let r = tier(&[&args[..], &["hotcold", "256", "64"]].concat());
+        assert_tiered(&r, 4 << 20, &["hotcold"]);
+        assert_eq!(r.report.as_ref().unwrap()["policy"], policy);
+        r
+    };
+    let (fifo, lru) = (run("fifo"), run("lru"));
+    let (fifo_faults, lru_faults) = (figure(&fifo, "faults"), figure(&lru, "faults"));
+    assert!(fifo_faults >= 512, "FIFO evicts the hot pages with the stream: {fifo_faults}");
+    assert!(lru_faults * 4 < fifo_faults, "the lists keep the hot pages: {lru_faults} faults");
+    // Every page of the stream went through the list; the hot pages came back from it.
+    assert!(figure(&lru, "demotions") >= 15_000, "{:?}", lru.report);
+    assert!(figure(&lru, "inactive_refaults") >= 512, "{:?}", lru.report);
+    assert!(lru.stderr.contains("inactive list "), "{}", lru.stderr);
 }

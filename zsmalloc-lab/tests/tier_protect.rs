@@ -74,7 +74,7 @@ fn assert_ok(r: &Run, budget: u64, command: &str) {
 #[test]
 fn guard_pages_read_only_data_and_holes_read_back_under_a_quarter_and_a_sixteenth() {
     let test = "guard_pages_read_only_data_and_holes_read_back";
-    for (policy, budget) in [("fifo", 4 * MIB), ("fifo", MIB), ("clock", MIB)] {
+    for (policy, budget) in [("fifo", 4 * MIB), ("fifo", MIB), ("clock", MIB), ("lru", MIB)] {
         let Some(r) = protect(test, policy, budget, "guards", 16) else { return };
         assert_ok(&r, budget, "guards");
     }

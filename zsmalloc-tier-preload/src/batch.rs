@@ -22,7 +22,7 @@ pub const RUN: usize = 16;
 impl Tier {
     /// The pages after `page` (arrival `seq`) that may leave with it: resident, moved whole,
     /// and among the `remaining` next arrivals. 0 unless the policy evicts by arrival.
-    fn followers(&self, st: &State, page: usize, seq: u32, remaining: u64) -> usize {
+    pub(crate) fn followers(&self, st: &State, page: usize, seq: u32, remaining: u64) -> usize {
         if !st.policy.by_arrival() || st.folio.pages > 1 || remaining < 2 {
             return 0;
         }

@@ -60,6 +60,12 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
             }
         }
         st.staging_used = 0;
+        if let Some(list) = &mut st.inactive {
+            if let Err(e) = list.renew(&t.uffd) {
+                let _ = t.uffd.unregister(reserve::base(), reserve::reserve_len());
+                return Err(format!("the child's inactive list: {e}"));
+            }
+        }
         st.paused = false;
         // The pages never touched are holes in the child too.
         crate::user_faults::map_untouched(t, st, 0, reserve::high_water_pages());

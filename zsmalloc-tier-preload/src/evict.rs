@@ -25,10 +25,15 @@ pub const SLOTS: usize = 64;
 
 /// Maps (at `at`, replacing what is there, or anywhere) and registers a staging area.
 pub fn new_staging(uffd: &Uffd, at: Option<usize>) -> Result<usize, String> {
-    let len = SLOTS * PAGE;
+    new_area(uffd, at, SLOTS * PAGE)
+}
+
+/// Maps (at `at`, replacing what is there, or anywhere) and registers `len` bytes of the
+/// tier's own into which pages are moved (staging, the inactive list).
+pub fn new_area(uffd: &Uffd, at: Option<usize>, len: usize) -> Result<usize, String> {
     let fixed = if at.is_some() { libc::MAP_FIXED } else { 0 };
     // SAFETY: a private anonymous mapping of the tier's own; with MAP_FIXED it replaces the
-    // previous staging area, whose pages were all compressed and are no longer needed.
+    // previous area of the same use, whose pages are all stored and no longer needed.
     let p = unsafe {
         sys::mmap(
             at.unwrap_or(0),
@@ -90,6 +95,9 @@ impl Tier {
     /// Evicts the policy's victims until `target` pages that may leave are resident, or until
     /// 64 could not be moved in a row.
     pub fn evict_down_to(&self, st: &mut State, target: u64) {
+        if st.inactive.is_some() {
+            return self.evict_through_list(st, target);
+        }
         let mut skipped = 0;
         while st.pages.evictable() > target && !st.paused && !st.pool_full && skipped < 64 {
             let State { policy, pages, .. } = &mut *st;
@@ -231,15 +239,25 @@ impl Tier {
     /// Keeps page `page`, just moved out into `slot`, as a same-filled value or a pool object;
     /// a page the pool refuses is put back in place.
     pub(crate) fn keep(&self, st: &mut State, page: usize, slot: usize) -> Outcome {
-        let addr = self.addr(page);
         // SAFETY: the slot holds the page just moved there; the tier alone maps it.
         let data = unsafe { std::slice::from_raw_parts(slot as *const u8, PAGE) };
+        if self.store(st, page, data) {
+            Outcome::Evicted
+        } else {
+            self.put_back(self.addr(page), data);
+            Outcome::PoolFull
+        }
+    }
+
+    /// Keeps `data`, page `page`'s bytes out of the program's memory, as a same-filled value or
+    /// a pool object; false when the pool refuses it (the entry is then unchanged).
+    pub(crate) fn store(&self, st: &mut State, page: usize, data: &[u8]) -> bool {
         let w = tier::stats();
         if let Some(v) = same_filled(data) {
             st.pages.entry(page).handle.store(v as usize, std::sync::atomic::Ordering::Relaxed);
             st.pages.set(page, SAME);
             w.add(Field::SameFilledPages, 1);
-            return Outcome::Evicted;
+            return true;
         }
         let State { pool, packed, codec, record, pages, .. } = st;
         let pool = pool.as_ref().expect("the handler made the pool");
@@ -247,10 +265,9 @@ impl Tier {
         let n = codec.compress(data, packed).ok().filter(|&n| n < PAGE).unwrap_or(PAGE);
         let object: &[u8] = if n == PAGE { data } else { &packed[..n] };
         // SAFETY: the handle word is this entry's, at a fixed address, and empty (the page
-        // was resident).
+        // was resident or on the inactive list).
         if unsafe { pool.store_raw(&pages.entry(page).handle, object) }.is_err() {
-            self.put_back(addr, data);
-            return Outcome::PoolFull;
+            return false;
         }
         pages.set(page, tier::info(STORED, n, 0));
         tier::record(record, |r| r.store(page, n));
@@ -261,7 +278,7 @@ impl Tier {
         let total = pool.total_pages();
         w.set(Field::PoolPages, total);
         w.raise(Field::MaxPoolPages, total);
-        Outcome::Evicted
+        true
     }
 
     /// Puts `data`, a page the pool refused, back in place at `addr` (a hole since it moved).

@@ -2,7 +2,8 @@
 //! under a program with `LD_PRELOAD`: the program's malloc family and anonymous private
 //! mappings come from one reserve the tier registers with userfaultfd; pages above the
 //! budget (`ZSMALLOC_TIER_BUDGET`, in pages) are evicted as the policy chooses them
-//! (`ZSMALLOC_TIER_POLICY`: fifo, oldest first, when unset; or clock), compressed
+//! (`ZSMALLOC_TIER_POLICY`: fifo, oldest first, when unset; clock; or lru, through an
+//! inactive list: `inactive.rs`), compressed
 //! (`ZSMALLOC_TIER_COMPRESSOR`: lz4, lzo or zstd; lz4 when unset) into a zsmalloc pool
 //! (configured by the `ZSMALLOC_*` variables the core reads) and brought back on the next
 //! touch. Its figures go to the file `ZSMALLOC_TIER_STATS` names. Loaded without a budget, it
@@ -30,6 +31,7 @@ mod group_table;
 mod handler;
 mod handler_cpu;
 mod heap;
+mod inactive;
 mod interpose;
 mod interpose_protection;
 mod lineage;

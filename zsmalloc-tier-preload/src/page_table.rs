@@ -6,8 +6,9 @@
 //! Invariants, kept by this module alone (an entry's kind changes only through
 //! [`PageTable::set`], which every arrival and departure goes through):
 //!
-//! - `resident` is the number of entries of kind [`RESIDENT`] or [`CACHED`] (a cached copy is
-//!   memory the tier holds for the program, so the budget counts it);
+//! - `resident` is the number of entries of kind [`RESIDENT`], [`CACHED`] or [`INACTIVE`] (a
+//!   cached copy, or a page on the inactive list, is memory the tier holds for the program, so
+//!   the budget counts it);
 //! - `pinned` is the number of [`RESIDENT`] entries whose page may not leave
 //!   (`protection::Prot::evictable`: locked, `PROT_NONE`, ...); a protection change of a
 //!   resident page goes through [`PageTable::reprotect`];
@@ -34,10 +35,12 @@ pub const SAME: u64 = 3;
 pub const GROUP: u64 = 4;
 /// Stored, with a clean copy in the readahead cache (`readahead.rs`).
 pub const CACHED: u64 = 5;
+/// On the inactive list (`inactive.rs`): moved out uncompressed into the list's area.
+pub const INACTIVE: u64 = 6;
 
 /// An entry: the pool's handle word (or a same-filled value), and its kind with the stored
 /// length (bits 8..32: a 64K group stored whole is 65536 bytes) and the page's arrival number
-/// (bits 32..64; a cached page's cache slot there). Also a folio group's entry (`folio.rs`),
+/// (bits 32..64; a cached page's cache slot there, an inactive page's slot on the list). Also a folio group's entry (`folio.rs`),
 /// whose info is its own to set.
 #[repr(C)]
 pub struct Entry {
@@ -52,7 +55,8 @@ impl Entry {
     pub fn len(&self) -> usize {
         ((self.info >> 8) & 0xff_ffff) as usize
     }
-    /// The arrival number (a resident page) or cache slot (a cached one).
+    /// The arrival number (a resident page), cache slot (a cached one) or slot on the
+    /// inactive list (an inactive one).
     pub fn seq(&self) -> u32 {
         (self.info >> 32) as u32
     }
@@ -69,7 +73,7 @@ pub fn info(kind: u64, len: usize, seq: u32) -> u64 {
 }
 
 fn counts_resident(kind: u64) -> bool {
-    kind == RESIDENT || kind == CACHED
+    kind == RESIDENT || kind == CACHED || kind == INACTIVE
 }
 
 pub struct PageTable {

@@ -17,7 +17,7 @@ use crate::protection;
 use crate::reserve;
 use crate::steps;
 use crate::sys::PAGE;
-use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
+use crate::tier::{self, State, Tier, CACHED, EMPTY, GROUP, INACTIVE, RESIDENT, SAME, STORED};
 
 /// Whether a copy was refused because its range spans two areas of the program's memory.
 pub fn crosses_areas(e: &UffdError) -> bool {
@@ -39,6 +39,7 @@ impl Tier {
                 // Served already (another thread's fault on the same page), or the kernel
                 // dropped it (MADV_FREE): zeros, if it is a hole.
                 RESIDENT => self.fill(addr, &st.zero[..PAGE]),
+                INACTIVE => self.refault(st, page),
                 _ => {
                     steps::arm(t0);
                     self.restore(st, page);
@@ -138,6 +139,10 @@ impl Tier {
                 self.restore_group(st, page);
                 return;
             }
+            INACTIVE => {
+                self.bring_back_inactive(st, page);
+                return;
+            }
             _ => return,
         }
         self.fill(addr, &st.page);
@@ -147,9 +152,12 @@ impl Tier {
     /// Brings every evicted page back (before a fork, or stepping aside).
     pub fn bring_back_all(&self, st: &mut State) {
         for page in 0..reserve::high_water_pages() {
-            if matches!(st.pages.kind(page), SAME | STORED | GROUP | CACHED) {
+            if matches!(st.pages.kind(page), SAME | STORED | GROUP | CACHED | INACTIVE) {
                 self.restore(st, page);
             }
+        }
+        if let Some(list) = &mut st.inactive {
+            list.settle();
         }
     }
 

@@ -61,6 +61,12 @@ pub fn start(
         .ok_or("no memory for the page table")?;
     let staging = evict::new_staging(&uffd, None).map_err(|e| format!("staging area: {e}"))?;
     crate::doorbell::make(&uffd)?;
+    // A folio group leaves whole, straight into the pool: the list holds single pages.
+    let inactive = if victims.keeps_inactive() && unit.folio_pages <= 1 {
+        Some(crate::inactive::Inactive::new(&uffd, budget_pages)?)
+    } else {
+        None
+    };
     let state = State {
         pages: PageTable::new(table, pages, budget_pages),
         policy: victims,
@@ -77,6 +83,7 @@ pub fn start(
         record,
         folio: Folios::new(unit.folio_pages, pages)?,
         readahead: Readahead::new(unit.readahead, budget_pages),
+        inactive,
     };
     let tier = Tier {
         uffd,

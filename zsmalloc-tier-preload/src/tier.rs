@@ -20,7 +20,9 @@ use crate::reserve;
 use crate::sys::{self, Locked, PAGE};
 
 pub use crate::figures::{map_stats, stats, use_block, IN_CHILD};
-pub use crate::page_table::{info, Entry, PageTable, CACHED, EMPTY, GROUP, RESIDENT, SAME, STORED};
+pub use crate::page_table::{
+    info, Entry, PageTable, CACHED, EMPTY, GROUP, INACTIVE, RESIDENT, SAME, STORED,
+};
 
 pub struct State {
     /// What holds each page's bytes; the resident counts and the budget.
@@ -48,6 +50,8 @@ pub struct State {
     pub folio: crate::group_table::Folios,
     /// The readahead's cache of clean copies (`readahead.rs`).
     pub readahead: crate::readahead_cache::Readahead,
+    /// The inactive list (`inactive.rs`), under a policy that keeps one.
+    pub inactive: Option<crate::inactive::Inactive>,
 }
 
 /// Runs `f` on the recorder, if there is one, and shows what it has written in the stats.
@@ -122,6 +126,7 @@ impl Tier {
                 self.uncache(st, page);
                 self.free_object(st, page);
             }
+            INACTIVE => self.drop_inactive(st, page),
             _ => {}
         }
         st.pages.set(page, EMPTY);

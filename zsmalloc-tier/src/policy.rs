@@ -12,15 +12,19 @@ pub enum PolicyName {
     Fifo,
     /// Second chance: a page written since the hand last passed it goes round again.
     Clock,
+    /// Two lists as the kernel's LRU: pages leave the program's memory uncompressed first (the
+    /// inactive list), so that a touch there is seen, and brings them back cheaply.
+    Lru,
 }
 
 impl PolicyName {
-    pub const ALL: [PolicyName; 2] = [PolicyName::Fifo, PolicyName::Clock];
+    pub const ALL: [PolicyName; 3] = [PolicyName::Fifo, PolicyName::Clock, PolicyName::Lru];
 
     pub fn name(self) -> &'static str {
         match self {
             PolicyName::Fifo => "fifo",
             PolicyName::Clock => "clock",
+            PolicyName::Lru => "lru",
         }
     }
 
@@ -36,6 +40,12 @@ impl PolicyName {
                  that saw a page written earns it another round of the hand (up to three), the \
                  oldest page without one leaves"
             }
+            PolicyName::Lru => {
+                "reads and writes, as the kernel's active and inactive lists: the oldest pages \
+                 leave the program's memory uncompressed for the inactive list (still within \
+                 the budget), a touch there brings them back at once (a refault), and the \
+                 oldest of the inactive list is compressed"
+            }
         }
     }
 
@@ -44,6 +54,7 @@ impl PolicyName {
         match self {
             PolicyName::Fifo => Features::NONE,
             PolicyName::Clock => Features::WP_ASYNC,
+            PolicyName::Lru => Features::NONE,
         }
     }
 
@@ -66,8 +77,8 @@ mod tests {
             assert_eq!(PolicyName::parse(p.name()), Ok(p));
         }
         assert_eq!(
-            PolicyName::parse("lru"),
-            Err("unknown policy 'lru' (one of: fifo, clock)".to_string())
+            PolicyName::parse("arc"),
+            Err("unknown policy 'arc' (one of: fifo, clock, lru)".to_string())
         );
     }
 }

@@ -193,6 +193,10 @@ impl Report {
             ("written_scan_ns", json!(self.get(Field::WrittenScanNs))),
             ("scan_error", json!(self.scan_error())),
             ("moves_despite_eexist", json!(self.get(Field::MovesDespiteEexist))),
+            ("demotions", json!(self.get(Field::Demotions))),
+            ("demote_ns", json!(self.get(Field::DemoteNs))),
+            ("inactive_refaults", json!(self.get(Field::InactiveRefaults))),
+            ("peak_inactive_bytes", json!(self.get(Field::PeakInactivePages) * PAGE)),
             ("exit_status", json!(self.exit_status)),
             ("user_faults_only", json!(self.user_faults_only)),
         ]);
@@ -302,7 +306,18 @@ impl Report {
             self.get(Field::MaxPoolPages),
             mib(self.pool_bytes(Field::MaxPoolPages))
         );
-        if self.policy != PolicyName::Fifo {
+        if self.policy == PolicyName::Lru {
+            let demotions = self.get(Field::Demotions);
+            s += &format!(
+                "  inactive list         {} pages moved there ({:.2} µs a page), {} brought \
+                 back by a touch (refaults, not in faults), {} at most\n",
+                demotions,
+                self.get(Field::DemoteNs) as f64 / 1e3 / demotions.max(1) as f64,
+                self.get(Field::InactiveRefaults),
+                mib(self.get(Field::PeakInactivePages) * PAGE)
+            );
+        }
+        if self.policy == PolicyName::Clock {
             s += &format!(
                 "  policy saw            {} pages written in {} scans ({:.1} ms in all), {} \
                  second chances (pages kept because written)\n",

@@ -12,7 +12,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The first word of a file the tier has written: "zstier" and the layout's version.
-pub const MAGIC: u64 = 0x7a73_7469_6572_0006;
+pub const MAGIC: u64 = 0x7a73_7469_6572_0007;
 
 /// A word's place in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,9 +106,19 @@ pub enum Field {
     /// In the first block, without `--follow-children`: programs executed in child processes
     /// (forked, vfork'd or spawned) that loaded the library and ran untiered.
     ChildPrograms,
+    /// Under `--policy lru`: pages moved from the program's memory to the inactive list, and
+    /// the time those moves took, in nanoseconds.
+    Demotions,
+    DemoteNs,
+    /// Faults on pages of the inactive list, served by moving them back (not in
+    /// [`Field::Faults`], which counts faults on compressed or same-filled pages).
+    InactiveRefaults,
+    /// Pages on the inactive list now, and at most (within [`Field::ResidentPages`]).
+    InactivePages,
+    PeakInactivePages,
 }
 
-const FIELDS: usize = Field::ChildPrograms as usize + 1;
+const FIELDS: usize = Field::PeakInactivePages as usize + 1;
 
 /// The steps of serving a fault on an evicted page, each timed with its own histogram when the
 /// library is asked to (`ZSMALLOC_TIER_BREAKDOWN`): what the faulting thread waits for beyond

@@ -17,7 +17,8 @@ use crate::{plot, report, timeline};
 #[derive(Args, Debug)]
 pub struct CompareArgs {
     /// Configurations run at once when nothing is timed (--no-time); timed runs go one at a
-    /// time [default: every core]
+    /// time. An untimed trace is decoded once: its configurations' pools share N threads
+    /// [default: every core]
     #[arg(long, global = true, value_name = "N", value_parser = flag_values::whole::<usize>(1, flag_values::MAX_JOBS))]
     pub jobs: Option<usize>,
     #[command(flatten)]

@@ -4,6 +4,7 @@
 //!
 //! - [`run`]: one workload on one configuration; [`replay`]: a trace file;
 //! - [`compare`]: one workload on several configurations;
+//! - [`corpus`]: a corpus of real programs' traces, studied;
 //! - [`classes`]: class tables (and zblock's block table);
 //! - [`cost`]: the cost study, with [`callgrind`] for `--instructions`;
 //! - [`folios`]: large folios compressed whole, one object each, against 4K pages;

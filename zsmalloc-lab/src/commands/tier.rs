@@ -1,4 +1,4 @@
-//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--policy fifo|clock] [--folio-size
+//! `zsmalloc tier [--budget BYTES] [--compressor NAME] [--policy fifo|clock|lru] [--folio-size
 //! SIZE] [--readahead N] [--report FILE] [--record FILE] [--follow-children]
 //! [--user-faults-only] [POOL FLAGS] -- COMMAND [ARGS...]`: runs
 //! COMMAND with its memory under a budget, the rest in a zsmalloc pool (the tier: crate
@@ -40,7 +40,8 @@ fn budget(s: &str) -> Result<u64, String> {
 
 pub const HELP: &str = "The program's malloc blocks and anonymous private mappings above a page \
 come from memory the tier registers with userfaultfd; above the budget the oldest pages (by \
-arrival; with --policy clock, those not written lately) are compressed (--compressor: lz4, \
+arrival; with --policy clock, those not written lately; with lru, those not touched on the \
+inactive list they first leave for) are compressed (--compressor: lz4, \
 lzo or zstd at level 3) into the pool and brought back on their next touch. Needs root \
 or access to /dev/userfaultfd (else --user-faults-only). The programs the started process \
 executes stay tiered (a launcher such as pyenv's shim, env, sh -c 'exec ...'); children it \
@@ -74,8 +75,10 @@ pub struct TierArgs {
     /// liblzo2) or zstd (level 3)
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
-    /// The eviction policy: fifo (oldest arrival first) or clock (second chance for pages
-    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN)
+    /// The eviction policy: fifo (oldest arrival first), clock (second chance for pages
+    /// written since the last round, seen through async write-protect and PAGEMAP_SCAN) or lru
+    /// (the kernel's active and inactive lists: the oldest pages leave uncompressed first, and
+    /// a touch brings them back at once; 4K folios only)
     #[arg(long, value_name = "NAME", default_value = "fifo")]
     pub policy: String,
     /// Write the report as JSON to FILE as well
@@ -188,10 +191,17 @@ pub fn run(a: TierArgs) -> i32 {
         Ok(p) => p,
         Err(e) => return refused(&format!("--policy: {e}"), 2),
     };
+    if policy == PolicyName::Lru && a.folio_size > 1 {
+        return refused(
+            "--policy lru moves single pages to its inactive list: it takes --folio-size 4K only",
+            2,
+        );
+    }
     if a.vs_kernel {
         if let Err(msg) = super::tier_vs_kernel::preflight::check(a.yes) {
             return refused(&msg, 2);
         }
+        super::tier_vs_kernel::kernel_run::remember_stdin();
     }
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("zsmalloc"));
     let library = match launch::find_library(&exe) {

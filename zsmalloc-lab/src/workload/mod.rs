@@ -20,6 +20,7 @@ pub mod kernel_test;
 pub mod pages;
 pub mod trace;
 pub mod trace_input;
+pub mod trace_slots;
 
 use clap::{Args, FromArgMatches, Subcommand, ValueEnum};
 

@@ -4,25 +4,20 @@
 //! would have seen them fail, and the replay goes on.
 //!
 //! The trace is opened once ([`TraceInput`]) and planned in one pass before any run; each run
-//! (one per configuration) then reads it again from its first line.
+//! then reads it again from its first line, or one read drives the pools of every configuration
+//! ([`crate::replay_many`]). Ids become slots in [`super::trace_slots`].
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use super::id_map::IdMap;
 use super::trace_input::{TraceInput, TracePlan};
+use super::trace_slots::{apply, SlotResolver};
 use super::{Extra, WorkloadKind};
 use crate::driver::{Driver, RunPhase};
 use crate::error::{LabError, LabResult};
 use crate::memory::{human, Limit, Plan};
-use crate::trace_format::TraceOp;
-
-/// New ids at most this far above the slots made so far keep a replay's ids its own slots (the
-/// slots between are made, empty): a trace the lab wrote skips a few ids at a time, where pages
-/// were same-filled.
-const MAX_SKIPPED_IDS: u64 = 64;
 
 /// The parameters, as `zsmalloc run trace` and `zsmalloc replay` take them.
 #[derive(Debug, Clone, PartialEq, Eq, clap::Args)]
@@ -45,7 +40,7 @@ impl Trace {
     }
 
     /// The input, opened on the first call.
-    fn input(&self) -> LabResult<Arc<TraceInput>> {
+    pub(crate) fn input(&self) -> LabResult<Arc<TraceInput>> {
         let mut opened = self.input.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(i) = opened.as_ref() {
             return Ok(Arc::clone(i));
@@ -56,7 +51,7 @@ impl Trace {
     }
 
     /// The plan of the trace (made by the first call, against `limit`'s budget).
-    fn plan(&self, payload: bool, limit: &Limit) -> LabResult<TracePlan> {
+    pub(crate) fn plan(&self, payload: bool, limit: &Limit) -> LabResult<TracePlan> {
         let input = self.input()?;
         let plan = input.plan(limit.budget(), zsmalloc_core::band::MAX_OBJECT as u64, payload)?;
         if plan.ops == 0 {
@@ -131,75 +126,10 @@ impl WorkloadKind for Trace {
         // A run whose command planned nothing (no limit was checked) plans without one.
         self.plan(zsmalloc_core::Backend::keeps_bytes(d.pool()), &Limit::new(None))?;
         let mut reader = self.input()?.reader()?;
-        let mut slots = IdMap::new();
-        // Ids below `same` are their own slots: a trace the lab wrote names its handles 0, 1,
-        // 2, ... in about the order it first uses them (a handle whose page was same-filled
-        // appears later, or never), so a new id a little above the slots made so far gets the
-        // slots up to it made at once, and its ids need no map at all (one random access less
-        // per operation; a skipped id's slot waits, empty, for it). The first new id out of
-        // that order freezes `same`; it and every later new id go to the map.
-        let mut same: u64 = 0;
-        let mut in_order = true;
-        let mut slot_of = |d: &mut Driver<'_>, id: u64| -> LabResult<usize> {
-            if id < same {
-                return Ok(id as usize);
-            }
-            if let Some(s) = slots.get(id) {
-                return Ok(s as usize);
-            }
-            if in_order && id - same <= MAX_SKIPPED_IDS && d.slots() as u64 == same {
-                while (d.slots() as u64) <= id {
-                    d.new_slot()?;
-                }
-                same = id + 1;
-                return Ok(id as usize);
-            }
-            in_order = false;
-            let s = d.new_slot()?;
-            let value = u32::try_from(s).ok().filter(|&v| v != u32::MAX).ok_or_else(|| {
-                LabError::usage(format!(
-                    "{}: more handles than a replay holds",
-                    self.file.display()
-                ))
-            })?;
-            slots.insert(id, value);
-            Ok(s)
-        };
+        let mut slots = SlotResolver::new(&self.file.display().to_string());
         d.phase(RunPhase::Replay)?;
         while let Some(op) = reader.next_op()? {
-            match op {
-                TraceOp::Store { id, len } => {
-                    let s = slot_of(d, id)?;
-                    d.store(s, len)?;
-                }
-                TraceOp::Free { id } => {
-                    let s = slot_of(d, id)?;
-                    d.free(s)?;
-                }
-                TraceOp::Read { id, len } => {
-                    let s = slot_of(d, id)?;
-                    d.read(s, Some(len))?;
-                }
-                TraceOp::Compact => {
-                    d.compact()?;
-                }
-                TraceOp::Malloc { id, len } => {
-                    let s = slot_of(d, id)?;
-                    d.malloc(s, len)?;
-                }
-                TraceOp::Write { id, len } => {
-                    let s = slot_of(d, id)?;
-                    d.write(s, len)?;
-                }
-                TraceOp::ReadSg { id, len } => {
-                    let s = slot_of(d, id)?;
-                    d.read_sg(s, len)?;
-                }
-                TraceOp::Move { from, to } => {
-                    let (f, t) = (slot_of(d, from)?, slot_of(d, to)?);
-                    d.move_handle(f, t)?;
-                }
-            }
+            apply(d, &slots.resolve(op)?)?;
         }
         Ok(Extra::default())
     }

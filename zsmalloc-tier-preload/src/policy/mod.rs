@@ -9,12 +9,17 @@
 //!   write-protect (the kernel lifts the protection at the first write, no message), and one
 //!   `PAGEMAP_SCAN` per round reports the pages written since and protects them again; the
 //!   hand gives a written page another round and evicts the first unwritten one.
+//! - [`Lru`]: the kernel's two lists. The active list goes by arrival; its victims go to the
+//!   inactive list (`inactive.rs`), uncompressed and out of the program's memory, where a
+//!   touch is seen and brings them back.
 
 mod clock;
 mod fifo;
+mod lru;
 
 pub use clock::Clock;
 pub use fifo::Fifo;
+pub use lru::Lru;
 use zsmalloc_tier::policy::PolicyName;
 
 /// Stale entries are dropped when they are more than this beyond twice the resident pages.
@@ -43,6 +48,10 @@ pub trait Policy: Send {
     fn protects(&self) -> bool {
         false
     }
+    /// Victims go to the inactive list first (`inactive.rs`), and leave for the pool from it.
+    fn keeps_inactive(&self) -> bool {
+        false
+    }
     /// A descriptor the policy keeps open (-1: none), which the program may not close.
     fn own_fd(&self) -> i32 {
         -1
@@ -60,5 +69,6 @@ pub fn new(name: PolicyName) -> Result<Box<dyn Policy>, String> {
     Ok(match name {
         PolicyName::Fifo => Box::new(Fifo::default()),
         PolicyName::Clock => Box::new(Clock::new()?),
+        PolicyName::Lru => Box::new(Lru::default()),
     })
 }

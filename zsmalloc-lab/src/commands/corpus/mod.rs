@@ -1,10 +1,13 @@
-//! `zsmalloc corpus <command>`: a corpus of real programs' traces (docs/CORPUS.md).
+//! `zsmalloc corpus <command>`: a corpus of real programs' traces, one module per subcommand.
 //!
-//! - [`record`]: programs run under the tier with `--record`, and the corpus's manifest;
-//! - [`input`]: the programs' inputs, generated deterministically.
+//! - [`record`]: programs run under the tier with `--record`, and the corpus's manifest
+//!   (docs/CORPUS.md);
+//! - [`input`]: the programs' inputs, generated deterministically;
+//! - [`study`]: the corpus questions on every trace of a corpus directory (docs/STUDY.md §8).
 
 pub mod input;
 pub mod record;
+pub mod study;
 
 use clap::Subcommand;
 
@@ -19,11 +22,16 @@ pub enum CorpusCmd {
     Record(record::RecordArgs),
     /// Write one of the corpus's inputs (the same bytes on every machine)
     Input(input::InputArgs),
+    /// The corpus questions on every trace of a corpus (DIR/manifest.json): chain length, the
+    /// optimizer's table left one out, folios, zblock and density, frees (docs/STUDY.md §8)
+    #[command(after_help = study::HELP)]
+    Study(study::StudyArgs),
 }
 
 pub fn run(cmd: CorpusCmd) -> LabResult<()> {
     match cmd {
         CorpusCmd::Record(a) => record::run(a),
         CorpusCmd::Input(a) => input::run(a),
+        CorpusCmd::Study(a) => study::run(a),
     }
 }

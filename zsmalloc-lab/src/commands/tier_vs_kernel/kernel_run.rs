@@ -116,6 +116,27 @@ fn on_device(plan: &Plan, cg: &Cgroup) -> LabResult<Measured> {
     Ok(m)
 }
 
+/// Where standard input stood when the tier's run began (`None`: not a file that can be read
+/// again, such as a pipe or a terminal).
+static STDIN_AT: std::sync::OnceLock<Option<libc::off_t>> = std::sync::OnceLock::new();
+
+/// Notes where standard input stands, before the tier's run reads it, so that the kernel's run
+/// reads the same input.
+pub fn remember_stdin() {
+    // SAFETY: lseek of this process's standard input, moving nothing (SEEK_CUR by 0); on a pipe
+    // or a terminal it fails with ESPIPE.
+    let at = unsafe { libc::lseek(0, 0, libc::SEEK_CUR) };
+    let _ = STDIN_AT.set((at >= 0).then_some(at));
+}
+
+/// Standard input back where the tier's run found it.
+fn rewind_stdin() {
+    if let Some(Some(at)) = STDIN_AT.get() {
+        // SAFETY: lseek of this process's standard input, a file that could be sought before.
+        unsafe { libc::lseek(0, *at, libc::SEEK_SET) };
+    }
+}
+
 /// Starts the program in the cgroup, samples the device while it runs, waits for it.
 fn program(plan: &Plan, cg: &Cgroup, id: u32) -> LabResult<Measured> {
     let name = plan.command.first().ok_or_else(|| LabError::usage("no command to run"))?;
@@ -134,6 +155,7 @@ fn program(plan: &Plan, cg: &Cgroup, id: u32) -> LabResult<Measured> {
             Ok(())
         });
     }
+    rewind_stdin();
     let vm_before = preflight::vmstat();
     let t0 = Instant::now();
     let child = {
