@@ -12,7 +12,8 @@
 //!   `--max-memory 64M` that runs for real in milliseconds (`cost`, whose smallest run takes
 //!   seconds, stops at its plan): a zero that passes the checks and divides later is found.
 //!
-//! Inputs are paths that do not exist or a one-line trace; `inspect --snapshot` only gets names
+//! Inputs are paths that do not exist or a one-line trace (`corpus record` gets a program its
+//! list lacks, so it stops at its checks); `inspect --snapshot` only gets names
 //! that are no device, and `inspect --watch` may be stopped at the deadline (it reports until
 //! --count or Ctrl-C). Every run happens in a scratch directory, where any file a generated
 //! flag names lands.
@@ -91,6 +92,9 @@ fn leaf(cmd: &clap::Command, path: &[String], trace: &Path) -> Leaf {
         "kernel check" | "kernel cost" => vec!["/nonexistent/corpus".into()],
         "kernel capture" => vec!["/nonexistent/corpus".into(), "-o".into(), "out.trace".into()],
         "kernel import" => vec!["/nonexistent/input".into(), "-o".into(), "out.trace".into()],
+        // A program the list lacks: refused after every flag's check, before anything runs (a
+        // whole recording takes minutes).
+        "corpus record" => vec!["--only".into(), "no-such-program".into()],
         _ => Vec::new(),
     };
     let mut small: Vec<(&str, &str)> = match path.last().map(String::as_str) {

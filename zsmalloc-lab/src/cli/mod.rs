@@ -33,6 +33,7 @@ const AFTER_HELP: &str = "Examples:
   zsmalloc inspect --watch 5                         # this machine's zram and zswap: what their pools cost
   zsmalloc folios --folio-sizes 4K,16K,64K --compressor lz4,lzo,zstd   # large folios as one object
   zsmalloc tier --budget 32M -- python3 script.py   # a program's memory under a budget, the rest in a pool
+  zsmalloc corpus record -o corpus                  # ordinary programs' traces under the tier, and a manifest
   zsmalloc corpus study corpus/                      # chains, optimizer, folios, zblock, frees on every trace
 
 See docs/LAB.md for every flag, the output fields and the trace format.";
@@ -79,7 +80,9 @@ pub enum Cmd {
     /// allocator's overhead (no root needed); --snapshot zramN (root): the fragmentation its
     /// history holds and what other class tables would save on its data.
     Inspect(inspect::InspectArgs),
-    /// A corpus of real programs' traces recorded under the tier: study (docs/STUDY.md §8)
+    /// A corpus of real programs' traces: record one (programs run under the tier with
+    /// --record, and a manifest; docs/CORPUS.md), write one of its inputs, study one
+    /// (docs/STUDY.md §8)
     #[command(subcommand)]
     Corpus(corpus::CorpusCmd),
     /// Traces: convert between the text and the binary form, describe one (info)

@@ -12,6 +12,7 @@
 //! - [`inspect`]: the machine's own zram devices and zswap;
 //! - [`optimize`]: the best class tables for a workload;
 //! - [`tier`]: a program run with its memory under a budget (crate `zsmalloc-tier`);
+//! - [`corpus`]: a corpus of real programs' traces recorded under the tier;
 //! - [`trace`]: traces converted between their forms, and described ([`trace_info`]).
 
 pub mod callgrind;
