@@ -1,6 +1,6 @@
 //! `zsmalloc corpus study` on a tiny corpus the test records itself: two short programs (a
-//! python3 and a perl one-liner) run under `zsmalloc tier --record` by scripts/corpus-small.py,
-//! the python one also with 16K and 64K folios, and the manifest it writes. Needs root (or access to
+//! python3 and a perl one-liner) run by `zsmalloc corpus record` with 4K, 16K and 64K folios,
+//! and the manifest it writes. Needs root (or access to
 //! /dev/userfaultfd), python3 and perl; skips with the reason printed otherwise.
 
 mod common;
@@ -26,16 +26,38 @@ fn tiny_corpus(test: &str) -> Option<PathBuf> {
         }
     }
     let dir = scratch(test);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/corpus-small.py");
-    let out = Command::new("python3")
-        .arg(&script)
-        .args(["--zsmalloc", env!("CARGO_BIN_EXE_zsmalloc")])
-        .args(["--programs", "py-small,perl-small", "--folios", "py-small"])
-        .arg(&dir)
-        .output()
-        .expect("run scripts/corpus-small.py");
-    assert!(out.status.success(), "corpus-small.py: {}", String::from_utf8_lossy(&out.stderr));
-    Some(dir)
+    std::fs::create_dir_all(&dir).expect("the test's directory");
+    let list = dir.join("programs.json");
+    std::fs::write(&list, TINY_PROGRAMS).expect("write the program list");
+    let corpus = dir.join("corpus");
+    let out = zsmalloc(&[
+        "corpus",
+        "record",
+        "--programs",
+        s(&list),
+        "--folio-sizes",
+        "4K,16K,64K",
+        "-o",
+        s(&corpus),
+    ]);
+    assert!(out.status.success(), "corpus record: {}", String::from_utf8_lossy(&out.stderr));
+    Some(corpus)
+}
+
+/// Two programs of a few seconds between them (the notebook's and the Python tests' too).
+const TINY_PROGRAMS: &str = include_str!("../../examples/corpus/tiny-programs.json");
+
+/// The trace file of `program` at `folio` bytes, as the corpus's manifest names it.
+fn trace_file(dir: &Path, program: &str, folio: u64) -> PathBuf {
+    let m: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    let t = m["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["program"] == program && t["folio_size"] == folio)
+        .unwrap_or_else(|| panic!("no {program} trace at {folio} in {m}"));
+    dir.join(t["file"].as_str().unwrap())
 }
 
 fn rows<'a>(report: &'a Value, path: &[&str]) -> &'a Vec<Value> {
@@ -48,9 +70,12 @@ fn int(v: &Value, key: &str) -> u64 {
 }
 
 /// Operations of one kind in a text trace.
+/// The trace's operations of kind `op`, as `zsmalloc trace info` counts them.
 fn count_ops(trace: &Path, op: &str) -> u64 {
-    let text = std::fs::read_to_string(trace).unwrap();
-    text.lines().filter(|l| l.split_whitespace().next() == Some(op)).count() as u64
+    let out = zsmalloc(&["trace", "info", s(trace), "--format", "json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let info: Value = serde_json::from_slice(&out.stdout).unwrap();
+    int(&info["operations"], op)
 }
 
 #[test]
@@ -62,7 +87,7 @@ fn a_tiny_corpus_studied() {
     // Progress on stderr, one line a step.
     assert!(stderr.contains("corpus study: ") && stderr.contains("chains: py-small"), "{stderr}");
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(rows(&r, &["traces"]).len(), 4, "two page traces, a 16K and a 64K one");
+    assert_eq!(rows(&r, &["traces"]).len(), 6, "two programs at 4K, 16K and 64K");
 
     // Chain length: every configuration replays the same reads; classic is the reference.
     let chains = rows(&r, &["chains"]);
@@ -71,7 +96,7 @@ fn a_tiny_corpus_studied() {
         let mine: Vec<&Value> = chains.iter().filter(|c| c["trace"] == trace).collect();
         assert_eq!(mine[0]["config"], "classic");
         assert_eq!(mine[0]["peak_vs_classic_pct"], 0.0);
-        let reads = count_ops(&dir.join(format!("{trace}.trace")), "read");
+        let reads = count_ops(&trace_file(&dir, trace, 4096), "read");
         assert!(mine.iter().all(|c| int(c, "reads") == reads), "{mine:?}");
         assert!(mine.iter().all(|c| int(c, "pages_peak") >= int(c, "pages")));
     }
@@ -88,9 +113,10 @@ fn a_tiny_corpus_studied() {
     // Folios: the 16K and 64K traces beside the 4K one, each read back whole per fault.
     let folios = rows(&r, &["folios", "rows"]);
     let sizes: Vec<u64> = folios.iter().map(|f| int(f, "folio_size")).collect();
-    assert_eq!(sizes, [4096, 16384, 65536]);
-    for (f, name) in folios.iter().zip(["py-small", "py-small-16k", "py-small-64k"]) {
-        assert_eq!(int(f, "reads"), count_ops(&dir.join(format!("{name}.trace")), "read"));
+    assert_eq!(sizes, [4096, 16384, 65536, 4096, 16384, 65536]);
+    for f in folios {
+        let trace = trace_file(&dir, f["program"].as_str().unwrap(), int(f, "folio_size"));
+        assert_eq!(int(f, "reads"), count_ops(&trace, "read"));
     }
 
     // zblock never spans pages; the backends replay the same trace.
@@ -102,7 +128,7 @@ fn a_tiny_corpus_studied() {
 
     // Frees: every free of the trace counted, pairs one fewer than the known frees.
     for f in rows(&r, &["frees"]) {
-        let trace = dir.join(format!("{}.trace", f["trace"].as_str().unwrap()));
+        let trace = trace_file(&dir, f["trace"].as_str().unwrap(), 4096);
         assert_eq!(int(f, "frees"), count_ops(&trace, "free"));
         assert_eq!(int(f, "pairs"), int(f, "frees") - int(f, "unknown") - 1, "{f}");
         let same = f["same_class_pct"].as_f64().unwrap();

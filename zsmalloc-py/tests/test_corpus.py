@@ -1,5 +1,5 @@
 """zsmalloc.corpus: the study of a tiny corpus recorded here (two short programs under the tier,
-by scripts/corpus-small.py), its tables as DataFrames, and the notebook that draws them. Needs
+by `zsmalloc corpus record`), its tables as DataFrames, and the notebook that draws them. Needs
 root (or access to /dev/userfaultfd) and the zsmalloc command; skips otherwise."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ pytestmark = pytest.mark.skipif(SKIP is not None, reason=str(SKIP))
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("corpus")
     subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "corpus-small.py"), "--zsmalloc",
-         zsmalloc.lab.command(), "--programs", "py-small,perl-small", str(d)],
+        [zsmalloc.lab.command(), "corpus", "record", "--programs",
+         str(ROOT / "examples" / "corpus" / "tiny-programs.json"), "-o", str(d)],
         check=True,
     )
     return d
