@@ -60,7 +60,7 @@ pub struct RecordArgs {
     /// The compressor of evicted pages: lz4, lzo or zstd
     #[arg(long, value_name = "NAME", default_value = "lz4")]
     pub compressor: String,
-    /// The eviction policy: fifo or clock
+    /// The eviction policy: fifo, clock or lru (zsmalloc tier --policy)
     #[arg(long, value_name = "NAME", default_value = "fifo")]
     pub policy: String,
     /// Each run's deadline (the input's, the untiered run's, each tiered run's), in seconds
