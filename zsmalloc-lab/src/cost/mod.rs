@@ -173,6 +173,7 @@ fn environment(
         last_level_cache_bytes: hw::last_level_cache_bytes(),
         pool_bytes_target: opts.pool_bytes,
         pool_bytes_held: [lo, hi],
+        pool_bytes_fixed: opts.pool_bytes_fixed,
         evict_bytes: if counting.callgrind { 0 } else { opts.evict_bytes },
         phases: phases.len(),
         modes_apart: memory.modes_apart,
