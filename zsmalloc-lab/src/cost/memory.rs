@@ -8,8 +8,8 @@ use super::corpus::Source;
 use super::options::CostOptions;
 use super::plan::StudyPlan;
 use crate::error::{LabError, LabResult};
-use crate::report::grid::{wrap, wrap_indented};
 pub use crate::memory::{available_bytes, human, parse_memory, proc_status_bytes};
+use crate::report::grid::{wrap, wrap_indented};
 
 use crate::memory::SLACK_BYTES;
 
@@ -105,7 +105,12 @@ impl MemoryPlan {
             let each: Vec<String> =
                 p.pools.iter().map(|m| format!("{} {}", m.label, human(m.bytes))).collect();
             out += &wrap_indented(
-                &format!("{}, {} in all: {}", p.what, human(p.bytes), each.join(", ")),
+                &format!(
+                    "{}, {} at its peak (the pools and a batch of writes): {}",
+                    p.what,
+                    human(p.bytes),
+                    each.join(", ")
+                ),
                 2,
             );
         }

@@ -181,9 +181,8 @@ pub fn summarize(pools: &[PoolFacts], reads: &[ReadRow]) -> Summary {
     let of = |k: &(String, String, String)| -> Vec<&ReadRow> {
         reads.iter().filter(|r| r.label == k.0 && r.compressor == k.1 && r.mode == k.2).collect()
     };
-    let pool_of = |label: &str, comp: &str| {
-        pools.iter().find(|p| p.label == label && p.compressor == comp)
-    };
+    let pool_of =
+        |label: &str, comp: &str| pools.iter().find(|p| p.label == label && p.compressor == comp);
     let pages_of = |label: &str, comp: &str| pool_of(label, comp).map_or(0, |p| p.pages);
     let mut rows = Vec::new();
     for k in &keys {
