@@ -95,7 +95,7 @@ impl MemoryPlan {
     /// The plan as printed before the run.
     pub fn describe(&self) -> String {
         let mut out = wrap(&format!(
-            "memory plan: peak about {} (held throughout: {} of program and corpus, {} of cache \
+            "zsmalloc cost: memory plan: peak about {} (held throughout: {} of program and corpus, {} of cache \
              evictor; one phase's pools at a time)",
             human(self.peak_bytes),
             human(self.resident_bytes),

@@ -90,7 +90,7 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
             .collect();
         return Err(LabError::usage(format!("no mode can run: {}", why.join("; "))));
     }
-    eprint!("zsmalloc cost: {}", memory.describe());
+    eprint!("{}", memory.describe());
     memory.check(opts.max_memory)?;
 
     // Under callgrind the caches do not matter (and the buffer would cost minutes).
