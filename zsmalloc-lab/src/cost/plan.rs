@@ -136,8 +136,8 @@ impl StudyPlan {
                     probes.push((si, probe(opts, si, first, corpus)?));
                 }
             }
-            let cap = if opts.pool_bytes_fixed { 1 } else { MAX_REPLICA_FACTOR };
-            let replicas = corpus_replicas(probes.iter().map(|p| p.1), opts.batch, cap);
+            let replicas =
+                corpus_replicas(probes.iter().map(|p| p.1), opts.batch, opts.pool_bytes_fixed);
             let objects = corpus.objects() as u64 * replicas;
             let page = corpus.page as u64;
             // A batch of stores of objects of the corpus's mean size, at most half wasted.
@@ -202,16 +202,21 @@ fn pool_modes(modes: &[Mode]) -> Vec<ReadMode> {
     out
 }
 
-/// Copies of the corpus for every pool of it: the most any configuration needs, at most
-/// `factor` times the copies the target asks for in the configuration that asks for fewest
-/// (a factor of 1: the target alone, as `--pool-mib` asks).
-fn corpus_replicas(probes: impl Iterator<Item = Probe> + Clone, batch: usize, factor: u64) -> u64 {
+/// Copies of the corpus for every pool of it: the most any configuration needs, at most the
+/// cap of the configuration with the smallest one; with a `fixed` size (`--pool-mib`), the
+/// most the target asks for in any configuration, so every pool reaches it and none grows
+/// further for the rows' batches.
+fn corpus_replicas(probes: impl Iterator<Item = Probe> + Clone, batch: usize, fixed: bool) -> u64 {
+    let target = probes.clone().map(|p| p.target_replicas).max().unwrap_or(1);
+    if fixed {
+        return target.max(1);
+    }
     let want = probes
         .clone()
         .map(|p| p.counts.replicas_for_batch(batch, p.target_replicas).max(p.target_replicas))
         .max()
         .unwrap_or(1);
-    let cap = probes.map(|p| p.target_replicas * factor).min().unwrap_or(1);
+    let cap = probes.map(|p| p.target_replicas * MAX_REPLICA_FACTOR).min().unwrap_or(1);
     want.min(cap).max(1)
 }
 
@@ -288,15 +293,15 @@ mod tests {
     fn every_pool_of_a_corpus_holds_the_most_copies_any_needs_within_the_cap() {
         // 10^4 objects a batch; 1500 spanning objects in 3 copies need 20 copies.
         let ps = [probe(3, 1500, 12000), probe(4, 8000, 12000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, MAX_REPLICA_FACTOR), 20);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 20);
         // A size the user gave: the target's copies, whatever the rows would want.
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, 1), 4);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, true), 4);
         // A configuration with 30 spanning objects in 3 copies would need 1000: capped at 16 x 3.
         let ps = [probe(3, 30, 12000), probe(4, 8000, 12000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, MAX_REPLICA_FACTOR), 48);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 48);
         // The target alone.
         let ps = [probe(30, 150_000, 150_000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, MAX_REPLICA_FACTOR), 30);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 30);
         assert_eq!(probe(1, 1, 1).pages_for(1), 13);
         assert_eq!(probe(1, 1, 1).pages_for(4), 20);
     }

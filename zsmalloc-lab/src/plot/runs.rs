@@ -61,7 +61,7 @@ const PER_CLASS: [(&str, &str, ClassFn, bool); 4] = [
     ("spanning reads", "reads per 100 B", spanning, false),
 ];
 
-/// Whether `r` has the value of a [`PER_CLASS`] entry whose zsmalloc-only flag is `only`.
+/// Whether `r` has the value of a [`PER_CLASS`] entry (zsmalloc's only, or every backend's).
 fn has_value(r: &RunResult, zsmalloc_only: bool) -> bool {
     !zsmalloc_only || r.config.backend == BackendKind::Zsmalloc
 }
