@@ -103,16 +103,25 @@ fn the_json_contract() {
     assert_eq!(labels, HashSet::from(["classic", "heuristic", "delta-16"]));
     let rows = d["summary"]["rows"].as_array().unwrap();
     assert_eq!(rows.len(), 3 * 2 * mode_seen.len());
+    let pools = d["pools"].as_array().unwrap();
     for r in rows {
         assert!(r["pages"].as_u64().unwrap() > 0);
         assert_eq!(r["vs_base"].is_null(), r["label"] == "classic", "{r}");
+        // Each row says how many copies its pages hold, and pages per copy compare between
+        // compressors whose pools hold different numbers of copies.
+        let pool = pools
+            .iter()
+            .find(|p| p["label"] == r["label"] && p["compressor"] == r["compressor"])
+            .unwrap();
+        assert_eq!(r["copies"], pool["replicas"], "{r}");
+        let per_copy = r["pages"].as_f64().unwrap() / r["copies"].as_f64().unwrap();
+        assert!((r["pages_per_copy"].as_f64().unwrap() - per_copy).abs() <= 0.05, "{r}");
     }
     let env = &d["environment"];
     assert_eq!(env["backing"], "anonymous");
     assert!(env["transparent_hugepage"].get("enabled").is_some());
     assert!(env["transparent_hugepage"].get("shmem_enabled").is_some());
     // Every pool of a compressor holds the corpus the same number of times (pages compare).
-    let pools = d["pools"].as_array().unwrap();
     for c in ["lz4", "zstd"] {
         let reps: HashSet<u64> = pools
             .iter()
@@ -353,6 +362,8 @@ fn a_run_announces_its_memory_and_stays_under_it() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("memory plan: peak about"), "{err}");
+    let wide: Vec<&str> = err.lines().filter(|l| l.chars().count() > 120).collect();
+    assert!(wide.is_empty(), "plan lines over 120 columns: {wide:#?}");
     // Both modes in one phase, on the pools of their own read modes.
     assert!(err.contains("phase 1 of 1:") && err.contains("classic (copy)"), "{err}");
     assert!(err.contains("classic (map)"), "{err}");
@@ -366,6 +377,9 @@ fn a_run_announces_its_memory_and_stays_under_it() {
     let pools = d["pools"].as_array().unwrap();
     assert_eq!(held[0].as_u64(), pools.iter().map(page_bytes).min());
     assert_eq!(held[1].as_u64(), pools.iter().map(page_bytes).max());
+    // --pool-mib 4 is the pools' size: the copies it asks for, not more for distinct batches
+    // (many times more copies of a corpus this small).
+    assert!(held[1].as_u64().unwrap() < 8 << 20, "pools of {held:?} for --pool-mib 4");
     // The table's method line states what the pools held, not only the target.
     let table = ok(&[
         "cost",
@@ -381,7 +395,10 @@ fn a_run_announces_its_memory_and_stays_under_it() {
         "copy",
     ]);
     let method = table.lines().find(|l| l.starts_with("method:")).unwrap();
-    assert!(method.contains("method: pools of ") && method.contains("at least 4 MiB"), "{method}");
+    assert!(
+        method.contains("method: pools of ") && method.contains("the 4 MiB of --pool-mib"),
+        "{method}"
+    );
 }
 
 #[test]
@@ -432,7 +449,7 @@ fn the_text_fits_a_terminal_and_a_single_round_shows_values() {
     let summary: Vec<&str> = summary.take_while(|l| l.contains('%')).collect();
     assert!(summary.len() >= 3, "{table}");
     for line in summary.iter().filter(|l| l.contains(" contiguous ")) {
-        let extra = line.split_whitespace().nth(7).unwrap();
+        let extra = line.split_whitespace().nth(8).unwrap();
         if extra.starts_with('-') {
             assert!(line.contains("noise"), "{line}");
         }

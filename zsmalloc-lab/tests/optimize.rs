@@ -260,7 +260,21 @@ fn the_command_prints_the_same_rows_in_every_format_and_plots_svg_only() {
     let svg = scratch("optimize.svg");
     ok(&run(&["--plot", s(&svg)], &workload));
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg") && text.contains("pages at the peak"));
+    assert!(text.starts_with("<svg") && text.contains("frontier labels: each point"));
+    // Two panels where some point's peak is above its end, one where none is.
+    let peaks_differ = rows.iter().any(|r| r["pages"] != r["pages_peak"]);
+    assert_eq!(text.contains("pages at the peak"), peaks_differ);
+    assert_eq!(text.contains("the same at the end and at the peak"), !peaks_differ);
+    // A `pages` workload frees nothing: one panel, not the same one twice.
+    let pages = ["pages", "--synthetic-pages", "300"];
+    let report = json(&run(&["--format", "json"], &pages));
+    for r in report["points"].as_array().unwrap() {
+        assert_eq!(r["pages"], r["pages_peak"], "{r}");
+    }
+    ok(&run(&["--plot", s(&svg)], &pages));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("pages (the same at the end and at the peak: nothing was freed)"));
+    assert!(!text.contains("pages at the peak") && !text.contains("pages at the end"));
     let png = scratch("optimize.png");
     let err = usage_error(&run(&["--plot", s(&png)], &workload));
     assert!(err.contains("plots are SVG"), "{err}");

@@ -69,8 +69,9 @@ pub struct CostArgs {
     /// Input pages read at most from files or a process [default: 16384]
     #[arg(long, value_name = "N", value_parser = flag_values::whole::<usize>(1, u64::MAX))]
     pub max_pages: Option<usize>,
-    /// Fill each pool to this many MiB, repeating the corpus [default: twice the last-level
-    /// cache, at most 256 MiB]
+    /// Fill each pool to this many MiB, repeating the corpus, and no further (a row with fewer
+    /// than a batch of distinct objects then reads some again) [default: twice the last-level
+    /// cache, at most 256 MiB, grown to give every row a batch of distinct objects]
     #[arg(long, value_name = "MIB", value_parser = flag_values::whole::<u64>(1, u64::MAX))]
     pub pool_mib: Option<u64>,
     /// Operations per clock read, at least 10000 [default: 10000]
@@ -146,6 +147,7 @@ fn options(a: &mut CostArgs) -> LabResult<(cost::CostOptions, Vec<String>)> {
             Some(b) if b > 0 => b,
             _ => return Err(LabError::usage(format!("invalid --pool-mib {mib}: 1 or more MiB"))),
         };
+        opts.pool_bytes_fixed = true;
     }
     if let Some(b) = a.batch {
         opts.batch = b;

@@ -9,6 +9,7 @@ use super::options::CostOptions;
 use super::plan::StudyPlan;
 use crate::error::{LabError, LabResult};
 pub use crate::memory::{available_bytes, human, parse_memory, proc_status_bytes};
+use crate::report::grid::{wrap, wrap_indented};
 
 use crate::memory::SLACK_BYTES;
 
@@ -93,22 +94,33 @@ impl MemoryPlan {
 
     /// The plan as printed before the run.
     pub fn describe(&self) -> String {
-        let mut out = format!(
-            "memory plan: peak about {} (held throughout: {} of program and corpus, {} of cache \
-             evictor; one phase's pools at a time)\n",
+        let mut out = wrap(&format!(
+            "zsmalloc cost: memory plan: peak about {} (held throughout: {} of program and corpus, {} of cache \
+             evictor; one phase's pools at a time)",
             human(self.peak_bytes),
             human(self.resident_bytes),
             human(self.evict_bytes)
-        );
+        ));
         for p in &self.phases {
             let each: Vec<String> =
                 p.pools.iter().map(|m| format!("{} {}", m.label, human(m.bytes))).collect();
-            out += &format!("  {}: {} = {}\n", p.what, each.join(", "), human(p.bytes));
+            out += &wrap_indented(
+                &format!(
+                    "{}, {} at its peak (the pools and a batch of writes): {}",
+                    p.what,
+                    human(p.bytes),
+                    each.join(", ")
+                ),
+                2,
+            );
         }
         if self.modes_apart {
-            out += "  (every mode's pools at once need more memory than this run may take: each \
-                    pool read mode has a phase of its own, so differences between modes include \
-                    the machine's drift from phase to phase)\n";
+            out += &wrap_indented(
+                "(every mode's pools at once need more memory than this run may take: each pool \
+                 read mode has a phase of its own, so differences between modes include the \
+                 machine's drift from phase to phase)",
+                2,
+            );
         }
         out
     }

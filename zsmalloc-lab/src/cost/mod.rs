@@ -90,7 +90,7 @@ pub fn run(opts: &CostOptions, sink: &ProgressSink) -> LabResult<CostReport> {
             .collect();
         return Err(LabError::usage(format!("no mode can run: {}", why.join("; "))));
     }
-    eprint!("zsmalloc cost: {}", memory.describe());
+    eprint!("{}", memory.describe());
     memory.check(opts.max_memory)?;
 
     // Under callgrind the caches do not matter (and the buffer would cost minutes).
@@ -173,6 +173,7 @@ fn environment(
         last_level_cache_bytes: hw::last_level_cache_bytes(),
         pool_bytes_target: opts.pool_bytes,
         pool_bytes_held: [lo, hi],
+        pool_bytes_fixed: opts.pool_bytes_fixed,
         evict_bytes: if counting.callgrind { 0 } else { opts.evict_bytes },
         phases: phases.len(),
         modes_apart: memory.modes_apart,

@@ -138,6 +138,9 @@ pub struct Environment {
     /// The smallest and the largest pool as filled (pages × page size): above the target when
     /// a row needed more objects for a batch of distinct ones.
     pub pool_bytes_held: [u64; 2],
+    /// The target was asked for (`--pool-mib`) and kept: a row with fewer objects than a batch
+    /// read some of them again within it.
+    pub pool_bytes_fixed: bool,
     /// The buffer written before every timed pass to push the pools out of the caches.
     pub evict_bytes: u64,
     /// Groups of pools filled, measured and freed one after another (one per corpus, or per
@@ -164,13 +167,23 @@ impl Environment {
         let mib = |b: u64| (b as f64 / f64::from(1 << 20)).round() as u64;
         let [lo, hi] = self.pool_bytes_held.map(mib);
         let held = if lo == hi { format!("{lo} MiB") } else { format!("{lo}-{hi} MiB") };
+        let stored = if self.pool_bytes_fixed {
+            format!(
+                "objects stored to the {} MiB of --pool-mib and no further: a row with fewer than {} \
+                 objects reads some again within a batch, from the cache when the pools fit in it",
+                mib(self.pool_bytes_target),
+                self.batch
+            )
+        } else {
+            format!(
+                "objects stored to at least {} MiB, and to a batch of {} distinct objects per row",
+                mib(self.pool_bytes_target),
+                self.batch
+            )
+        };
         format!(
-            "pools of {held} (objects stored to at least {} MiB, and to a batch of {} distinct \
-             objects per row, which a small --pool-mib cannot lower), caches flushed before \
-             each pass by a {} MiB buffer (twice the last-level cache of {}, at most 512 MiB, \
-             whatever the pools' size)",
-            mib(self.pool_bytes_target),
-            self.batch,
+            "pools of {held} ({stored}), caches flushed before each pass by a {} MiB buffer \
+             (twice the last-level cache of {}, at most 512 MiB, whatever the pools' size)",
             mib(self.evict_bytes),
             self.last_level_cache_bytes
                 .map_or("unknown size".into(), |b| format!("{} MiB", mib(b)))

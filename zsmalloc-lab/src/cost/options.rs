@@ -127,6 +127,11 @@ pub struct CostOptions {
     /// Bytes each pool is filled to (at least the corpus once, more when a row needs more
     /// objects for a batch of distinct ones).
     pub pool_bytes: u64,
+    /// `pool_bytes` was asked for (`--pool-mib`): pools hold the copies it asks for and no
+    /// more, and a row with fewer than a batch of distinct objects reads some of them again
+    /// within a batch. Otherwise pools grow past it to give each row a batch of distinct
+    /// objects (see [`super::plan`]).
+    pub pool_bytes_fixed: bool,
     /// Bytes of the buffer written before every timed pass to push the pools out of the caches.
     pub evict_bytes: u64,
     /// Refuse to run when the memory plan's peak is above this (`--max-memory`); the memory
@@ -150,6 +155,7 @@ impl CostOptions {
             seed: 1,
             max_pages: DEFAULT_MAX_PAGES,
             pool_bytes: default_pool_bytes_for(llc),
+            pool_bytes_fixed: false,
             evict_bytes: evict_bytes_for(llc),
             max_memory: None,
             batch: MIN_BATCH,

@@ -136,7 +136,8 @@ impl StudyPlan {
                     probes.push((si, probe(opts, si, first, corpus)?));
                 }
             }
-            let replicas = corpus_replicas(probes.iter().map(|p| p.1), opts.batch);
+            let replicas =
+                corpus_replicas(probes.iter().map(|p| p.1), opts.batch, opts.pool_bytes_fixed);
             let objects = corpus.objects() as u64 * replicas;
             let page = corpus.page as u64;
             // A batch of stores of objects of the corpus's mean size, at most half wasted.
@@ -202,8 +203,14 @@ fn pool_modes(modes: &[Mode]) -> Vec<ReadMode> {
 }
 
 /// Copies of the corpus for every pool of it: the most any configuration needs, at most the
-/// cap of the configuration with the smallest one.
-fn corpus_replicas(probes: impl Iterator<Item = Probe> + Clone, batch: usize) -> u64 {
+/// cap of the configuration with the smallest one; with a `fixed` size (`--pool-mib`), the
+/// most the target asks for in any configuration, so every pool reaches it and none grows
+/// further for the rows' batches.
+fn corpus_replicas(probes: impl Iterator<Item = Probe> + Clone, batch: usize, fixed: bool) -> u64 {
+    let target = probes.clone().map(|p| p.target_replicas).max().unwrap_or(1);
+    if fixed {
+        return target.max(1);
+    }
     let want = probes
         .clone()
         .map(|p| p.counts.replicas_for_batch(batch, p.target_replicas).max(p.target_replicas))
@@ -286,13 +293,15 @@ mod tests {
     fn every_pool_of_a_corpus_holds_the_most_copies_any_needs_within_the_cap() {
         // 10^4 objects a batch; 1500 spanning objects in 3 copies need 20 copies.
         let ps = [probe(3, 1500, 12000), probe(4, 8000, 12000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 20);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 20);
+        // A size the user gave: the target's copies, whatever the rows would want.
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, true), 4);
         // A configuration with 30 spanning objects in 3 copies would need 1000: capped at 16 x 3.
         let ps = [probe(3, 30, 12000), probe(4, 8000, 12000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 48);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 48);
         // The target alone.
         let ps = [probe(30, 150_000, 150_000)];
-        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000), 30);
+        assert_eq!(corpus_replicas(ps.iter().copied(), 10_000, false), 30);
         assert_eq!(probe(1, 1, 1).pages_for(1), 13);
         assert_eq!(probe(1, 1, 1).pages_for(4), 20);
     }

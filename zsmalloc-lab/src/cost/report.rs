@@ -61,7 +61,13 @@ pub struct SummaryRow {
     pub label: String,
     pub compressor: String,
     pub mode: String,
+    /// Pool pages holding `copies` copies of the corpus.
     pub pages: u64,
+    /// Copies of the corpus in the pool: the same for every pool of one compressor, not
+    /// between compressors (each fills to the target size).
+    pub copies: u64,
+    /// Pool pages per copy of the corpus: what compares between compressors.
+    pub pages_per_copy: f64,
     /// Objects in the pool (each read once per visit).
     pub objects: u64,
     /// Share of the objects that span two pages, percent.
@@ -175,13 +181,14 @@ pub fn summarize(pools: &[PoolFacts], reads: &[ReadRow]) -> Summary {
     let of = |k: &(String, String, String)| -> Vec<&ReadRow> {
         reads.iter().filter(|r| r.label == k.0 && r.compressor == k.1 && r.mode == k.2).collect()
     };
-    let pages_of = |label: &str, comp: &str| {
-        pools.iter().find(|p| p.label == label && p.compressor == comp).map_or(0, |p| p.pages)
-    };
+    let pool_of =
+        |label: &str, comp: &str| pools.iter().find(|p| p.label == label && p.compressor == comp);
+    let pages_of = |label: &str, comp: &str| pool_of(label, comp).map_or(0, |p| p.pages);
     let mut rows = Vec::new();
     for k in &keys {
         let a = aggregate(&of(k));
         let pages = pages_of(&k.0, &k.1);
+        let copies = pool_of(&k.0, &k.1).map_or(0, |p| p.replicas);
         let share = |a: &Agg| a.spanning as f64 / a.objects.max(1) as f64;
         let vs_base = base.as_ref().filter(|b| **b != k.0).and_then(|b| {
             let bk = (b.clone(), k.1.clone(), k.2.clone());
@@ -212,6 +219,8 @@ pub fn summarize(pools: &[PoolFacts], reads: &[ReadRow]) -> Summary {
             compressor: k.1.clone(),
             mode: k.2.clone(),
             pages,
+            copies,
+            pages_per_copy: r1(pages as f64 / copies.max(1) as f64),
             objects: a.objects,
             spanning_pct: r1(100.0 * share(&a)),
             ns_per_read: r2(a.ns_read),

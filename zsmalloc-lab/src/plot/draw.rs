@@ -250,12 +250,17 @@ fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
         }
     }
     // Point labels, once every series is drawn: each next to its own point where there is
-    // room, else further out on a leader line, else left out and listed under the legend.
-    let labelled: Vec<((f64, f64), &String)> =
-        p.series.iter().flat_map(|s| s.points.iter().copied().zip(&s.point_labels)).collect();
+    // room, else further out on a leader line, else left out and listed under the legend. A
+    // label takes its series' colour: where two series' points crowd (two policies of a
+    // sweep), a label between them still says whose it is.
+    let labelled: Vec<((f64, f64), &String, usize)> = p
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().copied().zip(&s.point_labels).map(|(pt, l)| (pt, l, s.color)))
+        .collect();
     let boxes: Vec<LabelBox> = labelled
         .iter()
-        .map(|&(pt, text)| {
+        .map(|&(pt, text, _)| {
             let (x, y) = chart.backend_coord(&pt);
             LabelBox { x, y, width: LABEL_CHAR_WIDTH * text.chars().count() as i32 }
         })
@@ -263,19 +268,20 @@ fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
     let (xr, yr) = chart.plotting_area().get_pixel_range();
     let bounds = (xr.start, yr.start, xr.end, yr.end);
     let mut left_out: Vec<&str> = Vec::new();
-    for (((pt, text), b), placement) in
+    for (((pt, text, series_color), b), placement) in
         labelled.iter().zip(&boxes).zip(place_labels(&boxes, bounds))
     {
         let Some(pl) = placement else {
             left_out.push(text);
             continue;
         };
-        let font = ("sans-serif", 12).into_font().color(&RGBColor(40, 40, 40));
+        let ink = darker(color(*series_color));
+        let font = ("sans-serif", 12).into_font().color(&ink);
         let element = EmptyElement::at(*pt) + Text::new((*text).clone(), (pl.dx, pl.dy), font);
         chart.draw_series(std::iter::once(element))?;
         if pl.leader {
             let (from, to) = leader(b, &pl);
-            let line = PathElement::new(vec![from, to], RGBColor(40, 40, 40));
+            let line = PathElement::new(vec![from, to], ink);
             chart.draw_series(std::iter::once(EmptyElement::at(*pt) + line))?;
         }
     }
@@ -312,6 +318,12 @@ fn draw_panel(area: &Area<'_>, p: &Panel, grid: bool) -> DrawResult {
         legend.draw(&Text::new(short(&text, 44), (8, y - 7), ("sans-serif", 12).into_font()))?;
     }
     Ok(())
+}
+
+/// `c` darkened for text on white: a label as legible as the grey it replaces, in its hue.
+fn darker(c: RGBColor) -> RGBColor {
+    let d = |v: u8| (f64::from(v) * 0.7) as u8;
+    RGBColor(d(c.0), d(c.1), d(c.2))
 }
 
 /// `text`, cut to `chars` characters with an ellipsis.

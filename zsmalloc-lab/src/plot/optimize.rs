@@ -1,6 +1,8 @@
 //! `zsmalloc optimize --plot`: two Pareto panels on one read-cost axis, pages at the end and
-//! pages at the peak; the reported frontier points in one colour, classic, the heuristic and a
-//! given table in one each, labelled (frontier points by their number).
+//! pages at the peak (one panel when every point has the same pages at both, as when nothing
+//! is freed); the reported frontier points in one colour, classic, the heuristic and a given
+//! table in one each, labelled (frontier points by their number in the table, said in the
+//! subtitle).
 
 use std::path::Path;
 
@@ -60,16 +62,27 @@ fn figure(report: &OptimizeReport) -> Figure {
         report.layout.classes,
         report.layout.searched
     ));
+    if !report.points.is_empty() {
+        subtitle.push(
+            "frontier labels: each point's number, the table's point column (1: fewest pages); \
+             --export-table FILE --point N writes point N's class table"
+                .to_string(),
+        );
+    }
+    // A workload that frees nothing peaks at its end: the two panels would be the same.
+    let same = shown.iter().all(|p| p.pages == p.pages_peak);
+    let panels = if same {
+        vec![panel("pages (the same at the end and at the peak: nothing was freed)", &|p| p.pages)]
+    } else {
+        vec![panel("pages at the end", &|p| p.pages), panel("pages at the peak", &|p| p.pages_peak)]
+    };
     Figure {
         title: format!(
             "optimize: class tables, pages against read cost (page {})",
             report.page_size
         ),
         subtitle,
-        panels: vec![
-            panel("pages at the end", &|p| p.pages),
-            panel("pages at the peak", &|p| p.pages_peak),
-        ],
+        panels,
         columns: 1,
     }
 }

@@ -52,13 +52,33 @@ fn pages(_: &RunResult, c: &ClassRow) -> f64 {
 
 type ClassFn = fn(&RunResult, &ClassRow) -> f64;
 
-/// What is drawn per class: its name, the y axis's unit and the value.
-const PER_CLASS: [(&str, &str, ClassFn); 4] = [
-    ("pages", "pages per 100 B", pages),
-    ("slack (pages minus stored bytes)", "KiB per 100 B", slack_kib),
-    ("merge waste (class size minus unmerged class size)", "KiB per 100 B", merge_kib),
-    ("spanning reads", "reads per 100 B", spanning),
+/// What is drawn per class: its name, the y axis's unit, the value, and whether only
+/// zsmalloc has it (zblock's slot sizes are not merged classes: it has no merge waste).
+const PER_CLASS: [(&str, &str, ClassFn, bool); 4] = [
+    ("pages", "pages per 100 B", pages, false),
+    ("slack (pages minus stored bytes)", "KiB per 100 B", slack_kib, false),
+    ("merge waste (class size minus unmerged class size)", "KiB per 100 B", merge_kib, true),
+    ("spanning reads", "reads per 100 B", spanning, false),
 ];
+
+/// Whether `r` has the value of a [`PER_CLASS`] entry (zsmalloc's only, or every backend's).
+fn has_value(r: &RunResult, zsmalloc_only: bool) -> bool {
+    !zsmalloc_only || r.config.backend == BackendKind::Zsmalloc
+}
+
+/// `; zblock: no merged classes, not drawn` for the runs without the value, or nothing.
+fn not_drawn(classed: &[(usize, &RunResult)], zsmalloc_only: bool) -> String {
+    let without: Vec<&str> = classed
+        .iter()
+        .filter(|(_, r)| !has_value(r, zsmalloc_only))
+        .map(|(_, r)| r.label.as_str())
+        .collect();
+    if without.is_empty() {
+        String::new()
+    } else {
+        format!("; {}: no merged classes, not drawn", without.join(", "))
+    }
+}
 
 /// Classes as spans of object sizes: a class of size `s` serves the sizes above the previous
 /// class up to `s`, the first from 0. `(from, to, value)`.
@@ -74,31 +94,26 @@ pub fn per_100_bytes(spans: &[(f64, f64, f64)]) -> Vec<(f64, f64, f64)> {
 }
 
 /// `b - a` per class, for per-class values whose class grids may differ, as spans (see
-/// [`class_spans`]): classes are grouped into the smallest size ranges both grids share (the
-/// sizes where both have a class boundary, and the end of the larger grid), and each range
-/// gets the difference of the sums over it. With the same grid, that is the per-class
-/// difference.
+/// [`class_spans`]): over every size range between two boundaries of either grid, each run's
+/// class value spread evenly over the sizes its class serves (as the per-100-B panels draw
+/// it), so each span's difference is the share of the two classes over it and the spans add
+/// up to the difference of the totals. With the same grid, that is the per-class difference.
 pub fn class_difference(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64, f64)> {
-    let mut bounds: Vec<f64> =
-        a.iter().map(|p| p.0).filter(|x| b.iter().any(|q| q.0 == *x)).collect();
-    let end = a.iter().chain(b).map(|p| p.0).fold(f64::MIN, f64::max);
-    if bounds.last().is_none_or(|&last| last < end) {
-        bounds.push(end);
-    }
-    let (mut ia, mut ib, mut lo) = (0, 0, 0.0);
+    let mut bounds: Vec<f64> = a.iter().chain(b).map(|p| p.0).collect();
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup();
+    let (sa, sb) = (class_spans(a), class_spans(b));
+    // The share of the spans `s` over `lo..hi` (inside one span of each grid).
+    let share = |s: &[(f64, f64, f64)], lo: f64, hi: f64| -> f64 {
+        s.iter()
+            .find(|&&(from, to, _)| from <= lo && hi <= to)
+            .map_or(0.0, |&(from, to, v)| v * (hi - lo) / (to - from).max(1.0))
+    };
+    let mut lo = 0.0;
     let mut out = Vec::with_capacity(bounds.len());
-    for x in bounds {
-        let (mut sa, mut sb) = (0.0, 0.0);
-        while ia < a.len() && a[ia].0 <= x {
-            sa += a[ia].1;
-            ia += 1;
-        }
-        while ib < b.len() && b[ib].0 <= x {
-            sb += b[ib].1;
-            ib += 1;
-        }
-        out.push((lo, x, sb - sa));
-        lo = x;
+    for hi in bounds {
+        out.push((lo, hi, share(&sb, lo, hi) - share(&sa, lo, hi)));
+        lo = hi;
     }
     out
 }
@@ -123,9 +138,10 @@ fn figure(runs: &[&RunResult]) -> Figure {
         .fold(1.0, f64::max);
     let x_range = Some((0.0, x_end));
     let mut panels = Vec::new();
-    for (what, unit, f) in PER_CLASS {
+    for (what, unit, f, only) in PER_CLASS {
         let series = classed
             .iter()
+            .filter(|(_, r)| has_value(r, only))
             .map(|&(i, r)| {
                 let pts = spans(&per_100_bytes(&class_spans(&class_values(r, false, f))));
                 Series::new(r.label.clone(), pts, Style::Step, i)
@@ -133,7 +149,10 @@ fn figure(runs: &[&RunResult]) -> Figure {
             .collect();
         let huge = if huge_stored { "huge classes: own panel" } else { "no huge objects stored" };
         panels.push(Panel {
-            title: format!("{what} per 100 B of object size, by class ({huge})"),
+            title: format!(
+                "{what} per 100 B of object size, by class ({huge}{})",
+                not_drawn(&classed, only)
+            ),
             x_desc: "object size (bytes): each class over the sizes it serves".into(),
             y_desc: unit.into(),
             series,
@@ -188,28 +207,36 @@ fn huge_panels(classed: &[(usize, &RunResult)]) -> Vec<Panel> {
         sizes.join("")
     };
     let what = format!("objects of huge_class_size {sizes} bytes or more, one per page");
-    vec![
-        Panel {
-            title: format!("huge classes: pages ({what})"),
-            x_desc: "configuration".into(),
-            y_desc: "pages".into(),
-            series: bars(&|r| huge(r, &|c| c.pages_used as f64)),
-            int_y: true,
-            x_categories: cats.clone(),
-            ..Default::default()
+    let slack = |r: &RunResult| {
+        let page = u64::from(r.config.page_size);
+        huge(r, &|c| (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0)
+    };
+    // Stored as zram stores them, huge objects are whole raw pages: no slack to draw.
+    let no_slack = classed.iter().all(|(_, r)| slack(r) == 0.0);
+    let mut panels = vec![Panel {
+        title: if no_slack {
+            format!("huge classes: pages ({what}; each fills its page: no slack)")
+        } else {
+            format!("huge classes: pages ({what})")
         },
-        Panel {
+        x_desc: "configuration".into(),
+        y_desc: "pages".into(),
+        series: bars(&|r| huge(r, &|c| c.pages_used as f64)),
+        int_y: true,
+        x_categories: cats.clone(),
+        ..Default::default()
+    }];
+    if !no_slack {
+        panels.push(Panel {
             title: "huge classes: slack, pages minus the bytes stored in them".into(),
             x_desc: "configuration".into(),
             y_desc: "KiB".into(),
-            series: bars(&|r| {
-                let page = u64::from(r.config.page_size);
-                huge(r, &|c| (c.pages_used * page).saturating_sub(c.bytes_stored) as f64 / 1024.0)
-            }),
+            series: bars(&slack),
             x_categories: cats,
             ..Default::default()
-        },
-    ]
+        });
+    }
+    panels
 }
 
 /// Each run minus `base`, per 100 bytes of object size (classes grouped where the grids
@@ -224,12 +251,17 @@ fn difference_panels(
         r.classes.iter().map(|c| c.stats.size).eq(base.classes.iter().map(|c| c.stats.size))
     });
     let mut panels = Vec::new();
-    for (what, unit, f) in PER_CLASS {
-        if what.starts_with("slack") {
+    for (what, unit, f, only) in PER_CLASS {
+        if what.starts_with("slack") || !has_value(base, only) {
+            continue;
+        }
+        let drawn: Vec<(usize, &RunResult)> =
+            rest.iter().copied().filter(|(_, r)| has_value(r, only)).collect();
+        if drawn.is_empty() {
             continue;
         }
         let a = class_values(base, true, f);
-        let series = rest
+        let series = drawn
             .iter()
             .map(|&(i, r)| {
                 let diff = class_difference(&a, &class_values(r, true, f));
@@ -238,11 +270,15 @@ fn difference_panels(
             })
             .collect();
         let short = what.split(" (").next().unwrap_or(what);
-        let whose = match rest {
+        let whose = match drawn.as_slice() {
             [(_, r)] => format!("{}'s", r.label),
             _ => "each configuration's".to_string(),
         };
-        let grouped = if same_grid { "" } else { "; classes grouped where the grids differ" };
+        let grouped = if same_grid {
+            ""
+        } else {
+            "; where the grids differ, each class spread over the sizes it serves"
+        };
         panels.push(Panel {
             title: format!(
                 "{whose} {short} minus {}'s, per 100 B of object size (huge classes in{grouped})",
@@ -313,7 +349,12 @@ mod tests {
         let fig = figure(&runs.iter().collect::<Vec<_>>());
         let per_class: Vec<&Panel> =
             fig.panels.iter().filter(|p| p.x_categories.is_empty()).collect();
-        assert_eq!(per_class.len(), 4 + 3, "four shapes, three differences");
+        assert_eq!(per_class.len(), 4 + 2, "four shapes, two differences (no merge waste)");
+        // zblock has no merged classes: its merge waste is not drawn as a flat zero.
+        let merge = per_class.iter().find(|p| p.title.starts_with("merge waste")).unwrap();
+        assert!(merge.title.contains("zblock: no merged classes, not drawn"), "{}", merge.title);
+        assert_eq!(merge.series.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["zsmalloc"]);
+        assert!(per_class.iter().all(|p| !p.title.contains("merge waste minus")));
         let end = runs.iter().flat_map(|r| r.classes.iter()).map(|c| c.stats.size).max().unwrap();
         for p in &per_class {
             assert_eq!(super::super::axes::axes(p).x, (0.0, f64::from(end)), "{}", p.title);
@@ -349,10 +390,19 @@ mod tests {
     }
 
     #[test]
-    fn grids_that_differ_are_compared_over_ranges_both_share_up_to_the_end() {
+    fn grids_that_differ_are_compared_between_every_boundary_of_either() {
         let a = [(16.0, 1.0), (32.0, 2.0), (48.0, 3.0)];
         let b = [(32.0, 10.0), (64.0, 20.0)];
-        assert_eq!(class_difference(&a, &b), [(0.0, 32.0, 7.0), (32.0, 64.0, 17.0)]);
+        // Every boundary of either grid; b's classes, twice as wide, spread over two of a's.
+        assert_eq!(
+            class_difference(&a, &b),
+            [(0.0, 16.0, 4.0), (16.0, 32.0, 3.0), (32.0, 48.0, 7.0), (48.0, 64.0, 10.0)]
+        );
+        let same = [(16.0, 5.0), (32.0, 1.0), (48.0, 4.0)];
+        assert_eq!(
+            class_difference(&a, &same),
+            [(0.0, 16.0, 4.0), (16.0, 32.0, -1.0), (32.0, 48.0, 1.0)]
+        );
         assert_eq!(per_100_bytes(&[(0.0, 50.0, 10.0)]), [(0.0, 50.0, 20.0)]);
     }
 }

@@ -98,7 +98,7 @@ pub fn sweep(path: &Path, c: &Comparison) -> LabResult<()> {
             false,
         ),
         pareto_panel(
-            &format!("pages against spanning reads (Pareto; points labelled with {key})"),
+            &format!("pages against spanning reads (Pareto; points labelled with {key}, in their line's colour)"),
             "pages",
             "spanning reads",
             &points,

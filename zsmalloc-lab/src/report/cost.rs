@@ -85,6 +85,8 @@ fn summary_columns() -> Vec<Column> {
             "compressor",
             "mode",
             "pages",
+            "copies",
+            "pages_per_copy",
             "objects",
             "spanning_pct",
             "ns_per_read",
@@ -231,7 +233,17 @@ fn table(r: &CostReport) -> String {
 /// The summary, and each configuration against the base in a table of its own.
 fn summary(r: &CostReport) -> String {
     let mut out = String::from("\nsummary (ns per read, medians weighted by objects):\n");
-    let head = ["config", "compressor", "mode", "pages", "spanning", "ns/read", "zswap", "extra"];
+    let head = [
+        "config",
+        "compressor",
+        "mode",
+        "copies",
+        "pages/copy",
+        "spanning",
+        "ns/read",
+        "zswap",
+        "extra",
+    ];
     let mut rows = vec![head.iter().map(|h| h.to_string()).chain(["share".to_string()]).collect()];
     for s in &r.summary.rows {
         let noise = s.spanning_extra_within_noise;
@@ -239,7 +251,8 @@ fn summary(r: &CostReport) -> String {
             s.label.clone(),
             s.compressor.clone(),
             s.mode.clone(),
-            s.pages.to_string(),
+            s.copies.to_string(),
+            format!("{:.1}", s.pages_per_copy),
             format!("{:.1}%", s.spanning_pct),
             format!("{:.0}", s.ns_per_read),
             format!("{:.0}", s.ns_per_read_zswap),
@@ -249,8 +262,9 @@ fn summary(r: &CostReport) -> String {
     }
     out += &fit(&rows, 3, 3);
     out += &wrap(
-        "ns/read: read section + decompress into a page (the zram consumer); zswap: the same for \
-         the zswap consumer; extra: what a spanning section costs beyond an in-place one, ns; \
+        "copies: of the corpus in each pool (the same for one compressor); pages/copy: pool pages \
+         per copy, which compare between compressors; ns/read: read section + decompress into a \
+         page (the zram consumer); zswap: the same for the zswap consumer; extra: what a spanning section costs beyond an in-place one, ns; \
          share: the spanning objects' extra as a share of all read CPU",
     );
     let Some(base) = r.summary.base.as_deref() else { return out };
@@ -372,6 +386,8 @@ mod tests {
             compressor: "lz4".into(),
             mode: "copy".into(),
             pages: 10,
+            copies: 4,
+            pages_per_copy: 2.5,
             objects: 20,
             spanning_pct: 5.0,
             ns_per_read: 100.5,
@@ -391,7 +407,7 @@ mod tests {
         assert!(csv::unresolved(&summary_columns(), &[vec![&v]]).is_empty());
         assert_eq!(
             csv::table(&summary_columns(), &[vec![&v]], Numbers::Plain).lines().nth(1),
-            Some("summary,a,lz4,copy,10,20,5,100.5,101,3,false,0.5,-1.5,2,true,0.25,false")
+            Some("summary,a,lz4,copy,10,4,2.5,20,5,100.5,101,3,false,0.5,-1.5,2,true,0.25,false")
         );
     }
 
