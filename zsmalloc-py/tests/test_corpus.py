@@ -73,5 +73,5 @@ def test_a_directory_without_a_manifest_is_a_value_error(tmp_path: Path) -> None
 
 def test_the_notebook_draws_the_study() -> None:
     text, images = run_notebook("corpus_study.ipynb", timeout=600)
-    assert "corpus studied: 4 traces" in text
+    assert "corpus studied: 6 traces" in text
     assert images >= 3
