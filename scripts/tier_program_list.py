@@ -46,59 +46,21 @@ def write(path, s):
     return path
 
 
-PY = r'''
-import json
-d = {"k%07d" % i: ("v%d" % (i * 7919 % 1000003)) * 3 for i in range(120000)}
-s = json.dumps(d)
-e = json.loads(s)
-assert e == d
-l = sorted(e.values())
-print(len(d), len(s), l[0], l[-1], l[len(l) // 2])
-'''
+# The interpreters' programs, shared with `zsmalloc corpus record` (which compiles them in).
+SCRIPTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "zsmalloc-lab", "src",
+                       "corpus", "scripts")
 
-PERL = r'''
-my %h;
-for my $i (0 .. 119999) { $h{"key$i"} = ($i * 7919) % 1000003; }
-my ($n, $s) = (0, 0);
-for my $k (sort keys %h) { $n++; $s += $h{$k}; }
-my @v = sort { $a <=> $b } values %h;
-print "$n $s $v[0] $v[-1] $v[$#v/2]\n";
-'''
 
-NODE = r'''
-const m = new Map();
-for (let i = 0; i < 250000; i++) m.set("k" + i, { v: (i * 7919) % 1000003, s: "x" + i });
-let s = 0;
-for (const [k, o] of m) s += o.v;
-const a = Array.from(m.values(), o => o.v).sort((x, y) => x - y);
-console.log(m.size, s, a[0], a[a.length - 1], a[a.length >> 1]);
-'''
+def script(name):
+    with open(os.path.join(SCRIPTS, name)) as f:
+        return f.read()
 
-JAVA = r'''
-import java.util.*;
-public class Main {
-    public static void main(String[] args) {
-        HashMap<String, Integer> m = new HashMap<>();
-        for (int i = 0; i < 350000; i++) m.put("k" + i, (int) ((i * 7919L) % 1000003));
-        long s = 0;
-        for (Map.Entry<String, Integer> e : m.entrySet()) s += e.getValue();
-        ArrayList<Integer> l = new ArrayList<>(m.values());
-        Collections.sort(l);
-        System.out.println(m.size() + " " + s + " " + l.get(0) + " " + l.get(l.size() - 1) + " " + l.get(l.size() / 2));
-    }
-}
-'''
 
-TCL = r'''
-array set h {}
-for {set i 0} {$i < 200000} {incr i} { set h(key$i) [expr {($i * 7919) % 1000003}] }
-set s 0
-foreach k [lsort [array names h]] { incr s $h($k) }
-set v {}
-foreach k [array names h] { lappend v $h($k) }
-set l [lsort -integer $v]
-puts "[array size h] $s [lindex $l 0] [lindex $l end] [string length [join $l ,]]"
-'''
+PY = script("dicts.py")
+PERL = script("hash.pl")
+NODE = script("map.js")
+JAVA = script("Main.java")
+TCL = script("array.tcl")
 
 
 def gen_rust(path):
