@@ -125,6 +125,10 @@ fn a_tiny_corpus_studied() {
     for b in backends.iter().filter(|b| b["backend"] == "zblock") {
         assert_eq!(int(b, "reads_spanning"), 0);
     }
+    // Mainline refuses nothing; what zblock refuses is counted.
+    for b in backends.iter().filter(|b| b["backend"] == "zsmalloc") {
+        assert_eq!(int(b, "stores_refused"), 0, "{b}");
+    }
 
     // Frees: every free of the trace counted, pairs one fewer than the known frees.
     for f in rows(&r, &["frees"]) {

@@ -31,6 +31,9 @@ pub struct BackendRow {
     /// The 2012 figure for the nearest of its mean lengths.
     pub density_2012: f64,
     pub reads_spanning: u64,
+    /// Stores the backend refused (zblock takes no object of a page or near it): its pages hold
+    /// fewer objects than mainline's then.
+    pub stores_refused: u64,
 }
 
 pub fn study(corpus: &Corpus, opts: &StudyOptions, p: &Progress) -> LabResult<Vec<BackendRow>> {
@@ -66,6 +69,7 @@ pub fn study(corpus: &Corpus, opts: &StudyOptions, p: &Progress) -> LabResult<Ve
                 mean_len_peak: mean,
                 density_2012: nearest,
                 reads_spanning: r.reads_spanning,
+                stores_refused: r.store_failures,
             });
         }
     }

@@ -117,6 +117,7 @@ pub fn sections(r: &StudyReport) -> Vec<Section> {
                 ("mean len", "mean_len_peak"),
                 ("2012 objs/page", "density_2012"),
                 ("spanning", "reads_spanning"),
+                ("refused", "stores_refused"),
             ],
             rows: values(&r.backends),
             note: None,
