@@ -18,11 +18,7 @@ pub struct Comparison {
     pub sweep_keys: Vec<String>,
 }
 
-/// Worker threads to use: `requested`, or every core; never more than there are runs.
-pub fn jobs(requested: Option<usize>, runs: usize) -> usize {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-    requested.unwrap_or(cores).clamp(1, runs.max(1))
-}
+pub use crate::runner::jobs;
 
 /// Runs `workload` on every spec (untimed: `jobs` threads; timed: one at a time, repeated).
 pub fn compare(

@@ -20,6 +20,7 @@
 //! - [`page_compressors`]: the compressors `pages`, `dist`'s floor and `cost` measure (those of
 //!   every command come from the `zsmalloc-codec` crate, as the tier's do);
 //! - [`memory`]: every command's memory plan, refused before anything is allocated;
+//! - [`line_wrap`]: long lines broken within 120 columns;
 //! - [`report`]: every report's table, JSON and CSV (and a run's `mm_stat` and debugfs forms),
 //!   one module per report kind; [`plot`]: SVG figures, one module per figure;
 //! - [`kernel`]: the running kernel's zram beside the project (`zsmalloc kernel`);
@@ -60,6 +61,7 @@ pub mod folios;
 pub mod inspect;
 pub mod interrupt;
 pub mod kernel;
+pub mod line_wrap;
 pub mod memory;
 pub mod optimize;
 pub mod page_compressors;

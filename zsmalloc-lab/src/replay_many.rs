@@ -62,7 +62,7 @@ pub fn replay_many(
     opts: &RunOptions,
     sink: &ProgressSink,
 ) -> LabResult<Vec<RunResult>> {
-    let jobs = crate::compare::jobs(None, specs.len());
+    let jobs = crate::runner::jobs(None, specs.len());
     replay_many_jobs(&Workload::Trace(Trace::new(trace)), specs, opts, jobs, sink)
 }
 

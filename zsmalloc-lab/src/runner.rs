@@ -374,3 +374,9 @@ pub fn run_parallel_observed(
     }
     Ok(runs)
 }
+
+/// Worker threads to use: `requested`, or every core; never more than there are runs.
+pub fn jobs(requested: Option<usize>, runs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    requested.unwrap_or(cores).clamp(1, runs.max(1))
+}

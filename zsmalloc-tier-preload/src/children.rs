@@ -61,7 +61,7 @@ fn start_in_child(t: &'static Tier) -> Result<(), String> {
         }
         st.staging_used = 0;
         if let Some(list) = &mut st.inactive {
-            if let Err(e) = list.renew(&t.uffd) {
+            if let Err(e) = crate::inactive::renew_list(list, &t.uffd) {
                 let _ = t.uffd.unregister(reserve::base(), reserve::reserve_len());
                 return Err(format!("the child's inactive list: {e}"));
             }

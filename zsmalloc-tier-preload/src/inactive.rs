@@ -1,31 +1,6 @@
-//! The inactive list (`--policy lru`), as the kernel keeps one. The tier sees faults, not
-//! accesses: a page in the program's memory is touched without its knowing. So the oldest
-//! pages (the policy's victims) first leave the program's memory uncompressed, moved
-//! (`UFFDIO_MOVE`, in runs) into the list's area of the tier's own: a touch there faults, and
-//! the fault moves the page straight back (a refault: no pool read, no decompression), where
-//! it arrives anew, as the kernel's accessed bit promotes a page from its inactive list. The
-//! list's oldest page, untouched through the list's length, is the one compressed into the
-//! pool. A page on the list is memory the tier holds for the program: the budget counts it.
-//!
-//! The list takes an eighth of the budget ([`SHARE`]; under small budgets, twice the slack's batch
-//! of evictions, at most half the budget), and is filled only when something must be
-//! evicted: a program whose pages fit the budget never sees it. The kernel's list is as long as
-//! its active one for anonymous memory under a gigabyte, but a touch there costs it nothing
-//! (the accessed bit), where here it costs a fault and a move: with half the budget the list
-//! caught more (fewer pages compressed) and cost more in refaults than it saved (docs/TIER.md,
-//! "Policy").
-//!
-//! Invariants, under the tier's lock:
-//!
-//! - a page is on the list if and only if its entry is [`INACTIVE`]; the entry's slot number
-//!   names the ring slot holding the page's number, and the list area's page of that slot holds
-//!   its bytes (the program's page is a hole);
-//! - ring positions `[head, tail)` are the list, oldest first, with [`HOLE`] where a page left
-//!   (touched, or forgotten); `len` counts the others;
-//! - positions `[dropped, head)` have left the ring but their slots may still hold pages until
-//!   [`Inactive::flush`] drops them; `tail - dropped <= slots`, so the slot at `tail` is always
-//!   a hole (an `UFFDIO_MOVE` destination must be);
-//! - outside the eviction loop, `dropped == head`.
+//! The inactive list's work (`--policy lru`): pages moved onto it from the active list, its
+//! oldest compressed, a touch moving a page back. The list itself, and its invariants, are
+//! `inactive_list.rs`.
 
 use std::time::Instant;
 
@@ -33,120 +8,35 @@ use zsmalloc_tier::stats::Field;
 use zsmalloc_tier::uffd::Uffd;
 
 use crate::evict::{self, Moved, Outcome};
+use crate::inactive_list::Inactive;
 use crate::protection::{self, Leave};
 use crate::sys::{self, PAGE};
 use crate::tier::{self, State, Tier, INACTIVE};
 
 /// The list's share of the budget: one page in `SHARE`.
 pub const SHARE: u64 = 8;
-/// A ring position without a page.
-const HOLE: u32 = u32::MAX;
 
-pub struct Inactive {
-    /// The list's area: `slots` pages of the tier's own, registered with the userfaultfd (a move
-    /// must land in registered memory).
-    area: usize,
-    slots: usize,
-    /// The page in each slot, [`HOLE`] for none.
-    ring: Vec<u32>,
-    head: u64,
-    tail: u64,
-    dropped: u64,
-    len: u64,
-    /// The pages the list holds when it is full.
-    target: u64,
+/// A list for a budget of `budget` pages, its area registered with `uffd`.
+pub fn new_list(uffd: &Uffd, budget: u64) -> Result<Inactive, String> {
+    // Evictions come in batches of up to the slack while the program waits: a list shorter
+    // than a batch would see pages demoted and compressed in one, untouched for no fault of
+    // theirs.
+    let batch = 2 * zsmalloc_tier::slack::deferred_pages(budget);
+    let target = (budget / SHARE).max(batch.min(budget / 2)).max(1);
+    // Room for the list, its holes and a run beyond: when holes fill the ring, its oldest page
+    // leaves early, which is what it would have done next anyway.
+    let slots = (2 * target as usize + 2 * crate::batch::RUN).min(u32::MAX as usize - 1);
+    let area = evict::new_area(uffd, None, slots * PAGE)
+        .map_err(|e| format!("the inactive list's area: {e}"))?;
+    Ok(Inactive::new(area, slots, target))
 }
 
-impl Inactive {
-    /// A list for a budget of `budget` pages, its area registered with `uffd`.
-    pub fn new(uffd: &Uffd, budget: u64) -> Result<Inactive, String> {
-        // Evictions come in batches of up to the slack while the program waits: a list shorter
-        // than a batch would see pages demoted and compressed in one, untouched for no fault of
-        // theirs.
-        let batch = 2 * zsmalloc_tier::slack::deferred_pages(budget);
-        let target = (budget / SHARE).max(batch.min(budget / 2)).max(1);
-        // Room for the list, its holes and a run beyond: when holes fill the ring, its oldest
-        // page leaves early, which is what it would have done next anyway.
-        let slots = (2 * target as usize + 2 * crate::batch::RUN).min(u32::MAX as usize - 1);
-        let area = evict::new_area(uffd, None, slots * PAGE)
-            .map_err(|e| format!("the inactive list's area: {e}"))?;
-        Ok(Inactive {
-            area,
-            slots,
-            ring: vec![HOLE; slots],
-            head: 0,
-            tail: 0,
-            dropped: 0,
-            len: 0,
-            target,
-        })
-    }
-
-    /// In a forked child tiered on its own: the area mapped afresh (the list is empty at a
-    /// fork) and registered with the child's userfaultfd.
-    pub fn renew(&mut self, uffd: &Uffd) -> Result<(), String> {
-        self.area = evict::new_area(uffd, Some(self.area), self.slots * PAGE)?;
-        self.ring.fill(HOLE);
-        (self.head, self.tail, self.dropped, self.len) = (0, 0, 0, 0);
-        Ok(())
-    }
-
-    fn slot(&self, pos: u64) -> usize {
-        (pos % self.slots as u64) as usize
-    }
-
-    fn addr(&self, slot: usize) -> usize {
-        self.area + slot * PAGE
-    }
-
-    /// Consecutive free slots from the tail before the ring's end, at most `n`.
-    fn run_room(&self, n: usize) -> usize {
-        n.min(self.slots - self.slot(self.tail))
-    }
-
-    /// Moves the head past the holes.
-    fn skip_holes(&mut self) {
-        while self.head < self.tail && self.ring[self.slot(self.head)] == HOLE {
-            self.head += 1;
-        }
-    }
-
-    /// The oldest page and its slot, if any.
-    fn oldest(&mut self) -> Option<(usize, usize)> {
-        self.skip_holes();
-        (self.head < self.tail).then(|| {
-            let slot = self.slot(self.head);
-            (self.ring[slot] as usize, slot)
-        })
-    }
-
-    /// Takes page `page` off the list from `slot` (it left, or is leaving).
-    fn take(&mut self, page: usize, slot: usize) {
-        assert_eq!(self.ring[slot], page as u32, "page {page} is not in slot {slot}");
-        self.ring[slot] = HOLE;
-        self.len -= 1;
-        tier::stats().set(Field::InactivePages, self.len);
-    }
-
-    /// The list emptied of its holes and their slots dropped (after every page was brought
-    /// back).
-    pub fn settle(&mut self) {
-        self.skip_holes();
-        self.flush();
-    }
-
-    /// Drops the slots of the positions that left the ring (their pages were stored, or
-    /// brought back by a copy).
-    pub fn flush(&mut self) {
-        while self.dropped < self.head {
-            let first = self.slot(self.dropped);
-            let n = (self.head - self.dropped).min((self.slots - first) as u64) as usize;
-            // SAFETY: slots of the list's area, the tier's own memory, whose pages were stored
-            // (or copied back) and are no longer needed.
-            unsafe { sys::madvise(self.addr(first), n * PAGE, libc::MADV_DONTNEED) };
-            self.dropped += n as u64;
-        }
-    }
+/// In a forked child tiered on its own: the list's area mapped afresh and registered with the
+/// child's userfaultfd.
+pub fn renew_list(list: &mut Inactive, uffd: &Uffd) -> Result<(), String> {
+    let (at, len) = list.area();
+    list.renew(evict::new_area(uffd, Some(at), len)?);
+    Ok(())
 }
 
 /// What demoting the active list's oldest page gave.

@@ -32,6 +32,7 @@ mod handler;
 mod handler_cpu;
 mod heap;
 mod inactive;
+mod inactive_list;
 mod interpose;
 mod interpose_protection;
 mod lineage;

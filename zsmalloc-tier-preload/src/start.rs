@@ -63,7 +63,7 @@ pub fn start(
     crate::doorbell::make(&uffd)?;
     // A folio group leaves whole, straight into the pool: the list holds single pages.
     let inactive = if victims.keeps_inactive() && unit.folio_pages <= 1 {
-        Some(crate::inactive::Inactive::new(&uffd, budget_pages)?)
+        Some(crate::inactive::new_list(&uffd, budget_pages)?)
     } else {
         None
     };

@@ -50,8 +50,8 @@ pub struct State {
     pub folio: crate::group_table::Folios,
     /// The readahead's cache of clean copies (`readahead.rs`).
     pub readahead: crate::readahead_cache::Readahead,
-    /// The inactive list (`inactive.rs`), under a policy that keeps one.
-    pub inactive: Option<crate::inactive::Inactive>,
+    /// The inactive list (`inactive_list.rs`), under a policy that keeps one.
+    pub inactive: Option<crate::inactive_list::Inactive>,
 }
 
 /// Runs `f` on the recorder, if there is one, and shows what it has written in the stats.

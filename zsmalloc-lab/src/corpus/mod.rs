@@ -5,7 +5,8 @@
 //! - [`inputs`]: their inputs, generated deterministically (`zsmalloc corpus input`);
 //! - [`recorder`]: the recording (`zsmalloc corpus record`), with [`settings`] (budgets, folio
 //!   and page sizes), [`bounded`] (a run to its end or its deadline), [`trace_file`] (the
-//!   binary trace and its checksum) and [`machine`] (the manifest's machine);
+//!   binary trace and its checksum), [`machine`] (the manifest's machine) and [`record_report`]
+//!   (the traces recorded, as table, JSON or CSV);
 //! - [`study`]: the corpus questions of docs/STUDY.md §8 on every trace.
 
 pub mod bounded;
@@ -13,6 +14,7 @@ pub mod inputs;
 pub mod machine;
 pub mod manifest;
 pub mod program_list;
+pub mod record_report;
 pub mod recorder;
 pub mod settings;
 pub mod study;

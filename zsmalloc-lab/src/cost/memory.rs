@@ -8,8 +8,8 @@ use super::corpus::Source;
 use super::options::CostOptions;
 use super::plan::StudyPlan;
 use crate::error::{LabError, LabResult};
+use crate::line_wrap::{wrap, wrap_indented};
 pub use crate::memory::{available_bytes, human, parse_memory, proc_status_bytes};
-use crate::report::grid::{wrap, wrap_indented};
 
 use crate::memory::SLACK_BYTES;
 

@@ -23,8 +23,7 @@ pub fn align(rows: &[Vec<String>], left: usize) -> String {
     out
 }
 
-/// The widest line a text report prints: a terminal of 120 columns.
-pub const WIDTH: usize = 120;
+pub use crate::line_wrap::{wrap, wrap_indented, WIDTH};
 
 /// [`align`], split into as many tables as it takes for no line to pass [`WIDTH`]: each repeats
 /// the first `keys` columns (those that name a row, at least the `left` ones) and takes as many
@@ -63,37 +62,6 @@ pub fn fit(rows: &[Vec<String>], left: usize, keys: usize) -> String {
         })
         .collect();
     tables.join("\n")
-}
-
-/// `line` broken at spaces into lines of at most [`WIDTH`] characters (a word longer than that
-/// stays whole), the later ones indented by two spaces; ends with a newline.
-pub fn wrap(line: &str) -> String {
-    wrap_indented(line, 0)
-}
-
-/// [`wrap`] for a line indented by `indent` spaces (its later lines by two more).
-pub fn wrap_indented(line: &str, indent: usize) -> String {
-    let mut out = String::new();
-    let first = " ".repeat(indent);
-    let later = " ".repeat(indent + 2);
-    let mut current = first.clone();
-    let mut words_on_line = 0usize;
-    for word in line.split(' ').filter(|w| !w.is_empty()) {
-        let len = current.chars().count();
-        if words_on_line > 0 && len + 1 + word.chars().count() > WIDTH {
-            out += &current;
-            out.push('\n');
-            current = later.clone();
-            words_on_line = 0;
-        } else if words_on_line > 0 {
-            current.push(' ');
-        }
-        current += word;
-        words_on_line += 1;
-    }
-    out += &current;
-    out.push('\n');
-    out
 }
 
 /// [`align`] with the header given apart.

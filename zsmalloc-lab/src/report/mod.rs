@@ -6,7 +6,6 @@
 //! - [`classes`]: zsmalloc class tables (`zsmalloc classes`);
 //! - [`block_table`]: zblock's block table (`zsmalloc classes --backend zblock`);
 //! - [`cost`]: the cost study (`zsmalloc cost`);
-//! - [`corpus`]: a corpus recorded (`zsmalloc corpus record`);
 //! - [`kernel`]: `zsmalloc kernel check`, `capture`, `cost` and `import`;
 //! - [`folios`]: large folios as one object (`zsmalloc folios`);
 //! - [`optimize`]: the best class tables for a workload (`zsmalloc optimize`).
@@ -18,7 +17,6 @@
 
 pub mod block_table;
 pub mod classes;
-pub mod corpus;
 pub mod cost;
 pub mod csv;
 pub mod folios;

@@ -4,11 +4,11 @@
 
 use serde_json::Value;
 
-use super::csv::{self, to_value, Column, Numbers};
-use super::grid::with_head;
-use super::Render;
-use crate::corpus::recorder::{mib, Recorded};
+use super::recorder::{mib, Recorded};
 use crate::error::LabResult;
+use crate::report::csv::{self, to_value, Column, Numbers};
+use crate::report::grid::with_head;
+use crate::report::Render;
 
 /// The CSV's columns: a trace's manifest entry but its argv (a list).
 const KEYS: [&str; 16] = [
@@ -73,7 +73,7 @@ impl Render for Recorded {
     }
 
     fn json(&self) -> LabResult<String> {
-        super::json(self)
+        crate::report::json(self)
     }
 
     fn csv(&self) -> String {
