@@ -66,7 +66,7 @@ REPLACED = [
 ]
 QUICK = {
     "zsmalloc cost --page-size 16K":
-        "zsmalloc cost --page-size 16K --synthetic-pages 256 --pool-mib 4 --repeat 1",
+        "zsmalloc cost --page-size 16K --synthetic-pages 256 --pool-mib 4 --repeat 1 --compressor lz4",
 }
 # Commands that need root and userfaultfd: run where they can, said otherwise.
 ROOT_ONLY = ["zsmalloc tier "]
