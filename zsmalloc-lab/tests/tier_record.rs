@@ -8,7 +8,6 @@
 
 mod tier_support;
 
-use serde_json::Value;
 use tier_support::*;
 use zsmalloc_tier::policy::PolicyName;
 use zsmalloc_tier::uffd::{Features, Uffd, UffdError, Wait};
@@ -43,16 +42,7 @@ fn every_policys_trace_replays_to_the_tiers_own_pool_pages() {
         assert_eq!(report["policy"], name, "{report}");
         assert_eq!(report["record_error"], "", "{report}");
         // The stores, the reads and the peak (tier_support), then the end.
-        assert_replays(&r, &trace);
-        let (code, out, err) = zsmalloc(&[
-            "replay".as_ref(),
-            trace.as_os_str(),
-            "--no-time".as_ref(),
-            "--format".as_ref(),
-            "json".as_ref(),
-        ]);
-        assert_eq!(code, 0, "{err}");
-        let replay: Value = serde_json::from_str(&out).expect("replay's JSON");
+        let replay = assert_replays(&r, &trace);
         assert_eq!(replay["pages"].as_u64(), Some(figure(&r, "pool_pages")), "{name}: {replay}");
         let _ = std::fs::remove_file(&trace);
     }

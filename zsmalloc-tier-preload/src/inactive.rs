@@ -95,17 +95,12 @@ impl Tier {
         let at = list.addr(slot);
         // SAFETY: the slot holds the page (the list's invariant); the tier alone maps it.
         let data = unsafe { std::slice::from_raw_parts(at as *const u8, PAGE) };
-        let list = st.inactive.as_mut().expect("kept");
-        list.take(page, slot);
         if !self.store(st, page, data) {
-            // Back on the list, as its oldest.
-            let list = st.inactive.as_mut().expect("kept");
-            list.ring[slot] = page as u32;
-            list.len += 1;
-            tier::stats().set(Field::InactivePages, list.len);
             return Some(Outcome::PoolFull);
         }
-        st.inactive.as_mut().expect("kept").head += 1;
+        let list = st.inactive.as_mut().expect("kept");
+        list.take(page, slot);
+        list.head += 1;
         Some(Outcome::Evicted)
     }
 

@@ -262,7 +262,8 @@ pub fn registered_rss(pid: u32) -> Option<u64> {
 }
 
 /// The trace `r` recorded holds its operations, and replays to the pool pages it had.
-pub fn assert_replays(r: &Run, trace: &Path) {
+/// Returns the replay's JSON report.
+pub fn assert_replays(r: &Run, trace: &Path) -> Value {
     let report = r.report.as_ref().unwrap();
     let text = std::fs::read_to_string(trace).expect("the trace");
     assert!(text.starts_with("# zsmalloc trace v1"), "{}", &text[..200.min(text.len())]);
@@ -286,6 +287,7 @@ pub fn assert_replays(r: &Run, trace: &Path) {
     assert_eq!(replay["pages_peak"].as_u64(), Some(figure(r, "max_pool_pages")), "{replay}");
     assert_eq!(replay["stores"].as_u64(), Some(stores), "{replay}");
     assert_eq!(replay["op_errors"].as_u64(), Some(0), "{replay}");
+    replay
 }
 
 /// An ELF python3 (a launcher script such as pyenv's shim is not one), if there is one.
